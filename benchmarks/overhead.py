@@ -1,0 +1,153 @@
+"""Per-op overhead of pyprof's annotations on the CPU (issue #2's benchmark).
+
+A small-op-heavy training loop (a deep, narrow MLP: thousands of tiny ops per second, forward,
+backward and optimizer step) runs in a fresh process per measurement, in these modes:
+
+  none            no profiling at all
+  init-no-tool    pyprof.init() with no NVTX tool attached
+  collector       pyprof.init() under `pyprof profile` (our collector records every range)
+  torch-profiler  torch.profiler.profile(record_shapes=True) around the loop
+
+Two numbers per mode, as ns added per op relative to `none` (medians over --runs runs):
+  in-loop  time inside the training loop only;
+  total    the whole process, start to exit, so it includes teardown: the collector's flush
+           and database write, or the profiler's exit and post-processing (key_averages()).
+Ops per iteration are counted by pyprof itself (ranges its callback pushed) in the collector
+mode: forward ops, backward nodes and the ops inside them.
+
+    python benchmarks/overhead.py --runs 5 --iters 400
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODES = ("none", "init-no-tool", "collector", "torch-profiler")
+
+
+def workload(mode: str, iters: int, result_path: str) -> None:
+    """Runs in the measured child process."""
+    import torch
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    layers = []
+    for _ in range(8):
+        layers += [torch.nn.Linear(16, 16), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x, y = torch.randn(4, 16), torch.randn(4, 16)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+
+    if mode in ("init-no-tool", "collector"):
+        import pyprof
+
+        pyprof.init(model=model)
+    for _ in range(20):  # warm-up: caches, allocator
+        step()
+    ops_before = 0
+    if mode == "collector":
+        import pyprof
+
+        ops_before = pyprof.stats()["ops_annotated"]
+    teardown = 0.0
+    if mode == "torch-profiler":
+        prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                      record_shapes=True)
+        prof.__enter__()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        step()
+    loop = time.perf_counter() - t0
+    if mode == "torch-profiler":
+        t1 = time.perf_counter()
+        prof.__exit__(None, None, None)
+        prof.key_averages()
+        teardown = time.perf_counter() - t1
+    ops = ops_all = None
+    if mode == "collector":
+        import pyprof
+
+        ops_all = pyprof.stats()["ops_annotated"]
+        ops = ops_all - ops_before
+    with open(result_path, "w") as f:
+        json.dump({"loop_s": loop, "teardown_s": teardown, "ops": ops, "ops_all": ops_all}, f)
+
+
+def run_once(mode: str, iters: int, tmp: str) -> dict:
+    result = os.path.join(tmp, f"{mode}.json")
+    child = [sys.executable, os.path.abspath(__file__), "--child", mode, "--iters", str(iters),
+             "--result", result]
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    env.pop("NVTX_INJECTION64_PATH", None)
+    db = os.path.join(tmp, "bench")
+    if mode == "collector":
+        child = [sys.executable, "-m", "pyprof", "profile", "-o", db, "--force", "--"] + child
+    t0 = time.perf_counter()
+    proc = subprocess.run(child, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"{mode} failed ({proc.returncode}):\n{proc.stderr}")
+    with open(result) as f:
+        out = json.load(f)
+    out["wall_s"] = wall
+    if mode == "collector":
+        out["db_bytes"] = os.path.getsize(db + ".sqlite")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--iters", type=int, default=400)
+    parser.add_argument("--child", choices=MODES)
+    parser.add_argument("--result")
+    args = parser.parse_args()
+    if args.child:
+        workload(args.child, args.iters, args.result)
+        return
+
+    results: dict[str, list[dict]] = {m: [] for m in MODES}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(args.runs):  # interleave modes so drift hits them all alike
+            for mode in MODES:
+                results[mode].append(run_once(mode, args.iters, tmp))
+    ops = statistics.median(r["ops"] for r in results["collector"])
+    ops_all = statistics.median(r["ops_all"] for r in results["collector"])  # with warm-up
+    base_loop = statistics.median(r["loop_s"] for r in results["none"])
+    base_wall = statistics.median(r["wall_s"] for r in results["none"])
+
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}, torch {__import__('torch').__version__}")
+    print(f"command: python benchmarks/overhead.py --runs {args.runs} --iters {args.iters}")
+    print(f"workload: {args.iters} training steps, {ops:.0f} ops recorded "
+          f"({ops / args.iters:.0f} per step); baseline {base_loop / ops * 1e9:.0f} ns/op in loop")
+    print()
+    print("| mode | in-loop ns/op added | total ns/op added | loop s | wall s | DB bytes/op |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for mode in MODES:
+        loop = statistics.median(r["loop_s"] for r in results[mode])
+        wall = statistics.median(r["wall_s"] for r in results[mode])
+        db = (f"{statistics.median(r['db_bytes'] for r in results[mode]) / ops_all:.0f}"
+              if mode == "collector" else "-")  # noqa: E501
+        print(f"| {mode} | {(loop - base_loop) / ops * 1e9:.0f} | {(wall - base_wall) / ops_all * 1e9:.0f} "
+              f"| {loop:.3f} | {wall:.3f} | {db} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,165 @@
+#include "op_annotator.h"
+
+#include <ATen/record_function.h>
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "call_site.h"
+#include "nvtx_ranges.h"
+#include "op_marker.h"
+
+namespace pyprof {
+namespace {
+
+std::mutex g_install_mutex;
+at::CallbackHandle g_handle = 0;
+std::atomic<bool> g_with_stack{false};
+
+std::atomic<uint64_t> g_next_id_block{0};
+constexpr uint64_t kIdBlock = 4096;
+
+std::atomic<uint64_t> g_ops_annotated{0};
+std::atomic<uint64_t> g_message_bytes{0};
+
+// OpInfo cache, one per thread so the hot path takes no lock.
+//
+// The fast key is the name pointer: for dispatcher ops it points into the operator's schema,
+// which lives as long as the operator. Backward nodes and user scopes own their name, so the
+// same address can later hold another name: every pointer hit is confirmed with strcmp, and a
+// miss falls back to the (name, overload) map.
+class OpInfoCache {
+ public:
+  const OpInfo& lookup(const at::RecordFunction& fn) {
+    const char* name = fn.name();
+    auto it = by_pointer_.find(name);
+    if (it != by_pointer_.end() && std::strcmp(it->second->name.c_str(), name) == 0) {
+      const char* overload = fn.overload_name();
+      if (std::strcmp(it->second->overload.c_str(), overload ? overload : "") == 0) {
+        return *it->second;
+      }
+    }
+    const OpInfo& info = lookup_by_name(fn, name);
+    by_pointer_[name] = &info;
+    return info;
+  }
+
+ private:
+  const OpInfo& lookup_by_name(const at::RecordFunction& fn, const char* name) {
+    const char* overload = fn.overload_name();
+    std::string key = name;
+    key.push_back('\0');
+    key += overload ? overload : "";
+    auto it = by_name_.find(key);
+    if (it != by_name_.end()) return *it->second;
+    // First sight of this op on this thread: copy the schema once (expensive, so cached).
+    std::optional<c10::FunctionSchema> schema;
+    if (fn.scope() == at::RecordScope::FUNCTION) schema = fn.operator_schema();
+    auto info = std::make_unique<OpInfo>(
+        make_op_info(name, overload ? overload : "", schema ? &*schema : nullptr));
+    const OpInfo& ref = *info;
+    by_name_.emplace(std::move(key), std::move(info));
+    return ref;
+  }
+
+  std::unordered_map<const char*, const OpInfo*> by_pointer_;
+  std::unordered_map<std::string, std::unique_ptr<OpInfo>> by_name_;
+};
+
+struct ThreadState {
+  std::string message;    // reused for every op on this thread
+  std::string call_site;  // of the outermost op in progress
+  OpInfoCache cache;
+  uint64_t next_id = 0;
+  uint64_t id_limit = 0;
+  int depth = 0;  // our ranges open on this thread
+
+  uint64_t new_op_id() {
+    if (next_id == id_limit) {
+      next_id = g_next_id_block.fetch_add(1, std::memory_order_relaxed) * kIdBlock + 1;
+      id_limit = next_id + kIdBlock - 1;  // ids are never 0
+    }
+    return next_id++;
+  }
+};
+
+ThreadState& thread_state() {
+  thread_local ThreadState state;
+  return state;
+}
+
+// Every start pushes exactly one range and every end pops one: RecordFunction runs the end
+// callback for each start callback that ran, and this function never throws.
+std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
+  ThreadState& ts = thread_state();
+  try {
+    const OpInfo& info = ts.cache.lookup(fn);
+    OpInstance op;
+    op.id = ts.new_op_id();
+    op.seq = fn.seqNr();
+    op.tid = fn.threadId();
+    op.fwd_tid = fn.forwardThreadId();
+    op.scope = fn.scope();
+    if (g_with_stack.load(std::memory_order_relaxed)) {
+      // Nested ops share the call site of the op the user called.
+      if (ts.depth == 0 && op.scope != at::RecordScope::BACKWARD_FUNCTION) {
+        current_call_site(ts.call_site);
+      } else if (ts.depth == 0) {
+        ts.call_site.clear();
+      }
+      op.call_site = ts.call_site;
+    }
+    build_op_message(ts.message, info, op, fn.inputs());
+  } catch (...) {
+    ts.message.assign("{\"v\":1,\"op\":\"<error>\",\"error\":\"marker could not be built\"}");
+  }
+  ++ts.depth;
+  push_marker(ts.message.c_str());
+  g_ops_annotated.fetch_add(1, std::memory_order_relaxed);
+  g_message_bytes.fetch_add(ts.message.size(), std::memory_order_relaxed);
+  return nullptr;
+}
+
+void on_op_end(const at::RecordFunction&, at::ObserverContext*) {
+  ThreadState& ts = thread_state();
+  if (ts.depth > 0) --ts.depth;
+  pop_marker();
+}
+
+}  // namespace
+
+bool install_op_annotator(const AnnotatorOptions& options) {
+  std::lock_guard<std::mutex> lock(g_install_mutex);
+  if (g_handle != 0) return true;
+  if (!nvtx_tool_attached()) return false;
+  g_with_stack.store(options.with_stack);
+  g_handle = at::addGlobalCallback(
+      at::RecordFunctionCallback(&on_op_start, &on_op_end)
+          .needsInputs(true)
+          .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION,
+                   at::RecordScope::USER_SCOPE}));
+  return true;
+}
+
+void uninstall_op_annotator() {
+  std::lock_guard<std::mutex> lock(g_install_mutex);
+  if (g_handle == 0) return;
+  at::removeCallback(g_handle);
+  g_handle = 0;
+}
+
+bool op_annotator_installed() {
+  std::lock_guard<std::mutex> lock(g_install_mutex);
+  return g_handle != 0;
+}
+
+AnnotatorStats annotator_stats() {
+  return {g_ops_annotated.load(), g_message_bytes.load()};
+}
+
+}  // namespace pyprof

@@ -1,0 +1,75 @@
+// pyprof._C: the Python bindings of the annotation layer. Kept to argument plumbing; the logic
+// lives in op_annotator.cpp (ops), nvtx_ranges.cpp (module and user ranges), call_site.cpp.
+#include <dlfcn.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "call_site.h"
+#include "nvtx_ranges.h"
+#include "op_annotator.h"
+#include "op_marker.h"
+
+namespace py = pybind11;
+
+namespace {
+
+// Finalizes our collector's database now, if our collector is the attached NVTX tool. Needed
+// before os._exit(), which skips the collector's atexit handler (DataLoader workers end so).
+bool shutdown_collector() {
+  const char* path = std::getenv("NVTX_INJECTION64_PATH");
+  if (path == nullptr || *path == '\0') return false;
+  void* lib = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+  if (lib == nullptr) return false;
+  using ShutdownFn = int (*)();
+  auto shutdown = reinterpret_cast<ShutdownFn>(dlsym(lib, "pyprof_collect_shutdown"));
+  const bool done = shutdown != nullptr && shutdown() == 0;
+  dlclose(lib);  // drops only the reference RTLD_NOLOAD added
+  return done;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "pyprof annotation layer (RecordFunction hook and NVTX ranges)";
+  m.attr("MARKER_SCHEMA_VERSION") = pyprof::kMarkerSchemaVersion;
+  m.attr("MARKER_DOMAIN") = pyprof::kMarkerDomain;
+
+  m.def("tool_attached", &pyprof::nvtx_tool_attached,
+        "True when an NVTX tool (pyprof's collector, Nsight Systems) is attached.");
+  m.def(
+      "install",
+      [](bool with_stack, std::vector<std::string> framework_prefixes) {
+        pyprof::set_framework_prefixes(std::move(framework_prefixes));
+        pyprof::AnnotatorOptions options;
+        options.with_stack = with_stack;
+        return pyprof::install_op_annotator(options);
+      },
+      py::arg("with_stack") = false, py::arg("framework_prefixes") = std::vector<std::string>{},
+      "Install the RecordFunction callback; False (and nothing installed) without an NVTX tool.");
+  m.def("uninstall", &pyprof::uninstall_op_annotator);
+  m.def("installed", &pyprof::op_annotator_installed);
+  m.def("stats", [] {
+    const auto s = pyprof::annotator_stats();
+    py::dict d;
+    d["ops_annotated"] = s.ops_annotated;
+    d["message_bytes"] = s.message_bytes;
+    return d;
+  });
+
+  m.def("register_marker_string", &pyprof::register_marker_string, py::arg("message"));
+  m.def("push_registered_marker", &pyprof::push_registered_marker, py::arg("handle"));
+  m.def("pop_marker", &pyprof::pop_marker);
+
+  m.def("push_range", &pyprof::push_user_range, py::arg("message"), py::arg("argb") = 0u,
+        py::arg("domain") = std::string());
+  m.def("pop_range", &pyprof::pop_user_range, py::arg("domain") = std::string());
+  m.def("mark", &pyprof::mark, py::arg("message"), py::arg("argb") = 0u,
+        py::arg("domain") = std::string());
+
+  m.def("collector_shutdown", &shutdown_collector,
+        "Finalize pyprof's collector database now (before os._exit); False if not attached.");
+}

@@ -1,0 +1,110 @@
+"""Small real models for the examples, tests and benchmarks (all run on the CPU in seconds)."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class LeNet(nn.Module):
+    """LeNet-5 style CNN on 1x28x28 inputs."""
+
+    def __init__(self, num_classes: int = 10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 6, kernel_size=5, padding=2)
+        self.pool = nn.MaxPool2d(2)
+        self.conv2 = nn.Conv2d(6, 16, kernel_size=5)
+        self.fc1 = nn.Linear(16 * 5 * 5, 120)
+        self.fc2 = nn.Linear(120, 84)
+        self.fc3 = nn.Linear(84, num_classes)
+
+    def forward(self, x):
+        x = self.pool(F.relu(self.conv1(x)))
+        x = self.pool(F.relu(self.conv2(x)))
+        x = torch.flatten(x, 1)
+        x = F.relu(self.fc1(x))
+        x = F.relu(self.fc2(x))
+        return self.fc3(x)
+
+
+class MLP(nn.Module):
+    def __init__(self, width: int = 64, depth: int = 3, num_classes: int = 10):
+        super().__init__()
+        layers = []
+        for _ in range(depth):
+            layers += [nn.Linear(width, width), nn.GELU()]
+        self.body = nn.Sequential(*layers)
+        self.head = nn.Linear(width, num_classes)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention that calls scaled_dot_product_attention explicitly."""
+
+    def __init__(self, dim: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = self.qkv(x).view(b, s, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.proj(y.transpose(1, 2).reshape(b, s, d))
+
+
+class TransformerEncoderLayer(nn.Module):
+    """Pre-norm Transformer encoder layer (attention + MLP)."""
+
+    def __init__(self, dim: int = 64, heads: int = 4, hidden: int = 128, num_classes: int = 10):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(dim)
+        self.attn = SelfAttention(dim, heads)
+        self.norm2 = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, hidden), nn.GELU(), nn.Linear(hidden, dim))
+        self.head = nn.Linear(dim, num_classes)
+
+    def forward(self, x):
+        x = x + self.attn(self.norm1(x))
+        x = x + self.mlp(self.norm2(x))
+        return self.head(x.mean(dim=1))
+
+
+class LSTMClassifier(nn.Module):
+    def __init__(self, vocab: int = 100, dim: int = 32, hidden: int = 48, num_classes: int = 10):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.lstm = nn.LSTM(dim, hidden, num_layers=2, batch_first=True)
+        self.head = nn.Linear(hidden, num_classes)
+
+    def forward(self, tokens):
+        out, _ = self.lstm(self.embed(tokens))
+        return self.head(out[:, -1])
+
+
+def make(name: str, batch: int = 8):
+    """Returns (model, example input, target) for one of: lenet, mlp, transformer, lstm."""
+    g = torch.Generator().manual_seed(0)
+    target = torch.randint(0, 10, (batch,), generator=g)
+    if name == "lenet":
+        return LeNet(), torch.randn(batch, 1, 28, 28, generator=g), target
+    if name == "mlp":
+        return MLP(), torch.randn(batch, 64, generator=g), target
+    if name == "transformer":
+        return TransformerEncoderLayer(), torch.randn(batch, 16, 64, generator=g), target
+    if name == "lstm":
+        return LSTMClassifier(), torch.randint(0, 100, (batch, 12), generator=g), target
+    raise ValueError(f"unknown model {name!r}")
+
+
+MODELS = ("lenet", "mlp", "transformer", "lstm")
+
+
+def train_step(model, optimizer, x, target):
+    optimizer.zero_grad(set_to_none=True)
+    loss = F.cross_entropy(model(x), target)
+    loss.backward()
+    optimizer.step()
+    return loss

@@ -1,0 +1,5 @@
+import sys
+
+from pyprof.cli import main
+
+sys.exit(main())

@@ -1,0 +1,65 @@
+"""The `pyprof` command: a thin front that hands each subcommand to its C++ tool."""
+
+import os
+import sys
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+
+USAGE = """usage: pyprof <command> [options]
+
+commands:
+  profile   run a program and record its NVTX ranges into NAME.sqlite
+            (pyprof profile -o NAME [--force] [--delay S] [--duration S] -- CMD ...)
+  parse     correlate kernels with ops (python -m pyprof.parse DB)     [not yet available]
+  prof      FLOPs, bytes and Tensor Core use (python -m pyprof.prof)    [not yet available]
+
+Run `pyprof <command> --help` for the options of one command.
+"""
+
+
+def tool_path(name: str) -> str:
+    """Path of one of the package's C++ executables (installed under pyprof/bin)."""
+    return os.path.join(_PKG_DIR, "bin", name)
+
+
+def collector_path() -> str:
+    """Path of the NVTX injection library that `pyprof profile` loads into the program."""
+    return os.path.join(_PKG_DIR, "lib", "libpyprof_collect.so")
+
+
+def _exec_tool(name: str, args: list[str]) -> int:
+    path = tool_path(name)
+    if not os.access(path, os.X_OK):
+        print(f"pyprof: error: {path} is missing: the C++ part of pyprof is not built "
+              "(run `pip install --no-build-isolation .`)", file=sys.stderr)
+        return 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(path, [f"pyprof {name.removeprefix('pyprof-')}"] + args)
+    return 1  # not reached
+
+
+def not_yet(stage: str, issue: int) -> int:
+    print(f"pyprof {stage}: not available yet (planned in issue #{issue}); "
+          "this build records databases with `pyprof profile`", file=sys.stderr)
+    return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(USAGE, end="")
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command == "profile":
+        return _exec_tool("pyprof-profile", rest)
+    if command == "parse":
+        return not_yet("parse", 3)
+    if command == "prof":
+        return not_yet("prof", 4)
+    print(f"pyprof: error: unknown command '{command}'\n\n{USAGE}", file=sys.stderr, end="")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

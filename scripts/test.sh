@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Every test: sets up the machine, builds with the GoogleTest suites, then runs ctest and pytest.
+# Fails if any test fails or if no test ran.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+
+PYPROF_BUILD_TESTS=1 bash scripts/setup.sh
+
+echo "== GoogleTest (ctest) =="
+ctest --test-dir build --output-on-failure --no-tests=error -j2
+
+echo "== pytest =="
+# Exit code 5 means no test was collected: that is a failure too.
+$PYTHON -m pytest tests -q -p no:cacheprovider "$@"

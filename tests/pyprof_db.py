@@ -1,0 +1,98 @@
+"""Test-side reader of the databases `pyprof profile` writes (Nsight Systems layout).
+
+Deliberately independent of pyprof's own C++ code: plain sqlite3 + json, so that the tests
+check the database against what a third-party reader of an nsys export would see.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PUSH_POP, START_END, MARK, DOMAIN_CREATE = 59, 60, 34, 75
+
+
+@dataclasses.dataclass
+class Range:
+    start: int
+    end: int | None
+    event_type: int
+    global_tid: int
+    domain: str  # "" for the default domain
+    text: str
+    color: int | None = None
+    marker: dict | None = None  # the parsed JSON of a pyprof marker
+
+    @property
+    def tid(self) -> int:
+        return self.global_tid & 0xFFFFFF
+
+    @property
+    def pid(self) -> int:
+        return (self.global_tid >> 24) & 0xFFFFFF
+
+    def encloses(self, other: "Range") -> bool:
+        return (self.global_tid == other.global_tid and self.start <= other.start
+                and other.end is not None and self.end is not None and other.end <= self.end)
+
+
+def read_ranges(path: str) -> list[Range]:
+    """Every NVTX_EVENTS row (ranges and marks) with text and domain resolved, by start time."""
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        strings = dict(con.execute("SELECT id, value FROM StringIds"))
+        domains = {0: ""}
+        for domain_id, text, gtid in con.execute(
+                "SELECT domainId, text, globalTid FROM NVTX_EVENTS WHERE eventType = ?",
+                (DOMAIN_CREATE,)):
+            domains[domain_id] = text
+        out = []
+        for start, end, etype, gtid, domain_id, text, text_id, color in con.execute(
+                "SELECT start, end, eventType, globalTid, domainId, text, textId, color "
+                "FROM NVTX_EVENTS WHERE eventType IN (?, ?, ?) ORDER BY start",
+                (PUSH_POP, START_END, MARK)):
+            if text is None and text_id is not None:
+                text = strings[text_id]
+            r = Range(start, end, etype, gtid, domains.get(domain_id or 0, "?"), text, color)
+            if r.domain == "pyprof":
+                r.marker = json.loads(text)  # every pyprof marker must be valid JSON
+            out.append(r)
+        return out
+    finally:
+        con.close()
+
+
+def ops(ranges: list[Range]) -> list[Range]:
+    """The op markers (ATen ops, backward nodes, record_function scopes), by start time."""
+    return [r for r in ranges if r.marker is not None and "op" in r.marker]
+
+
+def modules(ranges: list[Range]) -> list[Range]:
+    return [r for r in ranges if r.marker is not None and "module" in r.marker]
+
+
+def stats(path: str) -> dict[str, int]:
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return dict(con.execute("SELECT name, value FROM PYPROF_COLLECTOR_STATS"))
+    finally:
+        con.close()
+
+
+def profile(tmp_path, script: str, *args: str, name: str = "net", env: dict | None = None,
+            timeout: float = 300, extra_profile_args: tuple = ()) -> subprocess.CompletedProcess:
+    """Runs `pyprof profile -o tmp_path/name -- python script args` and returns the result."""
+    cmd = [sys.executable, "-m", "pyprof", "profile", "-o", str(tmp_path / name),
+           *extra_profile_args, "--", sys.executable, script, *args]
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = ROOT + os.pathsep + full_env.get("PYTHONPATH", "")
+    full_env.pop("NVTX_INJECTION64_PATH", None)
+    if env:
+        full_env.update(env)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env,
+                          cwd=ROOT)
