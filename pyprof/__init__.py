@@ -1,222 +1,24 @@
-"""pyprof: NVTX annotations of every ATen op, module and user range, for `pyprof profile`
-(pyprof's own collector) or Nsight Systems.
+"""pyprof: NVTX annotations of every ATen op, module and user range, recorded by
+`pyprof profile` (pyprof's own collector) or Nsight Systems.
 
     import pyprof
     pyprof.init()            # or pyprof.init(model=net, with_stack=True)
 
-The work happens in C++ (`pyprof._C`, a RecordFunction callback); this module only wires it up
-and adds the two things that must come from Python: nn.Module ranges and user ranges.
+Importing pyprof is cheap: torch and the C++ extension load on first use of the API below, so
+the `pyprof` command starts fast.
 """
 
-from __future__ import annotations
-
-import functools
-import json
-import os
-import sys
-import threading
-import weakref
-
-import torch  # loads libtorch before our extension needs it
-
-from pyprof import _C
-
-__all__ = ["init", "stop", "is_enabled", "range", "annotate", "mark", "stats"]
 __version__ = "0.1.0"
-
-_lock = threading.Lock()
-_enabled = False
-_warned_no_tool = False
-_hook_handles: list = []
-_module_markers: "weakref.WeakKeyDictionary[torch.nn.Module, tuple[int, str]]" = (
-    weakref.WeakKeyDictionary())
-_tls = threading.local()
-_real_os_exit = os._exit
+__all__ = ["init", "stop", "is_enabled", "range", "annotate", "mark", "stats"]
 
 
-def init(model: torch.nn.Module | None = None, *, with_stack: bool = False) -> bool:
-    """Start annotating. Returns True when ranges are being recorded.
+def __getattr__(name):
+    if name in __all__:
+        import importlib
 
-    model: names module ranges by their dotted path in this model ("Net.layer1.0.conv1").
-        Without it, the first module called with no module around it is taken as the root.
-    with_stack: add the user's file:line call site to each op called from Python.
-
-    Without an NVTX tool attached (no `pyprof profile`, no Nsight Systems) this says so once
-    and installs nothing, so the program runs at full speed. Calling init() again is a no-op
-    (except that a `model` given later is named).
-    """
-    global _enabled, _warned_no_tool
-    with _lock:
-        if model is not None:
-            _name_module_tree(model, type(model).__name__)
-        if _enabled:
-            return True
-        if not _C.tool_attached():
-            if not _warned_no_tool:
-                _warned_no_tool = True
-                print("pyprof: no NVTX tool is attached, so nothing is recorded; run the "
-                      "program under `pyprof profile -o NAME -- ...` or `nsys profile -t nvtx`",
-                      file=sys.stderr)
-            return False
-        framework = [os.path.dirname(torch.__file__) + os.sep,
-                     os.path.dirname(os.path.abspath(__file__)) + os.sep]
-        _C.install(with_stack=with_stack, framework_prefixes=framework)
-        _hook_handles.append(torch.nn.modules.module.register_module_forward_pre_hook(_pre_hook))
-        _hook_handles.append(torch.nn.modules.module.register_module_forward_hook(
-            _post_hook, always_call=True))
-        _wrap_os_exit()
-        _enabled = True
-        return True
+        return getattr(importlib.import_module("pyprof._api"), name)
+    raise AttributeError(f"module 'pyprof' has no attribute {name!r}")
 
 
-def stop() -> None:
-    """Stop annotating (ops and modules); init() may be called again later."""
-    global _enabled
-    with _lock:
-        if not _enabled:
-            return
-        _C.uninstall()
-        for handle in _hook_handles:
-            handle.remove()
-        _hook_handles.clear()
-        _enabled = False
-
-
-def is_enabled() -> bool:
-    return _enabled
-
-
-def stats() -> dict:
-    """Counters of the annotation layer: ops annotated and bytes of their markers."""
-    return dict(_C.stats())
-
-
-# --- module ranges ------------------------------------------------------------------------
-
-def _register_module(module: torch.nn.Module, path: str) -> tuple[int, str]:
-    message = json.dumps({"v": _C.MARKER_SCHEMA_VERSION, "module": path,
-                          "type": type(module).__name__}, separators=(",", ":"))
-    entry = (_C.register_marker_string(message), path)
-    _module_markers[module] = entry
-    return entry
-
-
-def _name_module_tree(root: torch.nn.Module, root_name: str) -> None:
-    # A module shared by two parents keeps the first name it was given.
-    for path, module in root.named_modules(prefix=root_name):
-        if module not in _module_markers:
-            _register_module(module, path)
-
-
-def _module_stack() -> list:
-    stack = getattr(_tls, "stack", None)
-    if stack is None:
-        stack = _tls.stack = []
-    return stack
-
-
-def _pre_hook(module: torch.nn.Module, args) -> None:
-    stack = _module_stack()
-    entry = _module_markers.get(module)
-    if entry is None:
-        if stack:
-            # Not part of a known model (created on the fly): name it by class nesting.
-            entry = _register_module(module, f"{stack[-1][1]}.{type(module).__name__}")
-        else:
-            _name_module_tree(module, type(module).__name__)
-            entry = _module_markers[module]
-    _C.push_registered_marker(entry[0])
-    stack.append((module, entry[1]))
-
-
-def _post_hook(module: torch.nn.Module, args, output) -> None:
-    stack = _module_stack()
-    # Only pop what this module pushed (init() may have run while a forward was in progress).
-    if stack and stack[-1][0] is module:
-        stack.pop()
-        _C.pop_marker()
-
-
-def _wrap_os_exit() -> None:
-    # os._exit skips atexit, so the collector would never finish its database; DataLoader and
-    # multiprocessing workers end this way.
-    if getattr(os._exit, "__pyprof_wrapped__", False):
-        return
-
-    def _exit(code):
-        try:
-            _C.collector_shutdown()
-        finally:
-            _real_os_exit(code)
-
-    _exit.__pyprof_wrapped__ = True
-    os._exit = _exit
-
-
-# --- user ranges ---------------------------------------------------------------------------
-
-_COLORS = {
-    "green": 0xFF76B900, "blue": 0xFF0000FF, "yellow": 0xFFFFFF00, "purple": 0xFF800080,
-    "rapids": 0xFF7400FF, "cyan": 0xFF00FFFF, "red": 0xFFFF0000, "white": 0xFFFFFFFF,
-    "darkgreen": 0xFF006400, "orange": 0xFFFFA500, "black": 0xFF000000, "grey": 0xFF808080,
-    "gray": 0xFF808080,
-}
-
-
-def _argb(color) -> int:
-    if color is None:
-        return 0
-    if isinstance(color, int):
-        return color & 0xFFFFFFFF
-    try:
-        return _COLORS[color.lower()]
-    except KeyError:
-        raise ValueError(f"unknown color {color!r}; use one of {sorted(_COLORS)} or an ARGB int")
-
-
-class range:  # noqa: A001 - mirrors nvtx.annotate / torch.cuda.nvtx.range
-    """A user range: `with pyprof.range("step"):` or `@pyprof.range("step")`.
-
-    message: the range's text; color: a name ("green", ...) or an ARGB int; domain: an NVTX
-    domain name (default: NVTX's default domain, as the `nvtx` package does).
-    """
-
-    def __init__(self, message: str | None = None, color=None, domain: str | None = None):
-        self.message = message
-        self.argb = _argb(color)
-        self.domain = domain or ""
-
-    def __enter__(self):
-        _C.push_range(str(self.message), self.argb, self.domain)
-        return self
-
-    def __exit__(self, *exc):
-        _C.pop_range(self.domain)
-        return False
-
-    def __call__(self, fn):
-        message = self.message if self.message is not None else fn.__qualname__
-        argb, domain = self.argb, self.domain
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            _C.push_range(message, argb, domain)
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                _C.pop_range(domain)
-
-        return wrapper
-
-
-def annotate(message=None, color=None, domain: str | None = None):
-    """Decorator (or context manager) like `nvtx.annotate`: the range is named after the
-    function unless `message` is given. Usable bare: `@pyprof.annotate`."""
-    if callable(message):
-        return range(None, color, domain)(message)
-    return range(message, color, domain)
-
-
-def mark(message: str, color=None, domain: str | None = None) -> None:
-    """An instantaneous NVTX marker."""
-    _C.mark(str(message), _argb(color), domain or "")
+def __dir__():
+    return sorted(list(globals()) + __all__)

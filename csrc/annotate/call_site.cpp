@@ -67,7 +67,8 @@ void current_call_site(std::string& out) {
   out.clear();
   // Only threads that run Python have a call site; never create a thread state for others, and
   // never touch the interpreter while it shuts down.
-  if (!Py_IsInitialized() || interpreter_finalizing() || PyGILState_GetThisThreadState() == nullptr) {
+  if (!Py_IsInitialized() || interpreter_finalizing() ||
+      PyGILState_GetThisThreadState() == nullptr) {
     return;
   }
   PyGILState_STATE gil = PyGILState_Ensure();

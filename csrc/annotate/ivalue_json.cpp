@@ -12,58 +12,100 @@ namespace pyprof {
 std::string_view dtype_name(c10::ScalarType type) {
   using c10::ScalarType;
   switch (type) {
-    case ScalarType::Float: return "float32";
-    case ScalarType::Double: return "float64";
-    case ScalarType::Half: return "float16";
-    case ScalarType::BFloat16: return "bfloat16";
-    case ScalarType::Byte: return "uint8";
-    case ScalarType::Char: return "int8";
-    case ScalarType::Short: return "int16";
-    case ScalarType::Int: return "int32";
-    case ScalarType::Long: return "int64";
-    case ScalarType::Bool: return "bool";
-    case ScalarType::ComplexHalf: return "complex32";
-    case ScalarType::ComplexFloat: return "complex64";
-    case ScalarType::ComplexDouble: return "complex128";
-    case ScalarType::QInt8: return "qint8";
-    case ScalarType::QUInt8: return "quint8";
-    case ScalarType::QInt32: return "qint32";
-    case ScalarType::QUInt4x2: return "quint4x2";
-    case ScalarType::QUInt2x4: return "quint2x4";
-    case ScalarType::Float8_e5m2: return "float8_e5m2";
-    case ScalarType::Float8_e4m3fn: return "float8_e4m3fn";
-    case ScalarType::Float8_e5m2fnuz: return "float8_e5m2fnuz";
-    case ScalarType::Float8_e4m3fnuz: return "float8_e4m3fnuz";
-    case ScalarType::Float8_e8m0fnu: return "float8_e8m0fnu";
-    case ScalarType::Float4_e2m1fn_x2: return "float4_e2m1fn_x2";
-    case ScalarType::UInt16: return "uint16";
-    case ScalarType::UInt32: return "uint32";
-    case ScalarType::UInt64: return "uint64";
-    default: return c10::toString(type);  // a static string, e.g. "Bits8"
+    case ScalarType::Float:
+      return "float32";
+    case ScalarType::Double:
+      return "float64";
+    case ScalarType::Half:
+      return "float16";
+    case ScalarType::BFloat16:
+      return "bfloat16";
+    case ScalarType::Byte:
+      return "uint8";
+    case ScalarType::Char:
+      return "int8";
+    case ScalarType::Short:
+      return "int16";
+    case ScalarType::Int:
+      return "int32";
+    case ScalarType::Long:
+      return "int64";
+    case ScalarType::Bool:
+      return "bool";
+    case ScalarType::ComplexHalf:
+      return "complex32";
+    case ScalarType::ComplexFloat:
+      return "complex64";
+    case ScalarType::ComplexDouble:
+      return "complex128";
+    case ScalarType::QInt8:
+      return "qint8";
+    case ScalarType::QUInt8:
+      return "quint8";
+    case ScalarType::QInt32:
+      return "qint32";
+    case ScalarType::QUInt4x2:
+      return "quint4x2";
+    case ScalarType::QUInt2x4:
+      return "quint2x4";
+    case ScalarType::Float8_e5m2:
+      return "float8_e5m2";
+    case ScalarType::Float8_e4m3fn:
+      return "float8_e4m3fn";
+    case ScalarType::Float8_e5m2fnuz:
+      return "float8_e5m2fnuz";
+    case ScalarType::Float8_e4m3fnuz:
+      return "float8_e4m3fnuz";
+    case ScalarType::Float8_e8m0fnu:
+      return "float8_e8m0fnu";
+    case ScalarType::Float4_e2m1fn_x2:
+      return "float4_e2m1fn_x2";
+    case ScalarType::UInt16:
+      return "uint16";
+    case ScalarType::UInt32:
+      return "uint32";
+    case ScalarType::UInt64:
+      return "uint64";
+    default:
+      return c10::toString(type);  // a static string, e.g. "Bits8"
   }
 }
 
 std::string_view layout_name(c10::Layout layout) {
   switch (layout) {
-    case c10::kStrided: return "strided";
-    case c10::kSparse: return "sparse_coo";
-    case c10::kSparseCsr: return "sparse_csr";
-    case c10::kSparseCsc: return "sparse_csc";
-    case c10::kSparseBsr: return "sparse_bsr";
-    case c10::kSparseBsc: return "sparse_bsc";
-    case c10::kMkldnn: return "_mkldnn";
-    case c10::kJagged: return "jagged";
-    default: return "unknown_layout";
+    case c10::kStrided:
+      return "strided";
+    case c10::kSparse:
+      return "sparse_coo";
+    case c10::kSparseCsr:
+      return "sparse_csr";
+    case c10::kSparseCsc:
+      return "sparse_csc";
+    case c10::kSparseBsr:
+      return "sparse_bsr";
+    case c10::kSparseBsc:
+      return "sparse_bsc";
+    case c10::kMkldnn:
+      return "_mkldnn";
+    case c10::kJagged:
+      return "jagged";
+    default:
+      return "unknown_layout";
   }
 }
 
 std::string_view memory_format_name(c10::MemoryFormat format) {
   switch (format) {
-    case c10::MemoryFormat::Contiguous: return "contiguous_format";
-    case c10::MemoryFormat::Preserve: return "preserve_format";
-    case c10::MemoryFormat::ChannelsLast: return "channels_last";
-    case c10::MemoryFormat::ChannelsLast3d: return "channels_last_3d";
-    default: return "unknown_memory_format";
+    case c10::MemoryFormat::Contiguous:
+      return "contiguous_format";
+    case c10::MemoryFormat::Preserve:
+      return "preserve_format";
+    case c10::MemoryFormat::ChannelsLast:
+      return "channels_last";
+    case c10::MemoryFormat::ChannelsLast3d:
+      return "channels_last_3d";
+    default:
+      return "unknown_memory_format";
   }
 }
 
@@ -71,10 +113,14 @@ ArgKind arg_kind_of(const c10::TypePtr& type) {
   c10::TypePtr t = type;
   if (auto opt = t->cast<c10::OptionalType>()) t = opt->getElementType();
   switch (t->kind()) {
-    case c10::TypeKind::ScalarTypeType: return ArgKind::kScalarType;
-    case c10::TypeKind::LayoutType: return ArgKind::kLayout;
-    case c10::TypeKind::MemoryFormatType: return ArgKind::kMemoryFormat;
-    default: return ArgKind::kGeneric;
+    case c10::TypeKind::ScalarTypeType:
+      return ArgKind::kScalarType;
+    case c10::TypeKind::LayoutType:
+      return ArgKind::kLayout;
+    case c10::TypeKind::MemoryFormatType:
+      return ArgKind::kMemoryFormat;
+    default:
+      return ArgKind::kGeneric;
   }
 }
 
@@ -239,8 +285,7 @@ void encode_ivalue(JsonWriter& w, const c10::IValue& v, ArgKind kind, const Enco
       return;
     }
     const auto& elements = v.toTupleRef().elements();
-    encode_list(w, elements.asArrayRef(), limits.max_list,
-                ArgKind::kGeneric, limits, depth);
+    encode_list(w, elements.asArrayRef(), limits.max_list, ArgKind::kGeneric, limits, depth);
   } else if (v.isGenericDict()) {
     if (depth >= limits.max_depth) {
       w.string("<Dict>");

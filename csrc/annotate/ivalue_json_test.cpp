@@ -43,11 +43,16 @@ TEST(IValueJson, ZeroDimAndEmptyTensors) {
 
 TEST(IValueJson, DtypeNamesFollowPython) {
   const std::pair<at::ScalarType, const char*> cases[] = {
-      {at::kHalf, "float16"},          {at::kBFloat16, "bfloat16"},
-      {at::kComplexFloat, "complex64"}, {at::kComplexDouble, "complex128"},
-      {at::kByte, "uint8"},            {at::kChar, "int8"},
-      {at::kShort, "int16"},           {at::kInt, "int32"},
-      {at::kFloat8_e4m3fn, "float8_e4m3fn"}, {at::kFloat8_e5m2, "float8_e5m2"},
+      {at::kHalf, "float16"},
+      {at::kBFloat16, "bfloat16"},
+      {at::kComplexFloat, "complex64"},
+      {at::kComplexDouble, "complex128"},
+      {at::kByte, "uint8"},
+      {at::kChar, "int8"},
+      {at::kShort, "int16"},
+      {at::kInt, "int32"},
+      {at::kFloat8_e4m3fn, "float8_e4m3fn"},
+      {at::kFloat8_e5m2, "float8_e5m2"},
   };
   for (const auto& [type, name] : cases) {
     EXPECT_EQ(dtype_name(type), name);
@@ -63,7 +68,8 @@ TEST(IValueJson, UndefinedTensorAndNoneAreNull) {
 
 TEST(IValueJson, SparseTensorHasLayoutInsteadOfStrides) {
   const at::Tensor sparse = at::eye(3).to_sparse();
-  EXPECT_EQ(encode(sparse), R"({"shape":[3,3],"dtype":"float32","layout":"sparse_coo","device":"cpu"})");
+  EXPECT_EQ(encode(sparse),
+            R"({"shape":[3,3],"dtype":"float32","layout":"sparse_coo","device":"cpu"})");
 }
 
 TEST(IValueJson, Scalars) {
@@ -111,9 +117,8 @@ TEST(IValueJson, Lists) {
   EXPECT_EQ(encode(c10::List<bool>({true, false, true})), "[true,false,true]");
   EXPECT_EQ(encode(c10::List<int64_t>()), "[]");
   c10::List<at::Tensor> tensors({at::zeros({1}), at::zeros({2, 2}, at::kHalf)});
-  EXPECT_EQ(encode(tensors),
-            R"([{"shape":[1],"dtype":"float32","stride":[1],"device":"cpu"},)"
-            R"({"shape":[2,2],"dtype":"float16","stride":[2,1],"device":"cpu"}])");
+  EXPECT_EQ(encode(tensors), R"([{"shape":[1],"dtype":"float32","stride":[1],"device":"cpu"},)"
+                             R"({"shape":[2,2],"dtype":"float16","stride":[2,1],"device":"cpu"}])");
   // List[Optional[Tensor]], as aten::index takes it.
   c10::List<std::optional<at::Tensor>> optionals;
   optionals.push_back(std::nullopt);

@@ -158,8 +158,6 @@ bool op_annotator_installed() {
   return g_handle != 0;
 }
 
-AnnotatorStats annotator_stats() {
-  return {g_ops_annotated.load(), g_message_bytes.load()};
-}
+AnnotatorStats annotator_stats() { return {g_ops_annotated.load(), g_message_bytes.load()}; }
 
 }  // namespace pyprof

@@ -6,11 +6,16 @@ namespace pyprof {
 
 std::string_view scope_name(at::RecordScope scope) {
   switch (scope) {
-    case at::RecordScope::FUNCTION: return "function";
-    case at::RecordScope::BACKWARD_FUNCTION: return "backward";
-    case at::RecordScope::USER_SCOPE: return "user";
-    case at::RecordScope::TORCHSCRIPT_FUNCTION: return "torchscript";
-    default: return "other";
+    case at::RecordScope::FUNCTION:
+      return "function";
+    case at::RecordScope::BACKWARD_FUNCTION:
+      return "backward";
+    case at::RecordScope::USER_SCOPE:
+      return "user";
+    case at::RecordScope::TORCHSCRIPT_FUNCTION:
+      return "torchscript";
+    default:
+      return "other";
   }
 }
 

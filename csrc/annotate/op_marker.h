@@ -37,10 +37,10 @@ OpInfo make_op_info(std::string_view name, std::string_view overload,
                     const c10::FunctionSchema* schema);
 
 struct OpInstance {
-  uint64_t id = 0;        // process-unique op id
-  int64_t seq = -1;       // autograd sequence number
-  uint64_t tid = 0;       // RecordFunction logical thread id
-  uint64_t fwd_tid = 0;   // forward thread id (backward nodes only)
+  uint64_t id = 0;       // process-unique op id
+  int64_t seq = -1;      // autograd sequence number
+  uint64_t tid = 0;      // RecordFunction logical thread id
+  uint64_t fwd_tid = 0;  // forward thread id (backward nodes only)
   at::RecordScope scope = at::RecordScope::FUNCTION;
   std::string_view call_site;  // "file.py:12" or empty
 };

@@ -23,10 +23,13 @@ simdjson::dom::element parse(simdjson::dom::parser& parser, const std::string& j
 
 TEST(OpMarker, Conv2dArgumentsAreKeyedBySchemaName) {
   const OpInfo info = make_op_info("aten::conv2d", "", &schema_of("aten::conv2d", ""));
-  const std::vector<c10::IValue> inputs = {
-      at::zeros({8, 3, 32, 32}),   at::zeros({16, 3, 5, 5}), at::zeros({16}),
-      c10::List<int64_t>({2, 2}), c10::List<int64_t>({1, 1}), c10::List<int64_t>({1, 1}),
-      int64_t{1}};
+  const std::vector<c10::IValue> inputs = {at::zeros({8, 3, 32, 32}),
+                                           at::zeros({16, 3, 5, 5}),
+                                           at::zeros({16}),
+                                           c10::List<int64_t>({2, 2}),
+                                           c10::List<int64_t>({1, 1}),
+                                           c10::List<int64_t>({1, 1}),
+                                           int64_t{1}};
   OpInstance op;
   op.id = 42;
   op.seq = 7;
@@ -34,13 +37,14 @@ TEST(OpMarker, Conv2dArgumentsAreKeyedBySchemaName) {
   op.call_site = "train.py:12";
   std::string out;
   build_op_message(out, info, op, c10::ArrayRef<const c10::IValue>(inputs.data(), inputs.size()));
-  EXPECT_EQ(out,
-            R"({"v":1,"op":"aten::conv2d","id":42,"seq":7,"tid":1,"scope":"function",)"
-            R"("stack":"train.py:12","args":{)"
-            R"("input":{"shape":[8,3,32,32],"dtype":"float32","stride":[3072,1024,32,1],"device":"cpu"},)"
-            R"("weight":{"shape":[16,3,5,5],"dtype":"float32","stride":[75,25,5,1],"device":"cpu"},)"
-            R"("bias":{"shape":[16],"dtype":"float32","stride":[1],"device":"cpu"},)"
-            R"("stride":[2,2],"padding":[1,1],"dilation":[1,1],"groups":1}})");
+  EXPECT_EQ(
+      out,
+      R"({"v":1,"op":"aten::conv2d","id":42,"seq":7,"tid":1,"scope":"function",)"
+      R"("stack":"train.py:12","args":{)"
+      R"("input":{"shape":[8,3,32,32],"dtype":"float32","stride":[3072,1024,32,1],"device":"cpu"},)"
+      R"("weight":{"shape":[16,3,5,5],"dtype":"float32","stride":[75,25,5,1],"device":"cpu"},)"
+      R"("bias":{"shape":[16],"dtype":"float32","stride":[1],"device":"cpu"},)"
+      R"("stride":[2,2],"padding":[1,1],"dilation":[1,1],"groups":1}})");
 }
 
 TEST(OpMarker, OverloadAndDtypeArguments) {
