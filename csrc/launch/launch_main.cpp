@@ -1,0 +1,554 @@
+// pyprof-profile: the `pyprof profile` launcher (pyprof/cli.py execs it as "pyprof profile").
+//
+// It checks everything it can before starting anything (options, output directory, command,
+// collector library, databases of an earlier run), then forks and execs the command with the NVTX
+// collector injected through NVTX_INJECTION64_PATH, forwards termination signals to it, waits for
+// it, makes sure NAME.sqlite exists (an empty database when the program made no NVTX calls), lists
+// the databases the run produced and exits with the command's status (128+N if killed by signal N).
+//
+// Every error is one line on stderr, "pyprof: error: ...", with its own exit status:
+//   1    pyprof could not prepare the run (output, collector, earlier databases, environment)
+//   2    usage error
+//   126  the command exists but cannot be executed
+//   127  the command was not found
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <fmt/core.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "launch_options.h"
+#include "output_names.h"
+
+extern char** environ;
+
+namespace pyprof::launch {
+namespace {
+
+constexpr int kFailure = 1;
+constexpr int kCannotExecute = 126;
+constexpr int kNotFound = 127;
+
+constexpr const char* kInitSymbol = "InitializeInjectionNvtx2";
+constexpr const char* kWriteEmptySymbol = "pyprof_collect_write_empty";
+using WriteEmptyFn = int (*)(const char* path, const char* note);
+
+// Signals the launcher passes on to the command while it runs. SIGINT is not among them: Ctrl-C
+// reaches the whole foreground process group, so the command gets it anyway and the launcher
+// ignores it, waiting for the command to finish its own way.
+constexpr std::array<int, 5> kForwardedSignals = {SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+volatile sig_atomic_t g_child_pid = 0;
+
+extern "C" void forward_signal(int sig) {
+  const int saved_errno = errno;
+  if (g_child_pid > 0) kill(static_cast<pid_t>(g_child_pid), sig);
+  errno = saved_errno;
+}
+
+template <typename... Args>
+int fail(int code, fmt::format_string<Args...> format, Args&&... args) {
+  fmt::print(stderr, "pyprof: error: {}\n", fmt::format(format, std::forward<Args>(args)...));
+  return code;
+}
+
+template <typename... Args>
+void warn(fmt::format_string<Args...> format, Args&&... args) {
+  fmt::print(stderr, "pyprof: warning: {}\n", fmt::format(format, std::forward<Args>(args)...));
+}
+
+// Messages from dlerror() and the like, flattened to one line.
+std::string one_line(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return out;
+}
+
+int64_t clock_ns(clockid_t clock) {
+  timespec ts{};
+  clock_gettime(clock, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::string current_dir() {
+  std::vector<char> buf(PATH_MAX);
+  while (getcwd(buf.data(), buf.size()) == nullptr) {
+    if (errno != ERANGE) return ".";
+    buf.resize(buf.size() * 2);
+  }
+  return buf.data();
+}
+
+std::string absolute(const std::string& path) {
+  if (!path.empty() && path.front() == '/') return path;
+  return current_dir() + "/" + path;
+}
+
+// realpath(), or `path` made absolute when it cannot be resolved (e.g. it does not exist).
+std::string canonical_or_absolute(const std::string& path) {
+  if (char* resolved = realpath(path.c_str(), nullptr)) {
+    std::string out(resolved);
+    std::free(resolved);
+    return out;
+  }
+  return absolute(path);
+}
+
+std::optional<std::string> own_executable_dir() {
+  std::vector<char> buf(PATH_MAX + 1);
+  const ssize_t n = readlink("/proc/self/exe", buf.data(), buf.size() - 1);
+  if (n <= 0) return std::nullopt;
+  std::string path(buf.data(), static_cast<size_t>(n));
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return std::nullopt;
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+const char* env_or_null(const char* name) {
+  const char* value = std::getenv(name);
+  return (value != nullptr && *value != '\0') ? value : nullptr;
+}
+
+// Checks that files can be created in `dir` by creating and removing one: permission bits alone
+// say nothing when running as root, or on read-only mounts. Returns 0 or an errno value.
+int probe_writable(const std::string& dir) {
+  std::string probe = dir + "/.pyprof-write-test.XXXXXX";
+  const int fd = mkstemp(probe.data());
+  if (fd < 0) return errno;
+  close(fd);
+  unlink(probe.c_str());
+  return 0;
+}
+
+enum class Lookup { kFound, kNotFound, kNotExecutable };
+
+struct CommandLookup {
+  Lookup result = Lookup::kNotFound;
+  int error = ENOENT;  // for kNotExecutable: why
+};
+
+CommandLookup check_candidate(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err == ENOENT || err == ENOTDIR) return {Lookup::kNotFound, err};
+    return {Lookup::kNotExecutable, err};
+  }
+  if (S_ISDIR(st.st_mode)) return {Lookup::kNotExecutable, EISDIR};
+  if (!S_ISREG(st.st_mode) || access(path.c_str(), X_OK) != 0) {
+    return {Lookup::kNotExecutable, EACCES};
+  }
+  return {Lookup::kFound, 0};
+}
+
+// Looks `name` up the way execvp() will: as a path when it contains a slash, else in $PATH, where
+// a non-executable match is only reported when no executable one follows.
+CommandLookup lookup_command(const std::string& name) {
+  if (name.find('/') != std::string::npos) return check_candidate(name);
+  const char* path_env = std::getenv("PATH");
+  const std::string_view search = path_env != nullptr ? path_env : "/bin:/usr/bin";
+  CommandLookup best;
+  size_t start = 0;
+  while (start <= search.size()) {
+    size_t end = search.find(':', start);
+    if (end == std::string_view::npos) end = search.size();
+    const std::string_view dir = search.substr(start, end - start);
+    const CommandLookup here =
+        check_candidate((dir.empty() ? std::string(".") : std::string(dir)) + "/" + name);
+    if (here.result == Lookup::kFound) return here;
+    if (here.result == Lookup::kNotExecutable && best.result == Lookup::kNotFound) best = here;
+    start = end + 1;
+  }
+  return best;
+}
+
+int report_exec_error(const std::string& command, int err) {
+  if (err == ENOENT || err == ENOTDIR) return fail(kNotFound, "command not found: {}", command);
+  return fail(kCannotExecute, "cannot execute {}: {}", command, std::strerror(err));
+}
+
+std::string join(const std::vector<std::string>& words, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (i > 0) out += sep;
+    out += words[i];
+  }
+  return out;
+}
+
+// Environment variables this launcher sets for the command; inherited values are dropped.
+constexpr std::array<std::string_view, 8> kOwnedEnv = {"NVTX_INJECTION64_PATH",
+                                                       "PYPROF_OUTPUT",
+                                                       "PYPROF_ROOT_PID",
+                                                       "PYPROF_SESSION_START_MONO_NS",
+                                                       "PYPROF_SESSION_START_UTC_NS",
+                                                       "PYPROF_LAUNCH_CMDLINE",
+                                                       "PYPROF_DELAY_NS",
+                                                       "PYPROF_DURATION_NS"};
+
+bool is_owned_env(std::string_view entry) {
+  const size_t eq = entry.find('=');
+  const std::string_view key = entry.substr(0, eq);
+  for (std::string_view owned : kOwnedEnv) {
+    if (key == owned) return true;
+  }
+  return false;
+}
+
+// Writes "PYPROF_ROOT_PID=<pid>" into `buf` without allocating (runs between fork and exec).
+void format_root_pid(char* buf, size_t size, pid_t pid) {
+  static constexpr char kPrefix[] = "PYPROF_ROOT_PID=";
+  char digits[24];
+  size_t n = 0;
+  auto value = static_cast<uint64_t>(pid);
+  do {
+    digits[n++] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  } while (value != 0 && n < sizeof(digits));
+  size_t pos = 0;
+  for (size_t i = 0; kPrefix[i] != '\0' && pos + 1 < size; ++i) buf[pos++] = kPrefix[i];
+  while (n > 0 && pos + 1 < size) buf[pos++] = digits[--n];
+  buf[pos] = '\0';
+}
+
+struct Run {
+  LaunchOptions opts;
+  std::string dir;        // NAME's directory, absolute
+  std::string base;       // NAME's file name
+  std::string prefix;     // dir + "/" + base: PYPROF_OUTPUT
+  std::string collector;  // absolute path of the collector library
+  void* collector_handle = nullptr;
+};
+
+int prepare_output(Run& run) {
+  const OutputName name = split_output_name(run.opts.output);
+  if (name.base == "." || name.base == "..") {
+    return fail(kUsageError, "--output needs a file name, not '{}'", run.opts.output);
+  }
+  if (const int err = probe_writable(name.dir); err != 0) {
+    return fail(kFailure, "cannot write to output directory {}: {}", name.dir, std::strerror(err));
+  }
+  run.dir = canonical_or_absolute(name.dir);
+  run.base = name.base;
+  run.prefix = (run.dir == "/" ? "" : run.dir) + "/" + run.base;
+  return 0;
+}
+
+int prepare_collector(Run& run) {
+  if (const char* from_env = env_or_null("PYPROF_COLLECTOR")) {
+    run.collector = absolute(from_env);  // as given, so that messages name what the user set
+  } else {
+    const std::optional<std::string> exe_dir = own_executable_dir();
+    if (!exe_dir) {
+      return fail(kFailure,
+                  "cannot find the collector library: /proc/self/exe is unreadable "
+                  "(set PYPROF_COLLECTOR to its path)");
+    }
+    // Resolve the package directory (which exists) so that messages show a clean path even
+    // when the library is missing.
+    run.collector = canonical_or_absolute(*exe_dir + "/..") + "/lib/libpyprof_collect.so";
+    run.collector = canonical_or_absolute(run.collector);
+  }
+
+  // NVTX loads one injection library per process: another tool (e.g. Nsight Systems) already
+  // owns it unless the variable names our collector (as in a nested `pyprof profile`).
+  if (const char* existing = env_or_null("NVTX_INJECTION64_PATH")) {
+    if (canonical_or_absolute(existing) != canonical_or_absolute(run.collector)) {
+      return fail(kFailure,
+                  "NVTX_INJECTION64_PATH is already set to {} (another NVTX tool, e.g. Nsight "
+                  "Systems?); a process can load only one NVTX injection library, so unset it or "
+                  "run pyprof outside that tool",
+                  existing);
+    }
+  }
+
+  dlerror();
+  run.collector_handle = dlopen(run.collector.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (run.collector_handle == nullptr) {
+    std::string why = one_line(dlerror());
+    // dlerror() usually starts with the path again.
+    if (why.rfind(run.collector + ": ", 0) == 0) why.erase(0, run.collector.size() + 2);
+    return fail(kFailure, "cannot load the collector library {}: {}", run.collector, why);
+  }
+  dlerror();
+  if (dlsym(run.collector_handle, kInitSymbol) == nullptr) {
+    const char* error = dlerror();
+    std::string why = error != nullptr ? one_line(error) : std::string(kInitSymbol) + " is null";
+    if (const size_t undefined = why.find("undefined symbol"); undefined != std::string::npos) {
+      why.erase(0, undefined);  // drop the (resolved) path dlerror() starts with
+    }
+    return fail(kFailure, "{} is not an NVTX injection library: {}", run.collector, why);
+  }
+  return 0;
+}
+
+// Refuses to mix with an earlier run's databases, or deletes them (with their SQLite sidecars)
+// under --force.
+int handle_earlier_run(const Run& run) {
+  std::vector<std::string> earlier;
+  if (!list_run_files(run.dir, run.base, /*with_sidecars=*/true, earlier)) {
+    return fail(kFailure, "cannot read output directory {}: {}", run.dir, std::strerror(errno));
+  }
+  if (earlier.empty()) return 0;
+  if (!run.opts.force) {
+    constexpr size_t kShown = 3;
+    std::string shown;
+    for (size_t i = 0; i < earlier.size() && i < kShown; ++i) {
+      shown += (i > 0 ? ", " : "") + run.dir + "/" + earlier[i];
+    }
+    if (earlier.size() > kShown) shown += fmt::format(" and {} more", earlier.size() - kShown);
+    return fail(kFailure, "output of an earlier run exists: {} (use --force to overwrite)", shown);
+  }
+  for (const std::string& name : earlier) {
+    const std::string path = run.dir + "/" + name;
+    if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+      return fail(kFailure, "cannot delete {}: {}", path, std::strerror(errno));
+    }
+  }
+  return 0;
+}
+
+// Builds the command's environment: ours minus kOwnedEnv, plus the session variables. The
+// PYPROF_ROOT_PID entry points into `root_pid_buf`, which the child fills in after fork.
+std::vector<std::string> session_env(const Run& run, int64_t mono_ns, int64_t utc_ns) {
+  std::vector<std::string> env;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    if (!is_owned_env(*entry)) env.emplace_back(*entry);
+  }
+  env.push_back("NVTX_INJECTION64_PATH=" + run.collector);
+  env.push_back("PYPROF_OUTPUT=" + run.prefix);
+  env.push_back(fmt::format("PYPROF_SESSION_START_MONO_NS={}", mono_ns));
+  env.push_back(fmt::format("PYPROF_SESSION_START_UTC_NS={}", utc_ns));
+  env.push_back("PYPROF_LAUNCH_CMDLINE=" + join(run.opts.command, " "));
+  if (run.opts.delay_ns) env.push_back(fmt::format("PYPROF_DELAY_NS={}", *run.opts.delay_ns));
+  if (run.opts.duration_ns) {
+    env.push_back(fmt::format("PYPROF_DURATION_NS={}", *run.opts.duration_ns));
+  }
+  return env;
+}
+
+int exit_status_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return kFailure;
+}
+
+// Runs the command and returns its wait status, or nullopt after printing why it did not run
+// (`exit_code` then holds the launcher's status).
+std::optional<int> run_command(const Run& run, int& exit_code) {
+  const std::vector<std::string>& command = run.opts.command;
+  std::vector<char*> argv;
+  for (const std::string& word : command) argv.push_back(const_cast<char*>(word.c_str()));
+  argv.push_back(nullptr);
+
+  const int64_t mono_ns = clock_ns(CLOCK_MONOTONIC);
+  const int64_t utc_ns = clock_ns(CLOCK_REALTIME);
+  const std::vector<std::string> env = session_env(run, mono_ns, utc_ns);
+  std::array<char, 64> root_pid_buf{};
+  std::vector<char*> envp;
+  for (const std::string& entry : env) envp.push_back(const_cast<char*>(entry.c_str()));
+  envp.push_back(root_pid_buf.data());
+  envp.push_back(nullptr);
+
+  // The child reports a failed exec through this pipe; a successful exec closes it (CLOEXEC).
+  std::array<int, 2> exec_pipe{};
+  if (pipe2(exec_pipe.data(), O_CLOEXEC) != 0) {
+    exit_code = fail(kFailure, "pipe: {}", std::strerror(errno));
+    return std::nullopt;
+  }
+
+  // Block the signals we handle until the handlers know the child's pid.
+  sigset_t handled;
+  sigset_t old_mask;
+  sigemptyset(&handled);
+  for (int sig : kForwardedSignals) sigaddset(&handled, sig);
+  sigaddset(&handled, SIGINT);
+  sigprocmask(SIG_BLOCK, &handled, &old_mask);
+
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    const int err = errno;
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    exit_code = fail(kFailure, "fork: {}", std::strerror(err));
+    return std::nullopt;
+  }
+  if (pid == 0) {
+    // Child: only async-signal-safe calls from here to exec. Its signal dispositions are still
+    // the inherited ones; restore the inherited mask too.
+    close(exec_pipe[0]);
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    format_root_pid(root_pid_buf.data(), root_pid_buf.size(), getpid());
+    execvpe(argv[0], argv.data(), envp.data());
+    const int err = errno;
+    [[maybe_unused]] const ssize_t n = write(exec_pipe[1], &err, sizeof(err));
+    _exit(kNotFound);
+  }
+
+  g_child_pid = pid;
+  struct sigaction forward {};
+  forward.sa_handler = forward_signal;
+  sigemptyset(&forward.sa_mask);
+  forward.sa_flags = 0;  // no SA_RESTART: waitpid() sees EINTR and loops
+  std::array<struct sigaction, kForwardedSignals.size()> old_actions{};
+  for (size_t i = 0; i < kForwardedSignals.size(); ++i) {
+    sigaction(kForwardedSignals[i], &forward, &old_actions[i]);
+  }
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  struct sigaction old_int {};
+  sigaction(SIGINT, &ignore, &old_int);
+  sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+
+  close(exec_pipe[1]);
+  int exec_error = 0;
+  ssize_t got = 0;
+  do {
+    got = read(exec_pipe[0], &exec_error, sizeof(exec_error));
+  } while (got < 0 && errno == EINTR);
+  close(exec_pipe[0]);
+
+  // Wait without reaping, so the pid cannot be reused while a handler may still signal it.
+  siginfo_t info{};
+  while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) != 0) {
+    if (errno != EINTR) break;
+  }
+  sigprocmask(SIG_BLOCK, &handled, nullptr);
+  g_child_pid = 0;
+  int status = 0;
+  pid_t reaped = -1;
+  do {
+    reaped = waitpid(pid, &status, 0);
+  } while (reaped < 0 && errno == EINTR);
+  const int wait_error = errno;
+  // Back to the inherited handling: a signal from now on acts on the launcher itself.
+  for (size_t i = 0; i < kForwardedSignals.size(); ++i) {
+    sigaction(kForwardedSignals[i], &old_actions[i], nullptr);
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+
+  if (got == static_cast<ssize_t>(sizeof(exec_error))) {
+    exit_code = report_exec_error(command.front(), exec_error);
+    return std::nullopt;
+  }
+  if (reaped != pid) {
+    exit_code = fail(kFailure, "waitpid: {}", std::strerror(wait_error));
+    return std::nullopt;
+  }
+  return status;
+}
+
+// Makes sure NAME.sqlite exists: a program that never made an NVTX call never loaded the
+// collector, so nothing wrote it.
+void ensure_root_database(const Run& run, int status) {
+  const std::string root = run.prefix + ".sqlite";
+  struct stat st {};
+  if (stat(root.c_str(), &st) == 0) return;
+  const std::string shown = run.opts.output + ".sqlite";
+
+  std::string note;
+  std::string why;
+  if (WIFSIGNALED(status)) {
+    note = fmt::format("the program was killed by signal {} before writing its database",
+                       WTERMSIG(status));
+    why = fmt::format("the program was killed by signal {} ({}) before writing {}",
+                      WTERMSIG(status), strsignal(WTERMSIG(status)), shown);
+  } else {
+    note = "the program made no NVTX calls";
+    why = "the program made no NVTX calls (did it call pyprof.init()?)";
+  }
+
+  dlerror();
+  auto write_empty = reinterpret_cast<WriteEmptyFn>(dlsym(run.collector_handle, kWriteEmptySymbol));
+  if (write_empty == nullptr) {
+    warn("{}; the collector {} has no {}(), so no {} was written", why, run.collector,
+         kWriteEmptySymbol, shown);
+    return;
+  }
+  if (const int rc = write_empty(root.c_str(), note.c_str()); rc != 0) {
+    warn("{}; writing an empty {} failed ({}() returned {})", why, shown, kWriteEmptySymbol, rc);
+    return;
+  }
+  warn("{}; wrote an empty {}", why, shown);
+}
+
+// Lists the databases this run wrote: the root one first, then the others by name.
+void report_databases(const Run& run, int64_t launch_coarse_ns) {
+  std::vector<std::string> names;
+  if (!list_run_files(run.dir, run.base, /*with_sidecars=*/false, names)) {
+    warn("cannot list {}: {}", run.dir, std::strerror(errno));
+    return;
+  }
+  const std::string root_name = run.base + ".sqlite";
+  std::stable_partition(names.begin(), names.end(),
+                        [&](const std::string& name) { return name == root_name; });
+  // Earlier files were refused or deleted before the launch, so the mtime test only guards
+  // against a concurrent run; allow for coarse file-system clocks.
+  constexpr int64_t kSlackNs = 2'000'000'000;
+  for (const std::string& name : names) {
+    const std::string path = run.dir + "/" + name;
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) continue;
+    const int64_t mtime_ns =
+        static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+    if (mtime_ns + kSlackNs < launch_coarse_ns) continue;
+    fmt::print(stderr, "pyprof: {} ({} bytes)\n", path, static_cast<int64_t>(st.st_size));
+  }
+}
+
+int profile_main(int argc, char** argv) {
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+  const std::string prog_name = (argc > 0 && argv[0][0] != '\0') ? argv[0] : "pyprof profile";
+  ParseOutcome parsed = parse_launch_options(args, prog_name);
+  if (!parsed.options) return parsed.exit_code;
+
+  Run run;
+  run.opts = std::move(*parsed.options);
+  if (const int rc = prepare_output(run); rc != 0) return rc;
+
+  const CommandLookup lookup = lookup_command(run.opts.command.front());
+  if (lookup.result != Lookup::kFound) {
+    return report_exec_error(run.opts.command.front(), lookup.error);
+  }
+
+  if (const int rc = prepare_collector(run); rc != 0) return rc;
+  if (const int rc = handle_earlier_run(run); rc != 0) return rc;
+
+  const int64_t launch_coarse_ns = clock_ns(CLOCK_REALTIME_COARSE);
+  int exit_code = 0;
+  const std::optional<int> status = run_command(run, exit_code);
+  if (!status) return exit_code;
+
+  ensure_root_database(run, *status);
+  report_databases(run, launch_coarse_ns);
+  return exit_status_of(*status);
+}
+
+}  // namespace
+}  // namespace pyprof::launch
+
+int main(int argc, char** argv) { return pyprof::launch::profile_main(argc, argv); }
