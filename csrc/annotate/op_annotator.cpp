@@ -77,7 +77,9 @@ struct ThreadState {
   OpInfoCache cache;
   uint64_t next_id = 0;
   uint64_t id_limit = 0;
-  int depth = 0;  // our ranges open on this thread
+  // Op ranges (not record_function scopes) open on this thread. An op at depth 0 was called
+  // from Python (possibly inside a record_function block); deeper ones were called by an op.
+  int op_depth = 0;
 
   uint64_t new_op_id() {
     if (next_id == id_limit) {
@@ -107,27 +109,23 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     op.scope = fn.scope();
     if (g_with_stack.load(std::memory_order_relaxed)) {
       // Nested ops share the call site of the op the user called.
-      if (ts.depth == 0 && op.scope != at::RecordScope::BACKWARD_FUNCTION) {
-        current_call_site(ts.call_site);
-      } else if (ts.depth == 0) {
-        ts.call_site.clear();
-      }
+      if (ts.op_depth == 0) current_call_site(ts.call_site);
       op.call_site = ts.call_site;
     }
     build_op_message(ts.message, info, op, fn.inputs());
   } catch (...) {
     ts.message.assign("{\"v\":1,\"op\":\"<error>\",\"error\":\"marker could not be built\"}");
   }
-  ++ts.depth;
+  if (fn.scope() != at::RecordScope::USER_SCOPE) ++ts.op_depth;
   push_marker(ts.message.c_str());
   g_ops_annotated.fetch_add(1, std::memory_order_relaxed);
   g_message_bytes.fetch_add(ts.message.size(), std::memory_order_relaxed);
   return nullptr;
 }
 
-void on_op_end(const at::RecordFunction&, at::ObserverContext*) {
+void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
   ThreadState& ts = thread_state();
-  if (ts.depth > 0) --ts.depth;
+  if (fn.scope() != at::RecordScope::USER_SCOPE && ts.op_depth > 0) --ts.op_depth;
   pop_marker();
 }
 
