@@ -21,7 +21,7 @@
 
 #include <string_view>
 
-#include "json_writer.h"
+#include "common/json_writer.h"
 
 namespace pyprof {
 

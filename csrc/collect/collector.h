@@ -1,0 +1,207 @@
+// Collector: the process-wide recording state behind the NVTX callbacks.
+//
+// Threads record into their own ThreadBuffer (one uncontended lock per call). Full chunks go to
+// a queue that a background writer thread drains into SQLite; the writer also picks up partial
+// chunks of idle threads every 500 ms. Finalization (flush, stats, close) happens exactly once:
+// at exit (atexit), on pyprof_collect_shutdown(), or on SIGTERM/SIGHUP (the signal handler only
+// wakes the writer, which finalizes and re-raises the signal). fork() children keep recording
+// into their own file.
+//
+// Lock order (outer to inner); no code takes them in another order, and the fork handlers take
+// all of them in this order:
+//   writer_busy_ -> lifecycle_mutex_ -> registry_mutex_ -> ThreadBuffer::mutex -> queue_mutex_
+//   -> start_end_mutex_ -> strings_ -> domains_ -> metadata_ -> spare_mutex_
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "config.h"
+#include "event_types.h"
+#include "registries.h"
+#include "session_metadata.h"
+#include "sqlite_writer.h"
+#include "text_utils.h"
+#include "thread_buffer.h"
+
+namespace pyprof::collect {
+
+// Returned by push/pop when the collector no longer tracks ranges (NVTX_NO_PUSH_POP_TRACKING).
+inline constexpr int kNoPushPopTracking = -2;
+
+class Collector {
+ public:
+  // The collector, or nullptr before the first InitializeInjectionNvtx2 call. It is never
+  // destroyed: NVTX calls can still arrive from static destructors after finalization.
+  static Collector* instance() noexcept { return instance_.load(std::memory_order_acquire); }
+  // Creates and starts the collector on the first call (thread-safe); counts every call.
+  static Collector* initialize() noexcept;
+
+  // ---- NVTX entry points. noexcept: failures are counted, never thrown into the app. ----
+  int push_range(uint32_t domain_id, const EventAttributes& attrs, BoundedText text) noexcept;
+  int pop_range(uint32_t domain_id) noexcept;
+  uint64_t start_range(uint32_t domain_id, const EventAttributes& attrs, BoundedText text) noexcept;
+  void end_range(uint64_t range_id) noexcept;
+  void mark(uint32_t domain_id, const EventAttributes& attrs, BoundedText text) noexcept;
+  void name_category(uint32_t domain_id, uint32_t category, BoundedText name) noexcept;
+  void name_os_thread(uint32_t os_tid, BoundedText name) noexcept;
+  // Returns the domain id (>= 1), or 0 if the call was ignored.
+  uint32_t create_domain(BoundedText name) noexcept;
+  void destroy_domain(uint32_t domain_id) noexcept;
+  // Returns the StringIds id (>= 1), or 0 if the call was ignored.
+  uint64_t register_string(BoundedText value) noexcept;
+
+  bool is_domain(uint32_t domain_id) const noexcept { return domains_.contains(domain_id); }
+  bool is_string(uint64_t string_id) const noexcept { return strings_.contains(string_id); }
+  // True once finalization has begun; the NVTX layer then skips decoding work.
+  bool finished() const noexcept { return phase_.load(std::memory_order_relaxed) >= kFinalizing; }
+  // Any NVTX call the collector ignores because it has finalized.
+  void count_call_after_shutdown() noexcept {
+    events_after_shutdown_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // Finalizes now (idempotent). 0 = the database was written completely.
+  int shutdown() noexcept;
+  // The file this process writes; nullptr until chosen (a fork child chooses lazily).
+  const char* output_path() const noexcept;
+
+  // Entry points for process-level hooks (atexit, signals, pthread_atfork).
+  void on_process_exit() noexcept;
+  void on_terminating_signal(int signal_number) noexcept;  // async-signal-safe
+  void before_fork() noexcept;
+  void after_fork_in_parent() noexcept;
+  void after_fork_in_child() noexcept;
+  void on_thread_exit(ThreadBuffer* buffer) noexcept;
+
+ private:
+  enum Phase : int { kRecording, kChildNotStarted, kFinalizing, kFinalized };
+  enum class FinalizeReason { kExit, kShutdownCall, kSignal };
+
+  // One nvtxRangeStart range, waiting for its nvtxRangeEnd (possibly on another thread).
+  struct OpenStartEndRange {
+    int64_t start = 0;
+    uint64_t global_tid = 0;
+    uint32_t domain_id = 0;
+    EventAttributes attrs;
+    std::string text;
+  };
+  struct ThreadRecord {  // every thread seen, for ThreadNames (kept after the thread exits)
+    uint32_t tid = 0;
+    uint64_t global_tid = 0;
+    std::string name;
+    bool exited = false;
+  };
+  using ChunkList = std::vector<std::unique_ptr<EventChunk>>;
+
+  Collector() = default;
+  void start() noexcept;
+
+  // Hot-path helpers.
+  ThreadBuffer* recording_thread() noexcept;
+  ThreadBuffer* register_current_thread() noexcept;
+  bool resume_in_child() noexcept;
+  int64_t now() const noexcept;
+  bool range_in_window(int64_t start, int64_t end) const noexcept {
+    return start < window_end_ && end >= window_begin_;
+  }
+  void append_locked(ThreadBuffer& buffer, const CompletedEvent& event, std::string_view text,
+                     int64_t now) noexcept;
+  void hand_off_locked(ThreadBuffer& buffer) noexcept;
+  std::unique_ptr<EventChunk> acquire_chunk();
+  void recycle_chunk(std::unique_ptr<EventChunk> chunk) noexcept;
+  void add_metadata_row(CompletedEvent event, std::string_view text) noexcept;
+
+  // Writer side.
+  bool choose_output_file() noexcept;  // lifecycle_mutex_ held
+  void start_writer() noexcept;        // lifecycle_mutex_ held
+  void wake_writer() noexcept;
+  void writer_main() noexcept;
+  void open_database_locked() noexcept;  // writer_busy_ held
+  ChunkList collect_idle_chunks(int64_t now);
+  void write_batch(ChunkList chunks) noexcept;
+  bool write_chunks_locked(const ChunkList& chunks, const EventChunk* extra) noexcept;
+
+  // Finalization.
+  int finalize(FinalizeReason reason) noexcept;
+  int wait_until_finalized() noexcept;
+  int write_final(FinalizeReason reason) noexcept;
+  void print_summary(int result) noexcept;
+
+  static std::atomic<Collector*> instance_;
+
+  CollectorConfig config_;
+  int64_t window_begin_ = 0;
+  int64_t window_end_ = 0;
+  pid_t pid_ = 0;
+  bool forked_child_ = false;
+  std::atomic<int> phase_{kRecording};
+  // Bumped in a fork child so every cached thread pointer from the parent is re-validated.
+  std::atomic<uint64_t> generation_{1};
+
+  std::mutex registry_mutex_;
+  std::vector<std::unique_ptr<ThreadBuffer>> buffers_;
+  std::vector<ThreadRecord> threads_seen_;
+  bool registry_sealed_ = false;                // finalization has begun: no new thread buffers
+  ThreadCounters retired_counters_;             // counters of reclaimed buffers (exited threads)
+  ThreadBuffer* fork_thread_buffer_ = nullptr;  // the forking thread's buffer, between fork hooks
+
+  std::mutex queue_mutex_;
+  ChunkList queue_;
+  std::atomic<uint64_t> queued_bytes_{0};  // chunks handed off and not yet written
+  std::mutex spare_mutex_;
+  ChunkList spare_chunks_;  // written chunks, recycled with their capacity
+
+  std::mutex start_end_mutex_;
+  std::unordered_map<uint64_t, OpenStartEndRange> start_end_ranges_;
+  std::atomic<uint64_t> next_range_id_{1};
+
+  StringTable strings_;
+  DomainTable domains_;
+  MetadataLog metadata_;
+
+  std::atomic<uint64_t> events_after_shutdown_{0};
+  std::atomic<uint64_t> unknown_range_ends_{0};
+  std::atomic<uint64_t> other_messages_truncated_{0};  // names, domains, registered strings
+  std::atomic<uint64_t> nvtx_inits_{0};
+
+  // Writer state. db_ and the write counters are guarded by writer_busy_, which is held
+  // whenever this process is inside SQLite (so a fork never copies SQLite mid-operation).
+  std::mutex writer_busy_;
+  std::unique_ptr<SqliteWriter> db_;
+  bool db_failed_ = false;
+  std::string db_error_;
+  uint64_t events_written_ = 0;
+  uint64_t ranges_written_ = 0;
+  uint64_t marks_written_ = 0;
+  uint64_t events_lost_in_writes_ = 0;
+  uint64_t write_errors_ = 0;
+  ProcessInfo process_;
+  CollectorStats final_stats_;
+
+  // Lifecycle (output file, writer thread, finalization), guarded by lifecycle_mutex_.
+  std::mutex lifecycle_mutex_;
+  // A pointer so a fork child can replace it: the parent's waiters would be phantoms in the
+  // child, and glibc may block on them in notify or destroy.
+  std::condition_variable* lifecycle_cv_ = new std::condition_variable();
+  std::thread* writer_thread_ = nullptr;  // leaked on purpose in a fork child
+  std::thread::id writer_thread_id_;
+  bool writer_exited_ = false;
+  int finalize_result_ = 0;
+  std::atomic<bool> writer_running_{false};  // read by the signal handler
+  std::atomic<bool> stop_writer_{false};
+  std::atomic<int> pending_signal_{0};
+  int wake_fd_ = -1;  // eventfd: producers, the signal handler and finalize wake the writer
+  std::string output_path_;
+  std::atomic<bool> output_path_ready_{false};
+};
+
+}  // namespace pyprof::collect

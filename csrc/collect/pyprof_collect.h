@@ -1,0 +1,60 @@
+/* pyprof's NVTX collector: the C API exported by libpyprof_collect.so.
+ *
+ * Loaded by NVTX3 through NVTX_INJECTION64_PATH (the way Nsight Systems loads its own). Records
+ * NVTX ranges, marks, domains, registered strings, category and thread names into an SQLite
+ * file laid out like an Nsight Systems export.
+ *
+ * Environment (read once, at the first InitializeInjectionNvtx2 call):
+ *   PYPROF_OUTPUT                   output base path without extension (default "pyprof_report")
+ *   PYPROF_ROOT_PID                 pid that writes BASE.sqlite (unset: this process)
+ *   RANK                            set: BASE.rank<R>.sqlite
+ *                                   others and fork children: BASE[.rank<R>].pid<PID>.sqlite;
+ *                                   an existing file is never overwritten (falls back to the pid
+ *                                   form, then BASE[.rank<R>].pid<PID>.<n>.sqlite)
+ *   PYPROF_SESSION_START_MONO_NS    CLOCK_MONOTONIC ns at launch; rows are relative to it
+ *   PYPROF_SESSION_START_UTC_NS     wall clock at launch (derived from the above if missing)
+ *   PYPROF_DELAY_NS, PYPROF_DURATION_NS   capture window relative to the session start
+ *   PYPROF_BUFFER_MB                bytes of events waiting to be written before new events
+ *                                   are dropped (default 1024); PYPROF_BUFFER_BYTES overrides
+ *   PYPROF_FINALIZE_TIMEOUT_S       longest wait for the writer at exit (default 120)
+ *   PYPROF_LAUNCH_CMDLINE           the launcher's command, copied to META_DATA_CAPTURE
+ */
+#ifndef PYPROF_COLLECT_H_
+#define PYPROF_COLLECT_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PYPROF_COLLECT_API __attribute__((visibility("default")))
+
+/* Same type as NVTX's NvtxGetExportTableFunc_t (nvtxDetail/nvtxTypes.h). */
+typedef const void* (*pyprof_nvtx_get_export_table_t)(uint32_t export_table_id);
+
+/* NVTX3 injection entry point. Every shared object that includes the NVTX3 headers calls it
+ * once with its own function tables; all calls share one collector. Returns 1 (success), or 0
+ * if the export table is unusable. */
+PYPROF_COLLECT_API int InitializeInjectionNvtx2(pyprof_nvtx_get_export_table_t get_export_table);
+
+/* Flushes everything, writes statistics and metadata and closes the database now; later NVTX
+ * calls are only counted. Idempotent; safe from any thread. Call it before os._exit().
+ * Returns 0 when the database was written completely, 1 if the collector was never initialised
+ * in this process (nothing to write), -1 on failure. */
+PYPROF_COLLECT_API int pyprof_collect_shutdown(void);
+
+/* The file this process writes, or NULL before it is chosen (no NVTX call yet, or a fork child
+ * that has not recorded yet). Owned by the collector. */
+PYPROF_COLLECT_API const char* pyprof_collect_output_path(void);
+
+/* Writes a valid database with every table, metadata and zero statistics but no events, plus
+ * META_DATA_CAPTURE row PYPROF_NOTE = note, at `path` (which must not exist). Starts no thread
+ * and installs no handler. Returns 0 on success, -1 on failure (reason printed on stderr). */
+PYPROF_COLLECT_API int pyprof_collect_write_empty(const char* path, const char* note);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PYPROF_COLLECT_H_ */

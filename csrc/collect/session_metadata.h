@@ -1,0 +1,55 @@
+// What a pyprof database says about itself besides the events: META_DATA_EXPORT and
+// META_DATA_CAPTURE rows, the PROCESSES row and PYPROF_COLLECTOR_STATS. Shared by the collector
+// and pyprof_collect_write_empty so both produce the same layout.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "db_rows.h"
+#include "sqlite_writer.h"
+
+namespace pyprof::collect {
+
+// Counters a finalized database reports in PYPROF_COLLECTOR_STATS.
+struct CollectorStats {
+  uint64_t events_recorded = 0;        // ranges + marks inside the window (written or dropped)
+  uint64_t events_written = 0;         // NVTX_EVENTS rows of ranges + marks
+  uint64_t events_dropped = 0;         // recorded but not written (buffer limit, write errors)
+  uint64_t events_outside_window = 0;  // outside PYPROF_DELAY_NS/PYPROF_DURATION_NS
+  uint64_t events_after_shutdown = 0;  // NVTX calls that arrived after finalization began
+  uint64_t messages_truncated = 0;     // messages cut to kMaxMessageBytes
+  uint64_t unclosed_ranges = 0;        // written with end NULL
+  uint64_t unbalanced_pops = 0;        // pops of an empty stack (returned -1)
+  uint64_t unknown_range_ends = 0;     // nvtxRangeEnd with an id we never handed out
+  uint64_t threads = 0;                // threads that called NVTX
+  uint64_t ranges_written = 0;         // eventType 59 + 60
+  uint64_t marks_written = 0;          // eventType 34
+  uint64_t write_errors = 0;           // failed SQLite batches
+  uint64_t nvtx_inits = 0;             // InitializeInjectionNvtx2 calls (one per NVTX user .so)
+
+  std::vector<StatRow> rows() const;
+};
+
+struct ProcessInfo {
+  pid_t pid = 0;
+  std::string name;          // argv[0] (nsys shows the launched command), else /proc comm
+  std::string command_line;  // arguments joined by spaces
+};
+ProcessInfo read_process_info(pid_t pid);
+
+std::vector<MetadataRow> export_metadata();   // product, version, schema version
+MetadataRow export_time_row(int64_t utc_ns);  // EXPORT_TIME_UTC, written at finalization
+// Capture options; `process` is null for files written on behalf of another process.
+std::vector<MetadataRow> capture_metadata(const CollectorConfig& config, const ProcessInfo* process,
+                                          const std::string& output_path);
+
+// Writes the schema, metadata and all-zero stats into a new file at `path` (never overwrites),
+// plus META_DATA_CAPTURE PYPROF_NOTE=note. Returns false and sets *error on failure.
+bool write_empty_database(const std::string& path, const char* note, std::string* error);
+
+}  // namespace pyprof::collect

@@ -1,0 +1,78 @@
+// SqliteWriter: one SQLite database laid out like an Nsight Systems SQLite export (the subset in
+// trace-formats.md §7) plus pyprof's PYPROF_COLLECTOR_STATS table. It owns the connection, the
+// schema and the prepared statements; it knows nothing about NVTX injection or threads, so tests
+// and the launcher can use it directly. Not thread-safe: one thread at a time.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "db_rows.h"
+#include "event_types.h"
+
+namespace pyprof::collect {
+
+inline constexpr std::string_view kProductVersion = "0.1.0";
+
+enum class MetadataTable { kExport, kCapture };  // META_DATA_EXPORT, META_DATA_CAPTURE
+
+class SqliteWriter {
+ public:
+  // Opens (or creates) the database at `path`, sets PRAGMA synchronous=OFF and creates every
+  // table plus the ENUM_NSYS_EVENT_TYPE rows. Returns nullptr and sets *error on failure.
+  static std::unique_ptr<SqliteWriter> open(const std::string& path, std::string* error);
+
+  ~SqliteWriter();
+  SqliteWriter(const SqliteWriter&) = delete;
+  SqliteWriter& operator=(const SqliteWriter&) = delete;
+
+  // Forgets the connection without closing it. For a forked child: the handle belongs to the
+  // parent's database, and any call on it (even close) could disturb the parent's file.
+  void abandon() noexcept;
+
+  // Writes are batched in explicit transactions; every write_* between begin() and commit()
+  // lands atomically. Each returns false (see last_error()) on failure.
+  bool begin();
+  bool commit();
+  void rollback() noexcept;
+
+  // NVTX_EVENTS rows; texts are slices of `text` (EventChunk::text).
+  bool write_events(std::span<const CompletedEvent> events, std::string_view text);
+  bool write_events(const EventChunk& chunk) { return write_events(chunk.events, chunk.text); }
+  bool write_strings(std::span<const StringRow> rows);
+  bool write_thread_names(std::span<const ThreadNameRow> rows);
+  bool write_process(const ProcessRow& row);
+  bool write_session_start(const SessionStart& start);
+  bool write_metadata(MetadataTable table, std::span<const MetadataRow> rows);
+  // PYPROF_COLLECTOR_STATS; a name written again replaces its value.
+  bool write_stats(std::span<const StatRow> rows);
+
+  const std::string& path() const { return path_; }
+  const std::string& last_error() const { return last_error_; }
+
+ private:
+  SqliteWriter(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  bool exec(const char* sql);
+  bool prepare_statements();
+  bool fail(const char* what);
+  void finalize_statements() noexcept;
+
+  sqlite3* db_ = nullptr;
+  std::string path_;
+  std::string last_error_;
+  sqlite3_stmt* insert_event_ = nullptr;
+  sqlite3_stmt* insert_string_ = nullptr;
+  sqlite3_stmt* insert_thread_name_ = nullptr;
+  sqlite3_stmt* insert_process_ = nullptr;
+  sqlite3_stmt* insert_session_start_ = nullptr;
+  sqlite3_stmt* insert_export_meta_ = nullptr;
+  sqlite3_stmt* insert_capture_meta_ = nullptr;
+  sqlite3_stmt* upsert_stat_ = nullptr;
+};
+
+}  // namespace pyprof::collect

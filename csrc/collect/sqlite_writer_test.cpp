@@ -1,0 +1,391 @@
+// SqliteWriter on its own: the nsys-compatible layout, every NVTX row kind, metadata, stats and
+// the empty database the launcher writes.
+#include "sqlite_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <utility>
+
+#include "common/nsys_schema.h"
+#include "registries.h"
+#include "session_metadata.h"
+#include "test_db.h"
+
+namespace pyprof::collect {
+namespace {
+
+using nsys::NvtxEventType;
+using testing::as_double;
+using testing::as_int;
+using testing::as_text;
+using testing::is_null;
+using testing::Row;
+using testing::TempDir;
+using testing::TestDb;
+
+using Columns = std::vector<std::pair<std::string, std::string>>;  // (name, declared type)
+
+Columns columns_of(const TestDb& db, const std::string& table) {
+  Columns columns;
+  for (const Row& row : db.query("PRAGMA table_info(" + table + ")")) {
+    columns.emplace_back(as_text(row[1]), as_text(row[2]));
+  }
+  return columns;
+}
+
+std::unique_ptr<SqliteWriter> open_writer(const std::string& path) {
+  std::string error;
+  std::unique_ptr<SqliteWriter> writer = SqliteWriter::open(path, &error);
+  EXPECT_NE(writer, nullptr) << error;
+  return writer;
+}
+
+// The ranges and marks of a small session on one process.
+constexpr uint32_t kPid = 4242;
+constexpr uint64_t kMainTid = nsys::global_tid(kPid, kPid);
+constexpr uint64_t kWorkerTid = nsys::global_tid(kPid, kPid + 1);
+
+CompletedEvent range(NvtxEventType type, int64_t start, int64_t end) {
+  CompletedEvent event;
+  event.event_type = type;
+  event.start = start;
+  event.end = end;
+  event.has_end = true;
+  event.global_tid = kMainTid;
+  event.attrs.has_text = true;
+  return event;
+}
+
+TEST(NsysSchema, GlobalIdsPackLikeNsys) {
+  // Value seen in a real nsys export: globalTid 281980910466508 = hw 1, pid 30156, tid 30156.
+  EXPECT_EQ(nsys::global_tid(30156, 30156), 281980910466508ULL);
+  EXPECT_EQ(nsys::global_pid(30156), 281980910436352ULL);
+  EXPECT_EQ(nsys::pid_of_global_id(281980910466508ULL), 30156u);
+  EXPECT_EQ(nsys::tid_of_global_tid(281980910466508ULL), 30156u);
+  EXPECT_EQ(nsys::hardware_id_of_global_id(281980910466508ULL), 1u);
+  EXPECT_EQ(nsys::global_pid_of_global_tid(kWorkerTid), nsys::global_pid(kPid));
+  // pid/tid keep 24 bits.
+  EXPECT_EQ(nsys::global_tid(0x1000005, 0x2000007), nsys::global_tid(5, 7));
+  EXPECT_EQ(nsys::payload_column(nsys::PayloadType::kFloat), "floatValue");
+  EXPECT_TRUE(nsys::payload_column(nsys::PayloadType::kNone).empty());
+}
+
+TEST(SqliteWriter, CreatesTheNsysLayout) {
+  TempDir dir;
+  const std::string path = dir.file("layout.sqlite");
+  ASSERT_NE(open_writer(path), nullptr);
+  TestDb db(path);
+
+  const std::map<std::string, Columns> expected = {
+      {"StringIds", {{"id", "INTEGER"}, {"value", "TEXT"}}},
+      {"NVTX_EVENTS",
+       {{"start", "INTEGER"},      {"end", "INTEGER"},       {"eventType", "INTEGER"},
+        {"rangeId", "INTEGER"},    {"category", "INTEGER"},  {"color", "INTEGER"},
+        {"text", "TEXT"},          {"globalTid", "INTEGER"}, {"endGlobalTid", "INTEGER"},
+        {"textId", "INTEGER"},     {"domainId", "INTEGER"},  {"uint64Value", "INTEGER"},
+        {"int64Value", "INTEGER"}, {"doubleValue", "REAL"},  {"uint32Value", "INTEGER"},
+        {"int32Value", "INTEGER"}, {"floatValue", "REAL"},   {"jsonTextId", "INTEGER"},
+        {"jsonText", "TEXT"},      {"binaryData", "TEXT"}}},
+      {"ThreadNames", {{"nameId", "INTEGER"}, {"priority", "INTEGER"}, {"globalTid", "INTEGER"}}},
+      {"PROCESSES", {{"globalPid", "INTEGER"}, {"pid", "INTEGER"}, {"name", "TEXT"}}},
+      {"TARGET_INFO_SESSION_START_TIME",
+       {{"utcEpochNs", "INTEGER"},
+        {"utcTime", "TEXT"},
+        {"localTime", "TEXT"},
+        {"systemClockNs", "INTEGER"}}},
+      {"META_DATA_EXPORT", {{"name", "TEXT"}, {"value", "TEXT"}}},
+      {"META_DATA_CAPTURE", {{"name", "TEXT"}, {"value", "TEXT"}}},
+      {"ENUM_NSYS_EVENT_TYPE", {{"id", "INTEGER"}, {"name", "TEXT"}, {"label", "TEXT"}}},
+      {"PYPROF_COLLECTOR_STATS", {{"name", "TEXT"}, {"value", "INTEGER"}}},
+  };
+  for (const auto& [table, columns] : expected) {
+    EXPECT_EQ(columns_of(db, table), columns) << table;
+  }
+  // NOT NULL / PRIMARY KEY where nsys has them.
+  const std::vector<Row> string_ids = db.query("PRAGMA table_info(StringIds)");
+  EXPECT_EQ(as_int(string_ids[0][3]), 1);                                  // id NOT NULL
+  EXPECT_EQ(as_int(string_ids[0][5]), 1);                                  // id PRIMARY KEY
+  EXPECT_EQ(as_int(db.query("PRAGMA table_info(NVTX_EVENTS)")[1][3]), 0);  // end nullable
+
+  const std::vector<Row> enums = db.query("SELECT id, name, label FROM ENUM_NSYS_EVENT_TYPE");
+  ASSERT_EQ(enums.size(), nsys::kNvtxEventTypeRows.size());
+  std::map<int64_t, std::string> names;
+  for (const Row& row : enums) {
+    names[as_int(row[0])] = as_text(row[1]);
+    EXPECT_EQ(as_text(row[1]), as_text(row[2]));
+  }
+  EXPECT_EQ(names[33], "NvtxCategory");
+  EXPECT_EQ(names[34], "NvtxMark");
+  EXPECT_EQ(names[39], "NvtxThread");
+  EXPECT_EQ(names[59], "NvtxPushPopRange");
+  EXPECT_EQ(names[60], "NvtxStartEndRange");
+  EXPECT_EQ(names[75], "NvtxDomainCreate");
+  EXPECT_EQ(names[76], "NvtxDomainDestroy");
+  EXPECT_TRUE(db.intact());
+}
+
+TEST(SqliteWriter, WritesEveryEventKind) {
+  TempDir dir;
+  const std::string path = dir.file("events.sqlite");
+  StringTable strings;
+  const uint64_t registered = strings.intern("registered name");
+  EXPECT_EQ(strings.intern("registered name"), registered);  // StringIds dedup
+  const uint64_t other = strings.intern("other");
+  EXPECT_NE(other, registered);
+
+  EventChunk chunk;
+  // 59: push/pop range, ASCII text, ARGB color above 2^31, category, uint64 payload.
+  CompletedEvent push_pop = range(NvtxEventType::kPushPopRange, 100, 250);
+  push_pop.attrs.has_color = true;
+  push_pop.attrs.color = 0xFFFF0000u;
+  push_pop.attrs.category = 7;
+  push_pop.attrs.payload_type = PayloadType::kUint64;
+  push_pop.attrs.payload.u64 = 0xFFFFFFFFFFFFFFFFULL;
+  chunk.add(push_pop, "outer \"quoted\"\nline");
+  // 59 in a created domain, registered string: textId, text NULL.
+  CompletedEvent in_domain = range(NvtxEventType::kPushPopRange, 110, 120);
+  in_domain.attrs.has_text = false;
+  in_domain.attrs.text_id = registered;
+  in_domain.domain_id = 3;
+  chunk.add(in_domain, "");
+  // 60: start/end range ended on another thread.
+  CompletedEvent start_end = range(NvtxEventType::kStartEndRange, 130, 400);
+  start_end.range_id = 17;
+  start_end.end_global_tid = kWorkerTid;
+  start_end.attrs.payload_type = PayloadType::kDouble;
+  start_end.attrs.payload.f64 = 2.5;
+  chunk.add(start_end, "cross-thread");
+  // 34: mark, end NULL, one payload of each remaining type on separate marks.
+  const std::vector<std::pair<PayloadType, PayloadValue>> payloads = {
+      {PayloadType::kInt64, PayloadValue{.i64 = -5}},
+      {PayloadType::kUint32, PayloadValue{.u32 = 4000000000u}},
+      {PayloadType::kInt32, PayloadValue{.i32 = -7}},
+      {PayloadType::kFloat, PayloadValue{.f32 = 1.5f}},
+  };
+  for (size_t i = 0; i < payloads.size(); ++i) {
+    CompletedEvent mark;
+    mark.event_type = NvtxEventType::kMark;
+    mark.start = 500 + static_cast<int64_t>(i);
+    mark.global_tid = kWorkerTid;
+    mark.attrs.has_text = true;
+    mark.attrs.payload_type = payloads[i].first;
+    mark.attrs.payload = payloads[i].second;
+    chunk.add(mark, "mark " + std::to_string(i));
+  }
+  // 75/76/33/39 rows.
+  CompletedEvent create;
+  create.event_type = NvtxEventType::kDomainCreate;
+  create.start = -20;  // before the session start, as nsys allows
+  create.global_tid = kMainTid;
+  create.domain_id = 3;
+  create.attrs.has_text = true;
+  chunk.add(create, "pyprof");
+  CompletedEvent destroy = create;
+  destroy.event_type = NvtxEventType::kDomainDestroy;
+  destroy.start = 900;
+  destroy.attrs.has_text = false;
+  chunk.add(destroy, "");
+  CompletedEvent category;
+  category.event_type = NvtxEventType::kCategory;
+  category.start = 5;
+  category.global_tid = kMainTid;
+  category.domain_id = 3;
+  category.attrs.category = 9;
+  category.attrs.has_text = true;
+  chunk.add(category, "forward");
+  CompletedEvent thread;
+  thread.event_type = NvtxEventType::kThread;
+  thread.start = 6;
+  thread.global_tid = kWorkerTid;
+  thread.attrs.has_text = true;
+  chunk.add(thread, "worker");
+  // Invalid UTF-8 is repaired, never stored as-is.
+  CompletedEvent broken = range(NvtxEventType::kPushPopRange, 600, 700);
+  chunk.add(broken, std::string("bad \xC3\x28 byte"));
+
+  {
+    std::unique_ptr<SqliteWriter> writer = open_writer(path);
+    ASSERT_NE(writer, nullptr);
+    ASSERT_TRUE(writer->begin());
+    ASSERT_TRUE(writer->write_strings(strings.take_unwritten()));
+    EXPECT_TRUE(strings.take_unwritten().empty());  // each string handed out once
+    ASSERT_TRUE(writer->write_events(chunk)) << writer->last_error();
+    ASSERT_TRUE(writer->commit());
+  }
+
+  TestDb db(path);
+  EXPECT_TRUE(db.intact());
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM StringIds"), 2);
+  EXPECT_EQ(db.text("SELECT value FROM StringIds WHERE id = " + std::to_string(registered)),
+            "registered name");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM NVTX_EVENTS"), 12);
+
+  const std::string columns =
+      "SELECT start, end, eventType, rangeId, category, color, text, globalTid, endGlobalTid, "
+      "textId, domainId, uint64Value, int64Value, doubleValue, uint32Value, int32Value, "
+      "floatValue, jsonTextId, jsonText, binaryData FROM NVTX_EVENTS ";
+  std::vector<Row> rows = db.query(columns + "WHERE start = 100");
+  ASSERT_EQ(rows.size(), 1u);
+  Row row = rows[0];
+  EXPECT_EQ(as_int(row[1]), 250);
+  EXPECT_EQ(as_int(row[2]), 59);
+  EXPECT_TRUE(is_null(row[3]));
+  EXPECT_EQ(as_int(row[4]), 7);
+  EXPECT_EQ(as_int(row[5]), 4294901760LL);  // ARGB as unsigned 32-bit
+  EXPECT_EQ(as_text(row[6]), "outer \"quoted\"\nline");
+  EXPECT_EQ(static_cast<uint64_t>(as_int(row[7])), kMainTid);
+  EXPECT_TRUE(is_null(row[8]));
+  EXPECT_TRUE(is_null(row[9]));
+  EXPECT_EQ(as_int(row[10]), 0);   // default domain
+  EXPECT_EQ(as_int(row[11]), -1);  // uint64 max, same 64 bits
+  for (int i = 12; i <= 19; ++i) EXPECT_TRUE(is_null(row[i])) << i;
+
+  row = db.query(columns + "WHERE start = 110")[0];
+  EXPECT_TRUE(is_null(row[6]));                                 // text NULL ...
+  EXPECT_EQ(as_int(row[9]), static_cast<int64_t>(registered));  // ... textId set
+  EXPECT_EQ(as_int(row[10]), 3);
+  EXPECT_TRUE(is_null(row[4]));  // category 0 -> NULL
+  EXPECT_TRUE(is_null(row[5]));  // no color -> NULL
+  EXPECT_EQ(db.text("SELECT s.value FROM NVTX_EVENTS e JOIN StringIds s ON s.id = e.textId"),
+            "registered name");
+
+  row = db.query(columns + "WHERE start = 130")[0];
+  EXPECT_EQ(as_int(row[2]), 60);
+  EXPECT_EQ(as_int(row[3]), 17);
+  EXPECT_EQ(static_cast<uint64_t>(as_int(row[8])), kWorkerTid);
+  EXPECT_DOUBLE_EQ(as_double(row[13]), 2.5);
+
+  rows = db.query(columns + "WHERE eventType = 34 ORDER BY start");
+  ASSERT_EQ(rows.size(), 4u);
+  for (const Row& mark : rows) EXPECT_TRUE(is_null(mark[1]));  // marks: end NULL
+  EXPECT_EQ(as_int(rows[0][12]), -5);
+  EXPECT_EQ(as_int(rows[1][14]), 4000000000LL);
+  EXPECT_EQ(as_int(rows[2][15]), -7);
+  EXPECT_DOUBLE_EQ(as_double(rows[3][16]), 1.5);
+  EXPECT_TRUE(is_null(rows[0][11]));
+  EXPECT_TRUE(is_null(rows[3][13]));
+
+  row = db.query(columns + "WHERE eventType = 75")[0];
+  EXPECT_EQ(as_int(row[0]), -20);
+  EXPECT_TRUE(is_null(row[1]));
+  EXPECT_EQ(as_text(row[6]), "pyprof");
+  EXPECT_EQ(as_int(row[10]), 3);
+  row = db.query(columns + "WHERE eventType = 76")[0];
+  EXPECT_TRUE(is_null(row[6]));
+  EXPECT_EQ(as_int(row[10]), 3);
+  row = db.query(columns + "WHERE eventType = 33")[0];
+  EXPECT_EQ(as_int(row[4]), 9);
+  EXPECT_EQ(as_text(row[6]), "forward");
+  row = db.query(columns + "WHERE eventType = 39")[0];
+  EXPECT_EQ(as_text(row[6]), "worker");
+  EXPECT_EQ(static_cast<uint64_t>(as_int(row[7])), kWorkerTid);
+
+  EXPECT_EQ(db.text("SELECT text FROM NVTX_EVENTS WHERE start = 600"), "bad \xEF\xBF\xBD( byte");
+}
+
+TEST(SqliteWriter, WritesMetadataThreadsProcessesAndStats) {
+  TempDir dir;
+  const std::string path = dir.file("meta.sqlite");
+  {
+    std::unique_ptr<SqliteWriter> writer = open_writer(path);
+    ASSERT_NE(writer, nullptr);
+    ASSERT_TRUE(writer->begin());
+    EXPECT_TRUE(writer->write_strings(std::vector<StringRow>{{1, "main"}, {2, "worker"}}));
+    EXPECT_TRUE(writer->write_thread_names(
+        std::vector<ThreadNameRow>{{kMainTid, 1, std::nullopt}, {kWorkerTid, 2, 20}}));
+    EXPECT_TRUE(writer->write_process({nsys::global_pid(kPid), kPid, "python3"}));
+    EXPECT_TRUE(writer->write_session_start({1733877925987393218LL, 123456789}));
+    EXPECT_TRUE(writer->write_metadata(MetadataTable::kExport, export_metadata()));
+    EXPECT_TRUE(
+        writer->write_metadata(MetadataTable::kCapture, std::vector<MetadataRow>{{"RANK", "3"}}));
+    CollectorStats stats;
+    stats.events_recorded = 10;
+    stats.events_written = 8;
+    stats.events_dropped = 2;
+    EXPECT_TRUE(writer->write_stats(stats.rows()));
+    stats.events_written = 9;  // a name written again replaces its value
+    EXPECT_TRUE(writer->write_stats(stats.rows()));
+    ASSERT_TRUE(writer->commit());
+  }
+  TestDb db(path);
+  EXPECT_EQ(db.text("SELECT s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId "
+                    "WHERE t.globalTid = " +
+                    std::to_string(kWorkerTid)),
+            "worker");
+  EXPECT_EQ(db.scalar("SELECT priority FROM ThreadNames WHERE nameId = 2"), 20);
+  EXPECT_TRUE(is_null(db.query("SELECT priority FROM ThreadNames WHERE nameId = 1")[0][0]));
+  const Row process = db.query("SELECT globalPid, pid, name FROM PROCESSES")[0];
+  EXPECT_EQ(static_cast<uint64_t>(as_int(process[0])), nsys::global_pid(kPid));
+  EXPECT_EQ(as_int(process[1]), kPid);
+  EXPECT_EQ(as_text(process[2]), "python3");
+  const Row start = db.query("SELECT * FROM TARGET_INFO_SESSION_START_TIME")[0];
+  EXPECT_EQ(as_int(start[0]), 1733877925987393218LL);
+  EXPECT_EQ(as_text(start[1]), "2024-12-11T00:45:25");
+  EXPECT_EQ(as_int(start[3]), 123456789);
+  EXPECT_EQ(db.text("SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_PRODUCT_NAME'"),
+            "pyprof");
+  EXPECT_EQ(db.text("SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_PRODUCT_VERSION'"),
+            "0.1.0");
+  EXPECT_EQ(db.text("SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_SCHEMA_VERSION'"),
+            "1");
+  EXPECT_EQ(db.text("SELECT value FROM META_DATA_CAPTURE WHERE name = 'RANK'"), "3");
+  EXPECT_EQ(db.stat("events_recorded"), 10);
+  EXPECT_EQ(db.stat("events_written"), 9);
+  EXPECT_EQ(db.stat("events_dropped"), 2);
+  for (const char* name : {"events_outside_window", "events_after_shutdown", "messages_truncated",
+                           "unclosed_ranges", "unbalanced_pops", "threads"}) {
+    EXPECT_EQ(db.stat(name), 0) << name;
+  }
+}
+
+TEST(SqliteWriter, FailedTransactionLeavesNoRows) {
+  TempDir dir;
+  const std::string path = dir.file("rollback.sqlite");
+  std::unique_ptr<SqliteWriter> writer = open_writer(path);
+  ASSERT_NE(writer, nullptr);
+  EventChunk chunk;
+  chunk.add(range(NvtxEventType::kPushPopRange, 1, 2), "x");
+  ASSERT_TRUE(writer->begin());
+  ASSERT_TRUE(writer->write_events(chunk));
+  writer->rollback();
+  writer.reset();
+  TestDb db(path);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM NVTX_EVENTS"), 0);
+}
+
+TEST(WriteEmptyDatabase, HasEveryTableMetadataAndZeroStats) {
+  TempDir dir;
+  const std::string path = dir.file("empty.sqlite");
+  std::string error;
+  ASSERT_TRUE(write_empty_database(path, "program never called NVTX", &error)) << error;
+  TestDb db(path);
+  EXPECT_TRUE(db.intact());
+  for (const char* table :
+       {"StringIds", "NVTX_EVENTS", "ThreadNames", "PROCESSES", "TARGET_INFO_SESSION_START_TIME",
+        "META_DATA_EXPORT", "META_DATA_CAPTURE", "ENUM_NSYS_EVENT_TYPE",
+        "PYPROF_COLLECTOR_STATS"}) {
+    EXPECT_EQ(
+        db.scalar(std::string("SELECT count(*) FROM sqlite_master WHERE name = '") + table + "'"),
+        1)
+        << table;
+  }
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM NVTX_EVENTS"), 0);
+  EXPECT_EQ(db.text("SELECT value FROM META_DATA_CAPTURE WHERE name = 'PYPROF_NOTE'"),
+            "program never called NVTX");
+  EXPECT_EQ(db.text("SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_PRODUCT_NAME'"),
+            "pyprof");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM META_DATA_EXPORT WHERE name = 'EXPORT_TIME_UTC'"), 1);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM TARGET_INFO_SESSION_START_TIME"), 1);
+  EXPECT_EQ(db.stat("events_recorded"), 0);
+  EXPECT_EQ(db.stat("events_written"), 0);
+  EXPECT_EQ(db.stat("threads"), 0);
+
+  // Never overwrites.
+  EXPECT_FALSE(write_empty_database(path, "again", &error));
+  EXPECT_NE(error.find("exists"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace pyprof::collect
