@@ -134,7 +134,7 @@ void encode_int_array(JsonWriter& w, c10::IntArrayRef values) {
 
 void encode_device(JsonWriter& w, const c10::Device& device) {
   if (device.is_cpu()) {
-    w.string("cpu");
+    w.trusted_string("cpu");
   } else {
     w.string(device.str());
   }
@@ -151,19 +151,19 @@ void encode_enum_int(JsonWriter& w, int64_t value, ArgKind kind) {
   switch (kind) {
     case ArgKind::kScalarType:
       if (value >= 0 && value < static_cast<int64_t>(c10::ScalarType::NumOptions)) {
-        w.string(dtype_name(static_cast<c10::ScalarType>(value)));
+        w.trusted_string(dtype_name(static_cast<c10::ScalarType>(value)));
         return;
       }
       break;
     case ArgKind::kLayout:
       if (value >= 0 && value < static_cast<int64_t>(c10::Layout::NumOptions)) {
-        w.string(layout_name(static_cast<c10::Layout>(value)));
+        w.trusted_string(layout_name(static_cast<c10::Layout>(value)));
         return;
       }
       break;
     case ArgKind::kMemoryFormat:
       if (value >= 0 && value < static_cast<int64_t>(c10::MemoryFormat::NumOptions)) {
-        w.string(memory_format_name(static_cast<c10::MemoryFormat>(value)));
+        w.trusted_string(memory_format_name(static_cast<c10::MemoryFormat>(value)));
         return;
       }
       break;
@@ -218,7 +218,7 @@ void encode_tensor(JsonWriter& w, const at::Tensor& t, const EncodeLimits& limit
     }
   }
   w.raw_key("dtype");
-  w.string(dtype_name(t.scalar_type()));
+  w.trusted_string(dtype_name(t.scalar_type()));
   if (t.layout() == c10::kStrided && !t.is_nested() && !impl->has_symbolic_sizes_strides()) {
     w.raw_key("stride");
     const auto strides = t.strides();
@@ -232,7 +232,7 @@ void encode_tensor(JsonWriter& w, const at::Tensor& t, const EncodeLimits& limit
     }
   } else {
     w.raw_key("layout");
-    w.string(layout_name(t.layout()));
+    w.trusted_string(layout_name(t.layout()));
   }
   w.raw_key("device");
   encode_device(w, t.device());

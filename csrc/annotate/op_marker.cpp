@@ -70,7 +70,7 @@ void build_op_message(std::string& out, const OpInfo& info, const OpInstance& op
     w.unsigned_integer(op.fwd_tid);
   }
   w.raw_key("scope");
-  w.string(scope_name(op.scope));
+  w.trusted_string(scope_name(op.scope));
   if (!op.call_site.empty()) {
     w.raw_key("stack");
     w.string(op.call_site);

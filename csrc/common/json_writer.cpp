@@ -117,37 +117,6 @@ void JsonWriter::append_escaped(std::string& out, std::string_view value, size_t
   }
 }
 
-void JsonWriter::open(char c) {
-  if (after_key_) {
-    after_key_ = false;
-  } else {
-    separate();
-  }
-  out_.push_back(c);
-  open_depth_only();
-}
-
-void JsonWriter::open_depth_only() {
-  if (depth_ < kMaxDepth) {
-    ++depth_;
-    has_items_[depth_] = false;
-  } else {
-    // Past the tracked depth all levels share one comma flag: start it afresh.
-    has_items_[depth_] = false;
-    ++overflow_;
-  }
-}
-
-void JsonWriter::close(char c) {
-  out_.push_back(c);
-  if (overflow_ > 0) {
-    --overflow_;
-    has_items_[depth_] = true;  // the closed container is an item of its parent
-  } else if (depth_ > 0) {
-    --depth_;
-  }
-}
-
 void JsonWriter::key(std::string_view name) {
   separate();
   out_.push_back('"');
@@ -156,42 +125,11 @@ void JsonWriter::key(std::string_view name) {
   after_key_ = true;
 }
 
-void JsonWriter::raw_key(std::string_view name) {
-  separate();
-  out_.push_back('"');
-  out_.append(name);
-  out_ += "\":";
-  after_key_ = true;
-}
-
-#define PYPROF_JSON_VALUE_PREFIX() \
-  do {                             \
-    if (after_key_) {              \
-      after_key_ = false;          \
-    } else {                       \
-      separate();                  \
-    }                              \
-  } while (0)
-
 void JsonWriter::string(std::string_view value) {
-  PYPROF_JSON_VALUE_PREFIX();
+  value_prefix();
   out_.push_back('"');
   append_escaped(out_, value, max_string_);
   out_.push_back('"');
-}
-
-void JsonWriter::integer(int64_t value) {
-  PYPROF_JSON_VALUE_PREFIX();
-  char buf[24];
-  auto res = std::to_chars(buf, buf + sizeof buf, value);
-  out_.append(buf, res.ptr);
-}
-
-void JsonWriter::unsigned_integer(uint64_t value) {
-  PYPROF_JSON_VALUE_PREFIX();
-  char buf[24];
-  auto res = std::to_chars(buf, buf + sizeof buf, value);
-  out_.append(buf, res.ptr);
 }
 
 void JsonWriter::number(double value) {
@@ -203,28 +141,11 @@ void JsonWriter::number(double value) {
     string(value > 0 ? "inf" : "-inf");
     return;
   }
-  PYPROF_JSON_VALUE_PREFIX();
+  value_prefix();
   char buf[32];
   auto res = std::to_chars(buf, buf + sizeof buf, value);
   out_.append(buf, res.ptr);
 }
-
-void JsonWriter::boolean(bool value) {
-  PYPROF_JSON_VALUE_PREFIX();
-  out_ += value ? "true" : "false";
-}
-
-void JsonWriter::null() {
-  PYPROF_JSON_VALUE_PREFIX();
-  out_ += "null";
-}
-
-void JsonWriter::raw_value(std::string_view json) {
-  PYPROF_JSON_VALUE_PREFIX();
-  out_.append(json);
-}
-
-#undef PYPROF_JSON_VALUE_PREFIX
 
 void JsonWriter::rewind(const Mark& m) {
   out_.resize(m.size);

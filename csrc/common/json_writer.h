@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <charconv>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -40,17 +41,54 @@ class JsonWriter {
 
   // Writes `"name":`. `name` is escaped like any string.
   void key(std::string_view name);
-  // Writes a key that the caller guarantees needs no escaping (compile-time names).
-  void raw_key(std::string_view name);
+  // Writes a key that the caller guarantees needs no escaping (compile-time names, keys that
+  // were escaped once and cached). Inline: the op-marker hot path calls it ~20 times per op.
+  void raw_key(std::string_view name) {
+    separate();
+    out_.push_back('"');
+    out_.append(name);
+    out_.append("\":", 2);
+    after_key_ = true;
+  }
 
   void string(std::string_view value);
-  void integer(int64_t value);
-  void unsigned_integer(uint64_t value);
+  // A string the caller guarantees needs no escaping and no truncation (dtype names, "cpu").
+  void trusted_string(std::string_view value) {
+    value_prefix();
+    out_.push_back('"');
+    out_.append(value);
+    out_.push_back('"');
+  }
+  void integer(int64_t value) {
+    value_prefix();
+    char buf[24];
+    auto res = std::to_chars(buf, buf + sizeof buf, value);
+    out_.append(buf, res.ptr - buf);
+  }
+  void unsigned_integer(uint64_t value) {
+    value_prefix();
+    char buf[24];
+    auto res = std::to_chars(buf, buf + sizeof buf, value);
+    out_.append(buf, res.ptr - buf);
+  }
   void number(double value);
-  void boolean(bool value);
-  void null();
+  void boolean(bool value) {
+    value_prefix();
+    if (value) {
+      out_.append("true", 4);
+    } else {
+      out_.append("false", 5);
+    }
+  }
+  void null() {
+    value_prefix();
+    out_.append("null", 4);
+  }
   // Appends an already-encoded JSON value (e.g. a cached fragment) as one element.
-  void raw_value(std::string_view json);
+  void raw_value(std::string_view json) {
+    value_prefix();
+    out_.append(json);
+  }
 
   // Current nesting depth (0 = top level).
   int depth() const { return depth_; }
@@ -74,9 +112,38 @@ class JsonWriter {
     if (has_items_[depth_]) out_.push_back(',');
     has_items_[depth_] = true;
   }
-  void open(char c);
-  void open_depth_only();
-  void close(char c);
+  // Before a value: a comma unless it directly follows its key.
+  void value_prefix() {
+    if (after_key_) {
+      after_key_ = false;
+    } else {
+      separate();
+    }
+  }
+  void open(char c) {
+    value_prefix();
+    out_.push_back(c);
+    open_depth_only();
+  }
+  void open_depth_only() {
+    if (depth_ < kMaxDepth) {
+      ++depth_;
+      has_items_[depth_] = false;
+    } else {
+      // Past the tracked depth all levels share one comma flag: start it afresh.
+      has_items_[depth_] = false;
+      ++overflow_;
+    }
+  }
+  void close(char c) {
+    out_.push_back(c);
+    if (overflow_ > 0) {
+      --overflow_;
+      has_items_[depth_] = true;  // the closed container is an item of its parent
+    } else if (depth_ > 0) {
+      --depth_;
+    }
+  }
 
   std::string& out_;
   size_t max_string_;
