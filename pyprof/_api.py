@@ -6,6 +6,7 @@ and adds the two things that must come from Python: nn.Module ranges and user ra
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
 import os
@@ -22,6 +23,7 @@ __all__ = ["init", "stop", "is_enabled", "range", "annotate", "mark", "stats"]
 _lock = threading.Lock()
 _enabled = False
 _warned_no_tool = False
+_shutdown_registered = False
 _hook_handles: list = []
 _module_markers: "weakref.WeakKeyDictionary[torch.nn.Module, tuple[int, str]]" = (
     weakref.WeakKeyDictionary())
@@ -40,7 +42,7 @@ def init(model: torch.nn.Module | None = None, *, with_stack: bool = False) -> b
     and installs nothing, so the program runs at full speed. Calling init() again is a no-op
     (except that a `model` given later is named).
     """
-    global _enabled, _warned_no_tool
+    global _enabled, _warned_no_tool, _shutdown_registered
     with _lock:
         if model is not None:
             _name_module_tree(model, type(model).__name__)
@@ -60,6 +62,12 @@ def init(model: torch.nn.Module | None = None, *, with_stack: bool = False) -> b
         _hook_handles.append(torch.nn.modules.module.register_module_forward_hook(
             _post_hook, always_call=True))
         _wrap_os_exit()
+        if not _shutdown_registered:
+            # A KeyboardInterrupt that ends the program makes Python kill itself with SIGINT
+            # after finalizing, which skips the collector's C atexit handler: finish the
+            # database from Python's atexit instead (it runs before that).
+            atexit.register(_C.collector_shutdown)
+            _shutdown_registered = True
         _enabled = True
         return True
 

@@ -143,7 +143,9 @@ void child_fork_hook() {
 
 // SIGTERM/SIGHUP get our handler only where the program left the default (termination) action:
 // a program that handles them itself keeps its handler. SIGINT is left alone on purpose: Python
-// turns it into KeyboardInterrupt, which exits through atexit.
+// handles it (KeyboardInterrupt). An uncaught KeyboardInterrupt ends with Python re-raising
+// SIGINT after finalization, which skips C atexit handlers, so pyprof.init() also registers
+// pyprof_collect_shutdown() with Python's atexit.
 void install_signal_handlers() {
   for (const int signal_number : {SIGTERM, SIGHUP}) {
     struct sigaction current {};

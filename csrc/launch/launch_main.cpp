@@ -464,10 +464,11 @@ std::optional<int> run_command(const Run& run, int& exit_code) {
 // Makes sure NAME.sqlite exists: a program that never made an NVTX call never loaded the
 // collector, so nothing wrote it.
 void ensure_root_database(const Run& run, int status) {
-  const std::string root = run.prefix + ".sqlite";
+  const char* rank = std::getenv("RANK");
+  const std::string root = root_database_name(run.prefix, rank);
   struct stat st {};
   if (stat(root.c_str(), &st) == 0) return;
-  const std::string shown = run.opts.output + ".sqlite";
+  const std::string shown = root_database_name(run.opts.output, rank);
 
   std::string note;
   std::string why;
@@ -502,7 +503,7 @@ void report_databases(const Run& run, int64_t launch_coarse_ns) {
     warn("cannot list {}: {}", run.dir, std::strerror(errno));
     return;
   }
-  const std::string root_name = run.base + ".sqlite";
+  const std::string root_name = root_database_name(run.base, std::getenv("RANK"));
   std::stable_partition(names.begin(), names.end(),
                         [&](const std::string& name) { return name == root_name; });
   // Earlier files were refused or deleted before the launch, so the mtime test only guards

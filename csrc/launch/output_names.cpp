@@ -63,4 +63,14 @@ bool list_run_files(const std::string& dir, std::string_view base, bool with_sid
   return true;
 }
 
+std::string root_database_name(std::string_view base, const char* rank_env) {
+  std::string name(base);
+  if (rank_env != nullptr && *rank_env != '\0') {
+    name += ".rank";
+    name += rank_env;
+  }
+  name += ".sqlite";
+  return name;
+}
+
 }  // namespace pyprof::launch

@@ -20,6 +20,10 @@ struct OutputName {
 // "runs/a" -> {"runs", "a"}; "a" -> {".", "a"}; "/a" -> {"/", "a"}.
 OutputName split_output_name(std::string_view name);
 
+// The file name the launched (root) process writes: "NAME.sqlite", or "NAME.rank<R>.sqlite"
+// when the environment it inherits sets RANK (the collector applies the same rule).
+std::string root_database_name(std::string_view base, const char* rank_env);
+
 enum class RunFileKind { kOther, kDatabase, kSidecar };
 
 // Whether `filename` (no directory) is one of the files of the run named `base`.
