@@ -25,8 +25,10 @@ _enabled = False
 _warned_no_tool = False
 _shutdown_registered = False
 _hook_handles: list = []
-_module_markers: "weakref.WeakKeyDictionary[torch.nn.Module, tuple[int, str]]" = (
-    weakref.WeakKeyDictionary())
+# id(module) -> (registered marker handle, path). Keyed by id, not by a WeakKeyDictionary, because
+# the hooks run on every module call and a weak-key lookup allocates a weakref each time; a
+# finalizer drops the entry when the module dies, before its id can be reused.
+_module_markers: dict[int, tuple[int, str]] = {}
 _tls = threading.local()
 _real_os_exit = os._exit
 
@@ -100,42 +102,47 @@ def _register_module(module: torch.nn.Module, path: str) -> tuple[int, str]:
     message = json.dumps({"v": _C.MARKER_SCHEMA_VERSION, "module": path,
                           "type": type(module).__name__}, separators=(",", ":"))
     entry = (_C.register_marker_string(message), path)
-    _module_markers[module] = entry
+    key = id(module)
+    _module_markers[key] = entry
+    weakref.finalize(module, _module_markers.pop, key, None)
     return entry
 
 
 def _name_module_tree(root: torch.nn.Module, root_name: str) -> None:
     # A module shared by two parents keeps the first name it was given.
     for path, module in root.named_modules(prefix=root_name):
-        if module not in _module_markers:
+        if id(module) not in _module_markers:
             _register_module(module, path)
 
 
 def _module_stack() -> list:
-    stack = getattr(_tls, "stack", None)
-    if stack is None:
-        stack = _tls.stack = []
-    return stack
+    """Modules whose range is open on this thread, innermost last."""
+    try:
+        return _tls.stack
+    except AttributeError:
+        _tls.stack = []
+        return _tls.stack
 
 
 def _pre_hook(module: torch.nn.Module, args) -> None:
     stack = _module_stack()
-    entry = _module_markers.get(module)
+    entry = _module_markers.get(id(module))
     if entry is None:
         if stack:
             # Not part of a known model (created on the fly): name it by class nesting.
-            entry = _register_module(module, f"{stack[-1][1]}.{type(module).__name__}")
+            parent_path = _module_markers[id(stack[-1])][1]
+            entry = _register_module(module, f"{parent_path}.{type(module).__name__}")
         else:
             _name_module_tree(module, type(module).__name__)
-            entry = _module_markers[module]
+            entry = _module_markers[id(module)]
     _C.push_registered_marker(entry[0])
-    stack.append((module, entry[1]))
+    stack.append(module)
 
 
 def _post_hook(module: torch.nn.Module, args, output) -> None:
     stack = _module_stack()
     # Only pop what this module pushed (init() may have run while a forward was in progress).
-    if stack and stack[-1][0] is module:
+    if stack and stack[-1] is module:
         stack.pop()
         _C.pop_marker()
 

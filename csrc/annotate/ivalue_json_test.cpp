@@ -18,6 +18,7 @@ std::string encode(const c10::IValue& v, ArgKind kind = ArgKind::kGeneric,
   std::string out;
   JsonWriter w(out);
   encode_ivalue(w, v, kind, limits);
+  w.finish();
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   EXPECT_EQ(parser.parse(out).get(doc), simdjson::SUCCESS) << "invalid JSON: " << out;

@@ -72,7 +72,7 @@ class OpInfoCache {
 };
 
 struct ThreadState {
-  std::string message;    // reused for every op on this thread
+  std::string buffer;     // scratch space for the message, reused for every op on this thread
   std::string call_site;  // of the outermost op in progress
   OpInfoCache cache;
   uint64_t next_id = 0;
@@ -99,6 +99,7 @@ ThreadState& thread_state() {
 // callback for each start callback that ran, and this function never throws.
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
   ThreadState& ts = thread_state();
+  std::string_view message;  // NUL-terminated
   try {
     const OpInfo& info = ts.cache.lookup(fn);
     OpInstance op;
@@ -112,14 +113,14 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
       if (ts.op_depth == 0) current_call_site(ts.call_site);
       op.call_site = ts.call_site;
     }
-    build_op_message(ts.message, info, op, fn.inputs());
+    message = build_op_message(ts.buffer, info, op, fn.inputs());
   } catch (...) {
-    ts.message.assign("{\"v\":1,\"op\":\"<error>\",\"error\":\"marker could not be built\"}");
+    message = "{\"v\":1,\"op\":\"<error>\",\"error\":\"marker could not be built\"}";
   }
   if (fn.scope() != at::RecordScope::USER_SCOPE) ++ts.op_depth;
-  push_marker(ts.message.c_str());
+  push_marker(message.data());
   g_ops_annotated.fetch_add(1, std::memory_order_relaxed);
-  g_message_bytes.fetch_add(ts.message.size(), std::memory_order_relaxed);
+  g_message_bytes.fetch_add(message.size(), std::memory_order_relaxed);
   return nullptr;
 }
 

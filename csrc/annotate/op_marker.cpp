@@ -54,10 +54,11 @@ OpInfo make_op_info(std::string_view name, std::string_view overload,
   return info;
 }
 
-void build_op_message(std::string& out, const OpInfo& info, const OpInstance& op,
-                      c10::ArrayRef<const c10::IValue> inputs, const EncodeLimits& limits) {
-  out.assign(info.prefix);
-  JsonWriter w(out);
+std::string_view build_op_message(std::string& buffer, const OpInfo& info, const OpInstance& op,
+                                  c10::ArrayRef<const c10::IValue> inputs,
+                                  const EncodeLimits& limits) {
+  JsonWriter w(buffer, JsonWriter::kDefaultMaxString, /*start=*/0);
+  w.raw(info.prefix);
   w.resume_object();
   w.raw_key("id");
   w.unsigned_integer(op.id);
@@ -100,7 +101,7 @@ void build_op_message(std::string& out, const OpInfo& info, const OpInstance& op
       w.raw_key(key);
       w.string("<unreadable>");
     }
-    if (out.size() > kMaxMessageBytes) {
+    if (w.size() > kMaxMessageBytes) {
       w.rewind(before);
       args_dropped = inputs.size() - i;
       break;
@@ -112,6 +113,7 @@ void build_op_message(std::string& out, const OpInfo& info, const OpInstance& op
     w.unsigned_integer(args_dropped);
   }
   w.end_object();
+  return w.terminated_view();
 }
 
 }  // namespace pyprof

@@ -45,9 +45,12 @@ struct OpInstance {
   std::string_view call_site;  // "file.py:12" or empty
 };
 
-// Replaces `out` with the marker for one op call.
-void build_op_message(std::string& out, const OpInfo& info, const OpInstance& op,
-                      c10::ArrayRef<const c10::IValue> inputs, const EncodeLimits& limits = {});
+// Builds the marker for one op call in `buffer` (scratch space, reused across calls; its size
+// is not the message's) and returns it; the view is NUL-terminated and valid until the next
+// use of `buffer`.
+std::string_view build_op_message(std::string& buffer, const OpInfo& info, const OpInstance& op,
+                                  c10::ArrayRef<const c10::IValue> inputs,
+                                  const EncodeLimits& limits = {});
 
 std::string_view scope_name(at::RecordScope scope);
 

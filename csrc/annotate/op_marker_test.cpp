@@ -35,8 +35,9 @@ TEST(OpMarker, Conv2dArgumentsAreKeyedBySchemaName) {
   op.seq = 7;
   op.tid = 1;
   op.call_site = "train.py:12";
-  std::string out;
-  build_op_message(out, info, op, c10::ArrayRef<const c10::IValue>(inputs.data(), inputs.size()));
+  std::string buffer;
+  const std::string out(build_op_message(
+      buffer, info, op, c10::ArrayRef<const c10::IValue>(inputs.data(), inputs.size())));
   EXPECT_EQ(
       out,
       R"({"v":1,"op":"aten::conv2d","id":42,"seq":7,"tid":1,"scope":"function",)"
@@ -55,8 +56,9 @@ TEST(OpMarker, OverloadAndDtypeArguments) {
   op.id = 1;
   op.seq = -1;
   op.tid = 3;
-  std::string out;
-  build_op_message(out, info, op, c10::ArrayRef<const c10::IValue>(inputs.data(), inputs.size()));
+  std::string buffer;
+  const std::string out(build_op_message(
+      buffer, info, op, c10::ArrayRef<const c10::IValue>(inputs.data(), inputs.size())));
   simdjson::dom::parser parser;
   auto doc = parse(parser, out);
   std::string_view s;
@@ -79,8 +81,9 @@ TEST(OpMarker, BackwardNodeHasForwardThreadAndPositionalArguments) {
   op.tid = 2;
   op.fwd_tid = 1;
   op.scope = at::RecordScope::BACKWARD_FUNCTION;
-  std::string out;
-  build_op_message(out, info, op, c10::ArrayRef<const c10::IValue>(inputs.data(), inputs.size()));
+  std::string buffer;
+  const std::string out(build_op_message(
+      buffer, info, op, c10::ArrayRef<const c10::IValue>(inputs.data(), inputs.size())));
   EXPECT_EQ(out,
             R"({"v":1,"op":"AddmmBackward0","id":9,"seq":3,"tid":2,"fwd_tid":1,"scope":"backward",)"
             R"("args":{"0":{"shape":[2,5],"dtype":"float32","stride":[5,1],"device":"cpu"}}})");
@@ -90,8 +93,8 @@ TEST(OpMarker, HostileNamesAreEscaped) {
   const OpInfo info = make_op_info("we\"ird\n名\x01", "", nullptr);
   OpInstance op;
   op.scope = at::RecordScope::USER_SCOPE;
-  std::string out;
-  build_op_message(out, info, op, {});
+  std::string buffer;
+  const std::string out(build_op_message(buffer, info, op, {}));
   simdjson::dom::parser parser;
   auto doc = parse(parser, out);
   std::string_view name;
@@ -106,8 +109,9 @@ TEST(OpMarker, MessageIsBoundedAndDroppedArgumentsAreCounted) {
   std::vector<c10::IValue> inputs(8, c10::List<at::Tensor>(many));
   const OpInfo info = make_op_info("aten::_foreach_add_", "List", nullptr);
   OpInstance op;
-  std::string out;
-  build_op_message(out, info, op, c10::ArrayRef<const c10::IValue>(inputs.data(), inputs.size()));
+  std::string buffer;
+  const std::string out(build_op_message(
+      buffer, info, op, c10::ArrayRef<const c10::IValue>(inputs.data(), inputs.size())));
   EXPECT_LE(out.size(), kMaxMessageBytes + 64);
   simdjson::dom::parser parser;
   auto doc = parse(parser, out);
@@ -123,8 +127,9 @@ TEST(OpMarker, MoreInputsThanSchemaArgumentsFallBackToPositions) {
   const OpInfo info = make_op_info("aten::relu", "", &schema_of("aten::relu", ""));
   const std::vector<c10::IValue> inputs = {at::zeros({1}), int64_t{5}};
   OpInstance op;
-  std::string out;
-  build_op_message(out, info, op, c10::ArrayRef<const c10::IValue>(inputs.data(), inputs.size()));
+  std::string buffer;
+  const std::string out(build_op_message(
+      buffer, info, op, c10::ArrayRef<const c10::IValue>(inputs.data(), inputs.size())));
   EXPECT_NE(out.find(R"("self":{)"), std::string::npos);
   EXPECT_NE(out.find(R"("1":5)"), std::string::npos);
 }

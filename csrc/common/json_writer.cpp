@@ -40,96 +40,107 @@ size_t utf8_sequence_length(std::string_view s, size_t i) {
 
 }  // namespace
 
-void JsonWriter::append_escaped(std::string& out, std::string_view value, size_t max_bytes) {
+void JsonWriter::grow(size_t needed) {
+  size_t size = out_.size() * 2;
+  if (size < 512) size = 512;
+  if (size < needed) size = needed;
+  out_.resize(size);
+}
+
+void JsonWriter::put_escaped(std::string_view value, size_t max_bytes) {
+  // Worst case: every byte becomes a 6-byte escape, plus the truncation marker.
+  char* const begin = reserve(value.size() * 6 + 32);
+  char* p = begin;
   const size_t limit = value.size() > max_bytes ? max_bytes : value.size();
   size_t i = 0;
   while (i < limit) {
     const unsigned char c = static_cast<unsigned char>(value[i]);
     if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-      // Copy the run of plain ASCII in one go.
-      size_t j = i + 1;
-      while (j < limit) {
-        const unsigned char d = static_cast<unsigned char>(value[j]);
-        if (d < 0x20 || d >= 0x80 || d == '"' || d == '\\') break;
-        ++j;
-      }
-      out.append(value.data() + i, j - i);
-      i = j;
+      *p++ = static_cast<char>(c);
+      ++i;
       continue;
     }
+    char short_escape = 0;
     switch (c) {
       case '"':
-        out += "\\\"";
-        ++i;
-        continue;
+        short_escape = '"';
+        break;
       case '\\':
-        out += "\\\\";
-        ++i;
-        continue;
+        short_escape = '\\';
+        break;
       case '\n':
-        out += "\\n";
-        ++i;
-        continue;
+        short_escape = 'n';
+        break;
       case '\r':
-        out += "\\r";
-        ++i;
-        continue;
+        short_escape = 'r';
+        break;
       case '\t':
-        out += "\\t";
-        ++i;
-        continue;
+        short_escape = 't';
+        break;
       case '\b':
-        out += "\\b";
-        ++i;
-        continue;
+        short_escape = 'b';
+        break;
       case '\f':
-        out += "\\f";
-        ++i;
-        continue;
+        short_escape = 'f';
+        break;
       default:
         break;
     }
+    if (short_escape != 0) {
+      *p++ = '\\';
+      *p++ = short_escape;
+      ++i;
+      continue;
+    }
     if (c < 0x20) {
-      out += "\\u00";
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xF]);
+      std::memcpy(p, "\\u00", 4);
+      p[4] = kHex[c >> 4];
+      p[5] = kHex[c & 0xF];
+      p += 6;
       ++i;
       continue;
     }
     const size_t len = utf8_sequence_length(value, i);
     if (len == 0) {
-      out += "\\ufffd";  // invalid byte: keep the output valid UTF-8
+      std::memcpy(p, "\\ufffd", 6);  // invalid byte: keep the output valid UTF-8
+      p += 6;
       ++i;
     } else if (i + len > limit) {
       break;  // never cut a character in half at the truncation point
     } else {
-      out.append(value.data() + i, len);
+      std::memcpy(p, value.data() + i, len);
+      p += len;
       i += len;
     }
   }
   if (limit < value.size() || i < limit) {
     const size_t dropped = value.size() - i;
-    char buf[24];
-    auto res = std::to_chars(buf, buf + sizeof buf, static_cast<uint64_t>(dropped));
-    out += "...(+";
-    out.append(buf, res.ptr);
-    out += " bytes)";
+    std::memcpy(p, "...(+", 5);
+    p = std::to_chars(p + 5, p + 25, static_cast<uint64_t>(dropped)).ptr;
+    std::memcpy(p, " bytes)", 7);
+    p += 7;
   }
+  pos_ += p - begin;
+}
+
+void JsonWriter::append_escaped(std::string& out, std::string_view value, size_t max_bytes) {
+  JsonWriter w(out);
+  w.put_escaped(value, max_bytes);
 }
 
 void JsonWriter::key(std::string_view name) {
   separate();
-  out_.push_back('"');
-  append_escaped(out_, name, max_string_);
-  out_ += "\":";
+  put('"');
+  put_escaped(name, max_string_);
+  put("\":");
   after_key_ = true;
 }
 
 void JsonWriter::string(std::string_view value) {
   value_prefix();
-  out_.push_back('"');
-  append_escaped(out_, value, max_string_);
-  out_.push_back('"');
+  put('"');
+  put_escaped(value, max_string_);
+  put('"');
 }
 
 void JsonWriter::number(double value) {
@@ -142,13 +153,12 @@ void JsonWriter::number(double value) {
     return;
   }
   value_prefix();
-  char buf[32];
-  auto res = std::to_chars(buf, buf + sizeof buf, value);
-  out_.append(buf, res.ptr);
+  char* p = reserve(32);
+  pos_ = std::to_chars(p, p + 32, value).ptr - out_.data();
 }
 
 void JsonWriter::rewind(const Mark& m) {
-  out_.resize(m.size);
+  pos_ = m.size;
   depth_ = m.depth;
   overflow_ = 0;
   has_items_[depth_] = m.has_items;

@@ -22,6 +22,7 @@ std::string encode_string(std::string_view s, size_t max = JsonWriter::kDefaultM
   std::string out;
   JsonWriter w(out, max);
   w.string(s);
+  w.finish();
   return out;
 }
 
@@ -80,6 +81,7 @@ TEST(JsonWriter, WritesNumbersExactlyAndNonFiniteAsStrings) {
   w.boolean(false);
   w.null();
   w.end_array();
+  w.finish();
   EXPECT_EQ(out,
             "[-9223372036854775808,9223372036854775807,18446744073709551615,0.1,-2.5e-300,"
             "\"inf\",\"-inf\",\"nan\",true,false,null]");
@@ -106,6 +108,7 @@ TEST(JsonWriter, PlacesCommasInNestedContainers) {
   w.key("b\"");
   w.null();
   w.end_object();
+  w.finish();
   EXPECT_EQ(out, R"({"a":[1,{},[],"s"],"b\"":null})");
 }
 
@@ -116,6 +119,7 @@ TEST(JsonWriter, ResumesAnObjectStartedByACachedPrefix) {
   w.raw_key("id");
   w.integer(7);
   w.end_object();
+  w.finish();
   EXPECT_EQ(out, R"({"v":1,"op":"aten::add","id":7})");
 }
 
@@ -133,6 +137,7 @@ TEST(JsonWriter, RewindDropsAnElementAndKeepsCommasRight) {
   w.raw_key("next");
   w.integer(3);
   w.end_object();
+  w.finish();
   EXPECT_EQ(out, R"({"kept":1,"next":3})");
 
   std::string first;
@@ -145,6 +150,7 @@ TEST(JsonWriter, RewindDropsAnElementAndKeepsCommasRight) {
   w2.raw_key("y");
   w2.integer(2);
   w2.end_object();
+  w2.finish();
   EXPECT_EQ(first, R"({"y":2})");
 }
 
@@ -157,6 +163,7 @@ TEST(JsonWriter, StaysValidPastTheTrackedNestingDepth) {
   w.integer(2);
   for (int i = 0; i < depth; ++i) w.end_array();
   EXPECT_EQ(w.depth(), 0);
+  w.finish();
   simdjson::dom::parser parser;
   parse(parser, out);
 }
