@@ -15,15 +15,17 @@ Two numbers per mode, as ns added per op relative to `none` (medians over --runs
 Ops per iteration are counted by pyprof itself (ranges its callback pushed) in the collector
 mode: forward ops, backward nodes and the ops inside them.
 
-    python benchmarks/overhead.py --runs 5 --iters 400
+    python benchmarks/overhead.py --runs 5 --iters 600
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
+import random
 import statistics
 import subprocess
 import sys
@@ -59,6 +61,11 @@ def workload(mode: str, iters: int, result_path: str) -> None:
         pyprof.init(model=model)
     for _ in range(20):  # warm-up: caches, allocator
         step()
+    # Move everything alive now out of the collector's young generations: the cost of a GC pass
+    # then no longer depends on how many objects the setup left behind, which otherwise makes
+    # run-to-run noise (hundreds of ns per op on a 2-core VM) larger than what is measured.
+    gc.collect()
+    gc.freeze()
     ops_before = 0
     if mode == "collector":
         import pyprof
@@ -114,7 +121,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--iters", type=int, default=400)
+    parser.add_argument("--iters", type=int, default=600)
     parser.add_argument("--child", choices=MODES)
     parser.add_argument("--result")
     args = parser.parse_args()
@@ -123,9 +130,12 @@ def main() -> None:
         return
 
     results: dict[str, list[dict]] = {m: [] for m in MODES}
+    order = random.Random(0)
     with tempfile.TemporaryDirectory() as tmp:
-        for _ in range(args.runs):  # interleave modes so drift hits them all alike
-            for mode in MODES:
+        for _ in range(args.runs):
+            # Interleave the modes, in a new order each round, so that drift and warm-up
+            # effects of the machine hit them all alike.
+            for mode in order.sample(MODES, len(MODES)):
                 results[mode].append(run_once(mode, args.iters, tmp))
     ops = statistics.median(r["ops"] for r in results["collector"])
     ops_all = statistics.median(r["ops_all"] for r in results["collector"])  # with warm-up
@@ -138,15 +148,20 @@ def main() -> None:
     print(f"workload: {args.iters} training steps, {ops:.0f} ops recorded "
           f"({ops / args.iters:.0f} per step); baseline {base_loop / ops * 1e9:.0f} ns/op in loop")
     print()
-    print("| mode | in-loop ns/op added | total ns/op added | loop s | wall s | DB bytes/op |")
+    print("| mode | in-loop ns/op added | total ns/op added | loop s (min-max) | wall s (min-max) "
+          "| DB bytes/op |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for mode in MODES:
         loop = statistics.median(r["loop_s"] for r in results[mode])
         wall = statistics.median(r["wall_s"] for r in results[mode])
         db = (f"{statistics.median(r['db_bytes'] for r in results[mode]) / ops_all:.0f}"
               if mode == "collector" else "-")  # noqa: E501
-        print(f"| {mode} | {(loop - base_loop) / ops * 1e9:.0f} | {(wall - base_wall) / ops_all * 1e9:.0f} "
-              f"| {loop:.3f} | {wall:.3f} | {db} |")
+        loops = [r["loop_s"] for r in results[mode]]
+        walls = [r["wall_s"] for r in results[mode]]
+        print(f"| {mode} | {(loop - base_loop) / ops * 1e9:.0f} "
+              f"| {(wall - base_wall) / ops_all * 1e9:.0f} "
+              f"| {loop:.3f} ({min(loops):.3f}-{max(loops):.3f}) "
+              f"| {wall:.2f} ({min(walls):.2f}-{max(walls):.2f}) | {db} |")
 
 
 if __name__ == "__main__":
