@@ -25,11 +25,10 @@ _enabled = False
 _warned_no_tool = False
 _shutdown_registered = False
 _hook_handles: list = []
-# id(module) -> (registered marker handle, path). Keyed by id, not by a WeakKeyDictionary, because
-# the hooks run on every module call and a weak-key lookup allocates a weakref each time; a
-# finalizer drops the entry when the module dies, before its id can be reused.
+# id(module) -> (registered marker handle, path) of every module named so far. The hooks
+# themselves are C++ (csrc/annotate/module_ranges.cpp) and keep their own id -> handle table; a
+# finalizer drops both entries when the module dies, before its id can be reused.
 _module_markers: dict[int, tuple[int, str]] = {}
-_tls = threading.local()
 _real_os_exit = os._exit
 
 
@@ -60,9 +59,11 @@ def init(model: torch.nn.Module | None = None, *, with_stack: bool = False) -> b
         framework = [os.path.dirname(torch.__file__) + os.sep,
                      os.path.dirname(os.path.abspath(__file__)) + os.sep]
         _C.install(with_stack=with_stack, framework_prefixes=framework)
-        _hook_handles.append(torch.nn.modules.module.register_module_forward_pre_hook(_pre_hook))
+        _C.set_module_namer(_name_new_module)
+        _hook_handles.append(
+            torch.nn.modules.module.register_module_forward_pre_hook(_C.module_pre_hook))
         _hook_handles.append(torch.nn.modules.module.register_module_forward_hook(
-            _post_hook, always_call=True))
+            _C.module_post_hook, always_call=True))
         _wrap_os_exit()
         if not _shutdown_registered:
             # A KeyboardInterrupt that ends the program makes Python kill itself with SIGINT
@@ -104,8 +105,14 @@ def _register_module(module: torch.nn.Module, path: str) -> tuple[int, str]:
     entry = (_C.register_marker_string(message), path)
     key = id(module)
     _module_markers[key] = entry
-    weakref.finalize(module, _module_markers.pop, key, None)
+    _C.set_module_marker(module, entry[0])
+    weakref.finalize(module, _forget_module, key)
     return entry
+
+
+def _forget_module(key: int) -> None:
+    _module_markers.pop(key, None)
+    _C.forget_module(key)
 
 
 def _name_module_tree(root: torch.nn.Module, root_name: str) -> None:
@@ -115,36 +122,15 @@ def _name_module_tree(root: torch.nn.Module, root_name: str) -> None:
             _register_module(module, path)
 
 
-def _module_stack() -> list:
-    """Modules whose range is open on this thread, innermost last."""
-    try:
-        return _tls.stack
-    except AttributeError:
-        _tls.stack = []
-        return _tls.stack
-
-
-def _pre_hook(module: torch.nn.Module, args) -> None:
-    stack = _module_stack()
-    entry = _module_markers.get(id(module))
-    if entry is None:
-        if stack:
-            # Not part of a known model (created on the fly): name it by class nesting.
-            parent_path = _module_markers[id(stack[-1])][1]
-            entry = _register_module(module, f"{parent_path}.{type(module).__name__}")
-        else:
-            _name_module_tree(module, type(module).__name__)
-            entry = _module_markers[id(module)]
-    _C.push_registered_marker(entry[0])
-    stack.append(module)
-
-
-def _post_hook(module: torch.nn.Module, args, output) -> None:
-    stack = _module_stack()
-    # Only pop what this module pushed (init() may have run while a forward was in progress).
-    if stack and stack[-1] is module:
-        stack.pop()
-        _C.pop_marker()
+def _name_new_module(module: torch.nn.Module, parent: torch.nn.Module | None) -> int:
+    """Called by the C++ pre-hook for a module seen for the first time; returns its handle."""
+    if parent is None:
+        # The first module called with no module around it: the root of a model.
+        _name_module_tree(module, type(module).__name__)
+        return _module_markers[id(module)][0]
+    # Not part of a known model (created on the fly): name it by class nesting.
+    parent_path = _module_markers[id(parent)][1]
+    return _register_module(module, f"{parent_path}.{type(module).__name__}")[0]
 
 
 def _wrap_os_exit() -> None:

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "call_site.h"
+#include "module_ranges.h"
 #include "nvtx_ranges.h"
 #include "op_annotator.h"
 #include "op_marker.h"
@@ -69,6 +70,10 @@ PYBIND11_MODULE(_C, m) {
   m.def("pop_range", &pyprof::pop_user_range, py::arg("domain") = std::string());
   m.def("mark", &pyprof::mark, py::arg("message"), py::arg("argb") = 0u,
         py::arg("domain") = std::string());
+
+  for (PyMethodDef* def = pyprof::kModuleRangeMethods; def->ml_name != nullptr; ++def) {
+    m.add_object(def->ml_name, py::reinterpret_steal<py::object>(PyCFunction_New(def, nullptr)));
+  }
 
   m.def("collector_shutdown", &shutdown_collector,
         "Finalize pyprof's collector database now (before os._exit); False if not attached.");
