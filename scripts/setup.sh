@@ -29,16 +29,16 @@ for mod in pytest numpy; do
 done
 if ((${#pip_missing[@]})); then
   echo "setup: pip install ${pip_missing[*]}"
-  $PYTHON -m pip install -q --disable-pip-version-check "${pip_missing[@]}"
+  $PYTHON -m pip install -q --disable-pip-version-check --root-user-action=ignore "${pip_missing[@]}"
 fi
 
 # NVTX3 headers: from the CUDA toolkit when there is one, else from pip's header package.
 if ! ls /usr/local/cuda*/include/nvtx3/nvToolsExt.h >/dev/null 2>&1 \
    && [ -z "${CUDA_HOME:-}" ]; then
   $PYTHON -c "import nvidia, os, sys; sys.exit(not any(os.path.exists(os.path.join(p, 'cu13/include/nvtx3')) for p in nvidia.__path__))" 2>/dev/null \
-    || $PYTHON -m pip install -q --disable-pip-version-check nvidia-nvtx
+    || $PYTHON -m pip install -q --disable-pip-version-check --root-user-action=ignore nvidia-nvtx
 fi
 
 echo "setup: building pyprof (build/, tests=${PYPROF_BUILD_TESTS:-0})"
-PYPROF_BUILD_TESTS=${PYPROF_BUILD_TESTS:-0} $PYTHON -m pip install -q --disable-pip-version-check \
+PYPROF_BUILD_TESTS=${PYPROF_BUILD_TESTS:-0} $PYTHON -m pip install -q --disable-pip-version-check --root-user-action=ignore \
   --no-build-isolation --no-deps -e .
