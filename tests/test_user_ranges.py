@@ -68,3 +68,23 @@ def test_user_ranges_are_harmless_without_a_tool():
                             timeout=120)
     assert result.returncode == 0, result.stderr
     assert "no NVTX tool is attached" in result.stderr
+
+
+def test_a_failing_module_namer_never_breaks_the_program(tmp_path):
+    """If naming a module raises, the error is reported once and the forward still runs."""
+    script = tmp_path / "namer.py"
+    script.write_text(
+        "import torch, pyprof\n"
+        "pyprof.init()\n"
+        "from pyprof import _C\n"
+        "_C.set_module_namer(lambda module, parent: 1 / 0)\n"
+        "m = torch.nn.Linear(2, 2)\n"
+        "print(tuple(m(torch.ones(1, 2)).shape), tuple(m(torch.ones(1, 2)).shape))\n")
+    result = profile(tmp_path, str(script))
+    assert result.returncode == 0, result.stderr
+    assert "(1, 2) (1, 2)" in result.stdout
+    assert result.stderr.count("ZeroDivisionError") == 1
+    ranges = read_ranges(str(tmp_path / "net.sqlite"))
+    assert not [r for r in ranges if r.marker is not None and "module" in r.marker]
+    assert [r for r in ops(ranges) if r.marker["op"] == "aten::linear"]
+    assert all(r.end is not None for r in ranges if r.event_type == PUSH_POP)

@@ -26,7 +26,7 @@ bool check_arity(const char* name, Py_ssize_t nargs, Py_ssize_t expected) {
 PyObject* module_pre_hook(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (!check_arity("module_pre_hook", nargs, 2)) return nullptr;
   PyObject* module = args[0];
-  uint64_t handle;
+  uint64_t handle = 0;
   auto it = g_marker_of_module.find(module);
   if (it != g_marker_of_module.end()) {
     handle = it->second;
@@ -34,10 +34,21 @@ PyObject* module_pre_hook(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     if (g_namer == nullptr) Py_RETURN_NONE;  // not initialised: record nothing
     PyObject* parent = t_open_modules.empty() ? Py_None : t_open_modules.back();
     PyObject* result = PyObject_CallFunctionObjArgs(g_namer, module, parent, nullptr);
-    if (result == nullptr) return nullptr;
-    handle = PyLong_AsUnsignedLongLong(result);
-    Py_DECREF(result);
-    if (PyErr_Occurred()) return nullptr;
+    if (result != nullptr) {
+      handle = PyLong_AsUnsignedLongLong(result);
+      Py_DECREF(result);
+    }
+    if (PyErr_Occurred()) {
+      // A profiler must never break the program: report once, then leave this module without
+      // a range (its post-hook then finds it is not on top and pops nothing).
+      static bool reported = false;
+      if (!reported) {
+        reported = true;
+        PyErr_WriteUnraisable(module);
+      }
+      PyErr_Clear();
+      Py_RETURN_NONE;
+    }
   }
   push_registered_marker(handle);
   t_open_modules.push_back(module);
