@@ -45,9 +45,9 @@ def init(model: torch.nn.Module | None = None, *, with_stack: bool = False) -> b
     """
     global _enabled, _warned_no_tool, _shutdown_registered
     with _lock:
-        if model is not None:
-            _name_module_tree(model, type(model).__name__)
         if _enabled:
+            if model is not None:
+                _name_module_tree(model, type(model).__name__)
             return True
         if not _C.tool_attached():
             if not _warned_no_tool:
@@ -58,6 +58,8 @@ def init(model: torch.nn.Module | None = None, *, with_stack: bool = False) -> b
             return False
         framework = [os.path.dirname(torch.__file__) + os.sep,
                      os.path.dirname(os.path.abspath(__file__)) + os.sep]
+        if model is not None:
+            _name_module_tree(model, type(model).__name__)
         _C.install(with_stack=with_stack, framework_prefixes=framework)
         _C.set_module_namer(_name_new_module)
         _hook_handles.append(
