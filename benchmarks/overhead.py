@@ -6,6 +6,7 @@ backward and optimizer step) runs in a fresh process per measurement, in these m
   none            no profiling at all
   init-no-tool    pyprof.init() with no NVTX tool attached
   collector       pyprof.init() under `pyprof profile` (our collector records every range)
+  collector-stack the same with pyprof.init(with_stack=True) (file:line of each op)
   torch-profiler  torch.profiler.profile(record_shapes=True) around the loop
 
 Two numbers per mode, as ns added per op relative to `none` (medians over --runs runs):
@@ -33,7 +34,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODES = ("none", "init-no-tool", "collector", "torch-profiler")
+MODES = ("none", "init-no-tool", "collector", "collector-stack", "torch-profiler")
 
 
 def workload(mode: str, iters: int, result_path: str) -> None:
@@ -55,10 +56,10 @@ def workload(mode: str, iters: int, result_path: str) -> None:
         loss.backward()
         opt.step()
 
-    if mode in ("init-no-tool", "collector"):
+    if mode in ("init-no-tool", "collector", "collector-stack"):
         import pyprof
 
-        pyprof.init(model=model)
+        pyprof.init(model=model, with_stack=mode == "collector-stack")
     for _ in range(20):  # warm-up: caches, allocator
         step()
     # Move everything alive now out of the collector's young generations: the cost of a GC pass
@@ -67,7 +68,7 @@ def workload(mode: str, iters: int, result_path: str) -> None:
     gc.collect()
     gc.freeze()
     ops_before = 0
-    if mode == "collector":
+    if mode.startswith("collector"):
         import pyprof
 
         ops_before = pyprof.stats()["ops_annotated"]
@@ -86,7 +87,7 @@ def workload(mode: str, iters: int, result_path: str) -> None:
         prof.key_averages()
         teardown = time.perf_counter() - t1
     ops = ops_all = None
-    if mode == "collector":
+    if mode.startswith("collector"):
         import pyprof
 
         ops_all = pyprof.stats()["ops_annotated"]
@@ -102,7 +103,7 @@ def run_once(mode: str, iters: int, tmp: str) -> dict:
     env = dict(os.environ, PYTHONPATH=ROOT)
     env.pop("NVTX_INJECTION64_PATH", None)
     db = os.path.join(tmp, "bench")
-    if mode == "collector":
+    if mode.startswith("collector"):
         child = [sys.executable, "-m", "pyprof", "profile", "-o", db, "--force", "--"] + child
     t0 = time.perf_counter()
     proc = subprocess.run(child, env=env, capture_output=True, text=True)
@@ -112,7 +113,7 @@ def run_once(mode: str, iters: int, tmp: str) -> dict:
     with open(result) as f:
         out = json.load(f)
     out["wall_s"] = wall
-    if mode == "collector":
+    if mode.startswith("collector"):
         out["db_bytes"] = os.path.getsize(db + ".sqlite")
     return out
 
@@ -155,7 +156,7 @@ def main() -> None:
         loop = statistics.median(r["loop_s"] for r in results[mode])
         wall = statistics.median(r["wall_s"] for r in results[mode])
         db = (f"{statistics.median(r['db_bytes'] for r in results[mode]) / ops_all:.0f}"
-              if mode == "collector" else "-")  # noqa: E501
+              if mode.startswith("collector") else "-")  # noqa: E501
         loops = [r["loop_s"] for r in results[mode]]
         walls = [r["wall_s"] for r in results[mode]]
         print(f"| {mode} | {(loop - base_loop) / ops * 1e9:.0f} "

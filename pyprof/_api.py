@@ -37,7 +37,8 @@ def init(model: torch.nn.Module | None = None, *, with_stack: bool = False) -> b
 
     model: names module ranges by their dotted path in this model ("Net.layer1.0.conv1").
         Without it, the first module called with no module around it is taken as the root.
-    with_stack: add the user's file:line call site to each op called from Python.
+    with_stack: add the user's file:line call site to each op called from Python. It takes
+        the GIL on each such op (about +0.6 us per op, docs/benchmarks.md): off by default.
 
     Without an NVTX tool attached (no `pyprof profile`, no Nsight Systems) this says so once
     and installs nothing, so the program runs at full speed. Calling init() again is a no-op
