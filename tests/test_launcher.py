@@ -415,6 +415,22 @@ def test_empty_database_fallback_real_collector(tmp_path):
         con.close()
 
 
+
+@pytest.mark.skipif(not REAL_COLLECTOR.exists(),
+                    reason=f"the collector {REAL_COLLECTOR} is not built yet")
+def test_zero_byte_root_database_is_replaced(tmp_path):
+    """A program killed between the collector creating its file and the writer adding the
+    schema leaves 0 bytes; the launcher replaces that with a valid, empty database."""
+    db = tmp_path / "r.sqlite"
+    r = profile(["-o", tmp_path / "r", PY, "-c", f"open({str(db)!r}, 'w').close()"], None)
+    assert r.returncode == 0, r.stderr
+    assert "made no NVTX calls" in r.stderr
+    con = sqlite3.connect(db)
+    try:
+        assert con.execute("SELECT COUNT(*) FROM NVTX_EVENTS").fetchone() == (0,)
+    finally:
+        con.close()
+
 # ---------------------------------------------------------------------------- signals
 
 SLEEPER = textwrap.dedent("""

@@ -467,7 +467,11 @@ void ensure_root_database(const Run& run, int status) {
   const char* rank = std::getenv("RANK");
   const std::string root = root_database_name(run.prefix, rank);
   struct stat st {};
-  if (stat(root.c_str(), &st) == 0) return;
+  if (stat(root.c_str(), &st) == 0) {
+    // The collector creates its file empty and the writer thread adds the schema moments
+    // later; a program killed in between leaves 0 bytes. Replace that with a valid database.
+    if (st.st_size != 0 || unlink(root.c_str()) != 0) return;
+  }
   const std::string shown = root_database_name(run.opts.output, rank);
 
   std::string note;
