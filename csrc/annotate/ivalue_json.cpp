@@ -127,12 +127,6 @@ ArgKind arg_kind_of(const c10::TypePtr& type) {
 
 namespace {
 
-void encode_int_array(JsonWriter& w, c10::IntArrayRef values) {
-  w.begin_array();
-  for (int64_t v : values) w.integer(v);
-  w.end_array();
-}
-
 void encode_device(JsonWriter& w, const c10::Device& device) {
   if (device.is_cpu()) {
     w.trusted_string("cpu");
@@ -146,6 +140,15 @@ void write_truncation_marker(JsonWriter& w, size_t left_out) {
   char buf[32] = "...+";
   auto res = std::to_chars(buf + 4, buf + sizeof buf, static_cast<uint64_t>(left_out));
   w.string(std::string_view(buf, res.ptr - buf));
+}
+
+// A tensor's sizes or strides: at most `limit` values, then the "...+N" marker.
+void encode_int_array(JsonWriter& w, c10::IntArrayRef values, size_t limit) {
+  w.begin_array();
+  const size_t n = values.size() < limit ? values.size() : limit;
+  for (size_t i = 0; i < n; ++i) w.integer(values[i]);
+  if (values.size() > n) write_truncation_marker(w, values.size() - n);
+  w.end_array();
 }
 
 void encode_enum_int(JsonWriter& w, int64_t value, ArgKind kind) {
@@ -260,29 +263,13 @@ void encode_tensor(JsonWriter& w, const at::Tensor& t, const EncodeLimits& limit
     w.boolean(true);
   } else {
     w.raw_key("shape");
-    const auto sizes = t.sizes();
-    if (sizes.size() > limits.max_list) {
-      w.begin_array();
-      for (size_t i = 0; i < limits.max_list; ++i) w.integer(sizes[i]);
-      write_truncation_marker(w, sizes.size() - limits.max_list);
-      w.end_array();
-    } else {
-      encode_int_array(w, sizes);
-    }
+    encode_int_array(w, t.sizes(), limits.max_list);
   }
   w.raw_key("dtype");
   w.trusted_string(dtype_name(t.scalar_type()));
   if (t.layout() == c10::kStrided && !t.is_nested() && !impl->has_symbolic_sizes_strides()) {
     w.raw_key("stride");
-    const auto strides = t.strides();
-    if (strides.size() > limits.max_list) {
-      w.begin_array();
-      for (size_t i = 0; i < limits.max_list; ++i) w.integer(strides[i]);
-      write_truncation_marker(w, strides.size() - limits.max_list);
-      w.end_array();
-    } else {
-      encode_int_array(w, strides);
-    }
+    encode_int_array(w, t.strides(), limits.max_list);
   } else {
     w.raw_key("layout");
     w.trusted_string(layout_name(t.layout()));
