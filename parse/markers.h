@@ -1,0 +1,89 @@
+// Marker decoding: what one NVTX range's message says about the op, module or user range it
+// stands for.
+//
+// parse meets four dialects of range messages, told apart by the range's NVTX domain and by
+// the text itself:
+//   kPyprof       our own markers (docs/formats.md §1): one JSON object, domain "pyprof".
+//   kEmitNvtx     PyTorch's emit_nvtx strings, every era:
+//                   "aten::addmm, seq = 10, op_id = 7, sizes = [[32, 128], []],
+//                    input_op_ids = [(0,-1), (14,0)]"      (1.13 and later)
+//                   "aten::conv2d, seq = 0"                 (1.1 - 1.12)
+//                   "addmm, seq=10" / "AddmmBackward, stashed seq=10"   (1.0)
+//                   "aten::relu"                            (an op with no seq)
+//                   ", sizes = [[2, 3]]"                    (legacy: name dropped when seq < 0)
+//   kLegacyPyprof apex/NVIDIA PyProf Python dict strings:
+//                   "{'mod': 'torch.nn.functional', 'op': 'linear', 'args': [{...}, ...]}"
+//                   "{'traceMarker': ['train.py:57', ...]}"
+//                   "{'mod': 'LSTMCell', 'strRepr': '512, 1024'}"
+//   kUser         anything else: kept whole as a user range (PyProf's "layer:" ranges too).
+//
+// Decoding never throws and never fails: a message that looks like a known dialect but is
+// malformed (unbalanced JSON, absurd numbers, NUL bytes, ...) is decoded as far as possible,
+// or demoted to a user range, and `error` says why so that the caller can count a warning.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pyprof::parse {
+
+enum class Dialect : uint8_t { kUser = 0, kPyprof, kEmitNvtx, kLegacyPyprof };
+
+enum class MarkerKind : uint8_t {
+  kUser = 0,      // a user range: pyprof.range, record_function scopes, "layer:" ranges, others
+  kOp,            // a forward op call (ATen op, emit_nvtx op string, legacy PyProf args marker)
+  kBackwardNode,  // an autograd backward node (scope "backward", "AddmmBackward0, seq = 10")
+  kModule,        // an nn.Module forward (pyprof module marker, legacy "strRepr" marker)
+  kTrace,         // legacy PyProf "traceMarker": the Python call stack of the next marker
+};
+
+// Everything one message says. Decoding resets every field first but keeps the capacity of
+// the strings and vectors, so a caller that reuses one Marker allocates nothing per message.
+struct Marker {
+  MarkerKind kind = MarkerKind::kUser;
+  Dialect dialect = Dialect::kUser;
+  // kOp / kBackwardNode: the op or node name ("aten::addmm", "AddmmBackward0", legacy "linear").
+  // kModule: the module path ("LeNet.conv1"; legacy: the class name "LSTMCell").
+  // kUser: the whole message. kTrace: empty.
+  std::string name;
+  std::string overload;     // pyprof: operator overload ("Tensor"); else empty
+  std::string module_type;  // pyprof module marker: class name ("Conv2d"); legacy: strRepr
+  std::string legacy_mod;   // legacy args marker: its 'mod' ("torch.nn.functional", "Tensor")
+  std::string stack;        // pyprof: "file:line" call site; else empty
+  // The op's arguments as JSON text, empty when the message has none:
+  //   kPyprof:       the marker's "args" object, byte for byte;
+  //   kEmitNvtx:     the "sizes" list as {"0":{"shape":[32,128]},"1":{"shape":[]}} (emit_nvtx
+  //                  writes [] for non-tensor arguments and 0-dim tensors alike);
+  //   kLegacyPyprof: the 'args' list converted to a JSON array, one object per argument with
+  //                  its keys (name, type, shape, dtype, value) kept; Python tuples become
+  //                  arrays, None/True/False become null/true/false, quotes are re-escaped.
+  std::string args;
+  std::vector<std::string> trace;  // kTrace: the frames ("file.py:57"), outermost first
+  int64_t op_id = 0;         // pyprof "id", emit_nvtx "op_id"; 0 = none
+  int64_t seq = -1;          // autograd sequence number; -1 = none
+  int64_t tid = -1;          // pyprof "tid" (RecordFunction thread id); -1 = unknown
+  int64_t fwd_tid = -1;      // pyprof "fwd_tid" of a backward node; -1 = unknown
+  int64_t args_dropped = 0;  // pyprof "args_dropped"
+  // Non-empty when the message looked like a known dialect but was malformed. The fields
+  // above then hold what could still be read (kind may have been demoted to kUser).
+  std::string error;
+};
+
+// Decodes one range message. `in_pyprof_domain`: the range is in the NVTX domain named
+// "pyprof" (only such ranges are read as pyprof JSON markers; JSON elsewhere is a user range).
+// `text` may contain any bytes, including NULs, and may be megabytes long.
+void decode_marker(std::string_view text, bool in_pyprof_domain, Marker& out);
+
+// The emit_nvtx name of a backward node: "AddmmBackward0", "AddmmBackward",
+// "CudnnConvolutionBackward", "torch::autograd::AccumulateGrad", "MulBackward1", and the
+// 1.0-era "stashed seq" names. Exposed for the direction rule and its tests.
+bool is_backward_node_name(std::string_view name);
+
+// Converts a Python literal (what repr() of dicts, lists, tuples, str, int, float, bool, None
+// prints) to JSON. Returns false (and leaves an explanation in `error`) on anything else;
+// nesting deeper than 64 levels is refused. Used for legacy PyProf markers; exposed for tests.
+bool python_literal_to_json(std::string_view literal, std::string& json, std::string& error);
+
+}  // namespace pyprof::parse

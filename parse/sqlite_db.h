@@ -1,0 +1,76 @@
+// A read-only SQLite database with schema discovery: the readers select columns by name and
+// treat every table and column as optional, because Nsight Systems changes its export schema
+// in almost every release (trace-formats.md §1.2).
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <string_view>
+
+namespace pyprof::parse {
+
+class Statement {
+ public:
+  Statement() = default;
+  explicit Statement(sqlite3_stmt* stmt) : stmt_(stmt) {}
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(Statement&& other) noexcept : stmt_(other.stmt_) { other.stmt_ = nullptr; }
+  Statement& operator=(Statement&& other) noexcept {
+    if (this != &other) {
+      sqlite3_finalize(stmt_);
+      stmt_ = other.stmt_;
+      other.stmt_ = nullptr;
+    }
+    return *this;
+  }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  bool valid() const { return stmt_ != nullptr; }
+  // SQLITE_ROW, SQLITE_DONE or an error code (the database's message says why).
+  int step() { return sqlite3_step(stmt_); }
+  void reset() { sqlite3_reset(stmt_); }
+  void bind_int64(int index, int64_t value) { sqlite3_bind_int64(stmt_, index, value); }
+  bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  int64_t int64(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double real(int col) const { return sqlite3_column_double(stmt_, col); }
+  // Text or blob bytes; NULs inside are kept. Valid until the next step().
+  std::string_view text(int col) const {
+    const void* p = sqlite3_column_blob(stmt_, col);
+    int n = sqlite3_column_bytes(stmt_, col);
+    return p ? std::string_view(static_cast<const char*>(p), static_cast<size_t>(n))
+             : std::string_view();
+  }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+class SqliteDb {
+ public:
+  SqliteDb() = default;
+  ~SqliteDb();
+  SqliteDb(const SqliteDb&) = delete;
+  SqliteDb& operator=(const SqliteDb&) = delete;
+
+  // Opens `path` read-only and checks that it is an SQLite database (reads the schema).
+  // On failure returns false and a one-line reason naming the file.
+  bool open(const std::string& path, std::string& error);
+  bool has_table(std::string_view table) const { return tables_.count(std::string(table)) > 0; }
+  // Column names of `table` (PRAGMA table_info); empty if the table does not exist.
+  std::set<std::string> columns(std::string_view table) const;
+  // Prepares `sql`; an invalid statement (and `error` set) on failure.
+  Statement prepare(const std::string& sql, std::string& error) const;
+  // The database's last error message.
+  std::string last_error() const;
+  sqlite3* handle() const { return db_; }
+
+ private:
+  sqlite3* db_ = nullptr;
+  std::set<std::string> tables_;
+};
+
+}  // namespace pyprof::parse

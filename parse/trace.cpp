@@ -1,0 +1,97 @@
+#include "parse/trace.h"
+
+#include <algorithm>
+
+namespace pyprof::parse {
+
+StringPool::StringPool() { intern(""); }
+
+uint32_t StringPool::intern(std::string_view s) {
+  auto it = index_.find(s);
+  if (it != index_.end()) return it->second;
+  auto id = static_cast<uint32_t>(strings_.size());
+  strings_.push_back(std::make_unique<std::string>(s));
+  index_.emplace(*strings_.back(), id);
+  return id;
+}
+
+void Trace::warn(std::string_view category, std::string message) {
+  for (auto& group : warnings) {
+    if (group.category == category) {
+      ++group.count;
+      if (group.examples.size() < kWarningExamples) group.examples.push_back(std::move(message));
+      return;
+    }
+  }
+  warnings.push_back({std::string(category), 1, {std::move(message)}});
+}
+
+namespace {
+
+// User-range and name text is interned; a hostile megabyte label is kept up to this size.
+constexpr size_t kMaxNameBytes = 4096;
+
+int32_t clamp_tid(int64_t v) {
+  return (v < 0 || v > INT32_MAX) ? -1 : static_cast<int32_t>(v);
+}
+
+uint32_t intern_bounded(Trace& trace, std::string_view s) {
+  if (s.size() <= kMaxNameBytes) return trace.pool.intern(s);
+  size_t cut = kMaxNameBytes;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // UTF-8 boundary
+  std::string bounded(s.substr(0, cut));
+  bounded += "...(+" + std::to_string(s.size() - cut) + " bytes)";
+  return trace.pool.intern(bounded);
+}
+
+}  // namespace
+
+void add_range(Trace& trace, RangeRecord r, std::string_view text, TextRef ref, Marker& m) {
+  bool in_pyprof_domain = r.domain != 0 && trace.pool.get(r.domain) == "pyprof";
+  decode_marker(text, in_pyprof_domain, m);
+  if (!m.error.empty()) {
+    ++trace.stats.malformed_markers;
+    std::string_view head = text.substr(0, 80);
+    trace.warn("malformed marker", m.error + " in \"" + std::string(head) +
+                                       (text.size() > head.size() ? "...\"" : "\""));
+  }
+  r.kind = m.kind;
+  r.dialect = m.dialect;
+  r.op_id = m.op_id;
+  r.seq = m.seq;
+  r.rf_tid = clamp_tid(m.tid);
+  r.fwd_tid = clamp_tid(m.fwd_tid);
+  r.name = intern_bounded(trace, m.name);
+  if (m.kind == MarkerKind::kTrace) {
+    std::string joined;
+    for (const auto& frame : m.trace) {
+      if (!joined.empty()) joined += '\n';
+      joined += frame;
+    }
+    r.detail = intern_bounded(trace, joined);
+  } else if (!m.module_type.empty()) {
+    r.detail = intern_bounded(trace, m.module_type);
+  } else if (!m.legacy_mod.empty()) {
+    r.detail = intern_bounded(trace, m.legacy_mod);
+  }
+  if (!m.stack.empty()) r.stack = intern_bounded(trace, m.stack);
+  r.has_args = !m.args.empty();
+  r.text = ref;
+  if (r.shape == RangeShape::kMark) {
+    ++trace.stats.marks;
+  } else {
+    ++trace.stats.ranges;
+    if (r.end == kOpenEnd) ++trace.stats.ranges_unclosed;
+  }
+  if (r.end != kOpenEnd && r.end < r.start) {
+    ++trace.stats.ranges_end_before_start;
+    trace.warn("range ends before it starts",
+               "range \"" + std::string(trace.pool.get(r.name).substr(0, 60)) +
+                   "\" start " + std::to_string(r.start) + " end " + std::to_string(r.end) +
+                   ": kept as an empty range at its start");
+    r.end = r.start;
+  }
+  trace.ranges.push_back(r);
+}
+
+}  // namespace pyprof::parse

@@ -1,0 +1,161 @@
+// The in-memory trace that a database reader fills and correlation reads: GPU activities
+// (kernels, copies, memsets), the CPU API calls that launched them, and NVTX ranges with their
+// messages already decoded (markers.h).
+//
+// Readers (nsys_reader, nvprof_reader) know table layouts; nothing after them does. Times are
+// int64 ns in the file's own timebase (nsys: relative to capture start; nvprof: absolute), only
+// ever compared within one file.
+//
+// Memory is the constraint that shapes this file: a 1M-kernel profile carries ~3M ranges, so a
+// range is a fixed-size record with interned strings, and the (large, unique) argument text of
+// op markers is not kept: `RangeRecord::text` says where to fetch it again when a record is
+// written (TraceReader::fetch_text).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "parse/markers.h"
+
+namespace pyprof::parse {
+
+// Interned strings. Id 0 is the empty string. Views returned by get() stay valid for the
+// pool's lifetime (each string is heap-stable).
+class StringPool {
+ public:
+  StringPool();
+  uint32_t intern(std::string_view s);
+  std::string_view get(uint32_t id) const { return *strings_[id]; }
+  size_t size() const { return strings_.size(); }
+
+ private:
+  std::vector<std::unique_ptr<std::string>> strings_;
+  std::unordered_map<std::string_view, uint32_t> index_;
+};
+
+inline constexpr int64_t kOpenEnd = std::numeric_limits<int64_t>::max();
+
+enum class ActivityKind : uint8_t { kKernel = 0, kMemcpy, kMemset };
+
+// One GPU activity row. Fields a source does not have stay at their defaults (-1 / 0).
+struct GpuActivity {
+  ActivityKind kind = ActivityKind::kKernel;
+  uint8_t copy_kind = 0;  // memcpy: nsys ENUM_CUDA_MEMCPY_OPER numbering (1 HtoD, 2 DtoH, 8 DtoD..)
+  uint8_t src_kind = 7;   // memcpy: nsys ENUM_CUDA_MEM_KIND numbering (7 = unknown)
+  uint8_t dst_kind = 7;   // memcpy: dst; memset: the memory kind
+  int32_t device = -1;
+  int32_t context = -1;
+  int64_t stream = -1;
+  int64_t start = 0;
+  int64_t end = 0;
+  int64_t correlation_id = -1;  // -1: none recorded
+  uint32_t pid = 0;             // process that launched it
+  uint32_t short_name = 0;      // pool id; kernels only
+  uint32_t long_name = 0;       // pool id: demangled full name; kernels only
+  int32_t grid[3] = {0, 0, 0};
+  int32_t block[3] = {0, 0, 0};
+  int32_t registers = -1;
+  int32_t static_shared = -1;   // bytes
+  int32_t dynamic_shared = -1;  // bytes
+  int64_t bytes = -1;           // memcpy / memset size
+  int64_t memset_value = 0;
+  int64_t graph_node_id = -1;   // CUDA graph node, -1 when not a graph launch
+};
+
+// One CUDA runtime or driver API call (the launch of a GPU activity, or anything else).
+struct ApiCall {
+  int64_t start = 0;
+  int64_t end = 0;
+  int64_t correlation_id = -1;
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint32_t name = 0;  // pool id, version suffix stripped ("cudaLaunchKernel")
+};
+
+// Where a range's message can be read again. kPool: `id` is a StringPool id (the message was
+// interned: registered strings, nvprof StringTable, short messages). kRow: `id` is a row
+// number the reader understands (nsys: NVTX_EVENTS rowid).
+struct TextRef {
+  enum class Where : uint8_t { kNone = 0, kPool, kRow };
+  Where where = Where::kNone;
+  int64_t id = 0;
+};
+
+enum class RangeShape : uint8_t { kPushPop = 0, kStartEnd, kMark };
+
+// One NVTX range (or mark) with its decoded message.
+struct RangeRecord {
+  int64_t start = 0;
+  int64_t end = kOpenEnd;  // kOpenEnd: never closed (program killed, range left open)
+  int64_t op_id = 0;
+  int64_t seq = -1;
+  TextRef text;
+  uint32_t pid = 0;
+  uint32_t tid = 0;        // OS thread that pushed/started it
+  int32_t rf_tid = -1;     // pyprof: RecordFunction thread id ("tid"); else -1
+  int32_t fwd_tid = -1;    // pyprof backward node: "fwd_tid"; else -1
+  uint32_t name = 0;       // pool id: Marker::name (op, node, module path, user text)
+  uint32_t domain = 0;     // pool id of the NVTX domain name; 0 = default domain
+  uint32_t detail = 0;     // pool id: module type (kModule), legacy 'mod' (legacy kOp),
+                           // joined frames (kTrace)
+  uint32_t stack = 0;      // pool id: pyprof call site
+  int32_t parent = -1;     // filled by correlation: tightest enclosing range, same thread
+  MarkerKind kind = MarkerKind::kUser;
+  Dialect dialect = Dialect::kUser;
+  RangeShape shape = RangeShape::kPushPop;
+  bool has_args = false;
+};
+
+// What a reader counts while reading; printed in the summary and never silently dropped.
+struct ReadStats {
+  int64_t kernels = 0, memcpys = 0, memsets = 0, api_calls = 0, ranges = 0, marks = 0;
+  int64_t malformed_markers = 0;        // decode_marker set `error`
+  int64_t ranges_end_before_start = 0;  // kept with end = start
+  int64_t ranges_unclosed = 0;          // end NULL / no END row
+  int64_t rows_skipped = 0;             // rows missing an essential value (each one warned)
+  // Capture-side losses the file reports (our PYPROF_COLLECTOR_STATS), name -> value.
+  std::vector<std::pair<std::string, int64_t>> capture_stats;
+};
+
+struct Trace {
+  std::string format;  // "pyprof", "nsys", "nvprof"
+  std::string version; // tool version when the file says it, else ""
+  StringPool pool;
+  std::vector<GpuActivity> activities;
+  std::vector<ApiCall> api_calls;
+  std::vector<RangeRecord> ranges;
+  ReadStats stats;
+  // Warnings by category ("malformed marker", "kernel without launch", ...): how many, and the
+  // first few messages of each, in the order they were first seen.
+  struct WarningGroup {
+    std::string category;
+    int64_t count = 0;
+    std::vector<std::string> examples;
+  };
+  std::vector<WarningGroup> warnings;
+  static constexpr size_t kWarningExamples = 3;
+  void warn(std::string_view category, std::string message);
+};
+
+// A database reader. open() fills the trace; fetch_text() reads a kRow message again.
+class TraceReader {
+ public:
+  virtual ~TraceReader() = default;
+  // Returns false with a one-line reason in `error` when the file cannot be read at all.
+  virtual bool read(Trace& trace, std::string& error) = 0;
+  // The message of a range; for kPool refs the pool view. Empty when it cannot be read.
+  virtual std::string_view fetch_text(const Trace& trace, TextRef ref) = 0;
+};
+
+// Adds one range to the trace: decodes `text` with `marker` (reused scratch), interns what the
+// record keeps, counts malformed markers. `ref` says how to fetch the text again; a reader may
+// pass TextRef::kPool with the interned id when the text is short or already pooled.
+void add_range(Trace& trace, RangeRecord base, std::string_view text, TextRef ref,
+               Marker& marker);
+
+}  // namespace pyprof::parse
