@@ -1,15 +1,885 @@
 #include "parse/markers.h"
 
 #include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "parse/sqlite_db.h"
 
 namespace pyprof::parse {
 namespace {
 
-TEST(Markers, PlainTextIsUserRange) {
+namespace fs = std::filesystem;
+using namespace std::string_literals;
+
+Marker decode(std::string_view text, bool in_pyprof_domain = false) {
   Marker m;
-  decode_marker("hello", false, m);
+  decode_marker(text, in_pyprof_domain, m);
+  return m;
+}
+
+// Parses JSON text with the DOM API, which checks all of it.
+simdjson::dom::element parse_json(simdjson::dom::parser& parser, const std::string& json) {
+  simdjson::dom::element root;
+  const simdjson::error_code err = parser.parse(json).get(root);
+  EXPECT_EQ(err, simdjson::SUCCESS) << simdjson::error_message(err) << " in: " << json;
+  return root;
+}
+
+bool is_valid_json(const std::string& json) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  return parser.parse(json).get(root) == simdjson::SUCCESS;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backward node names
+
+TEST(BackwardNodeName, AutogradNodeNamesOfEveryEra) {
+  for (const char* name :
+       {"AddmmBackward0", "AddmmBackward", "MulBackward1", "CudnnConvolutionBackward",
+        "_ConvBackward", "TBackward", "NllLossBackward", "ConvolutionBackward0",
+        "MyFunctionBackward", "torch::autograd::AccumulateGrad", "torch::autograd::CopySlices",
+        "torch::autograd::GraphRoot", "torch::autograd::CopyBackwards"}) {
+    EXPECT_TRUE(is_backward_node_name(name)) << name;
+  }
+}
+
+TEST(BackwardNodeName, OpsAndOtherTextAreNotNodes) {
+  for (const char* name :
+       {"", "Backward", "Backward0", "aten::convolution_backward", "thnn_conv2d_backward",
+        "nll_loss_backward", "AddmmBackward0x", "Addmm Backward0", "my::AddmmBackward0",
+        "torch::autograd::", "autograd::engine::evaluate_function: AddmmBackward0",
+        "AddmmBackward0, seq = 3", "aten::addmm"}) {
+    EXPECT_FALSE(is_backward_node_name(name)) << name;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// pyprof markers (docs/formats.md §1)
+
+TEST(PyprofMarker, OpMarkerFromTheFormatDoc) {
+  const std::string args =
+      R"({"input":{"shape":[8,3,32,32],"dtype":"float32","stride":[3072,1024,32,1],"device":"cpu"},)"
+      R"("weight":{"shape":[16,3,5,5],"dtype":"float32","stride":[75,25,5,1],"device":"cpu"},)"
+      R"("bias":{"shape":[16],"dtype":"float32","stride":[1],"device":"cpu"},)"
+      R"("stride":[2,2],"padding":[1,1],"dilation":[1,1],"groups":1})";
+  const Marker m = decode(R"({"v":1,"op":"aten::conv2d","overload":"Tensor","id":42,"seq":7,)"
+                          R"("tid":1,"scope":"function","stack":"train.py:12","args":)" +
+                              args + "}",
+                          true);
+  EXPECT_EQ(m.kind, MarkerKind::kOp);
+  EXPECT_EQ(m.dialect, Dialect::kPyprof);
+  EXPECT_EQ(m.name, "aten::conv2d");
+  EXPECT_EQ(m.overload, "Tensor");
+  EXPECT_EQ(m.op_id, 42);
+  EXPECT_EQ(m.seq, 7);
+  EXPECT_EQ(m.tid, 1);
+  EXPECT_EQ(m.fwd_tid, -1);
+  EXPECT_EQ(m.stack, "train.py:12");
+  EXPECT_EQ(m.args, args);
+  EXPECT_EQ(m.args_dropped, 0);
+  EXPECT_TRUE(m.module_type.empty());
+  EXPECT_TRUE(m.legacy_mod.empty());
+  EXPECT_TRUE(m.trace.empty());
+  EXPECT_EQ(m.error, "");
+}
+
+TEST(PyprofMarker, BackwardNode) {
+  const std::string args =
+      R"({"0":{"shape":[8,16,14,14],"dtype":"float32","stride":[3136,196,14,1],"device":"cpu"}})";
+  const Marker m = decode(R"({"v":1,"op":"ConvolutionBackward0","id":97,"seq":7,"tid":2,)"
+                          R"("fwd_tid":1,"scope":"backward","args":)" +
+                              args + "}",
+                          true);
+  EXPECT_EQ(m.kind, MarkerKind::kBackwardNode);
+  EXPECT_EQ(m.dialect, Dialect::kPyprof);
+  EXPECT_EQ(m.name, "ConvolutionBackward0");
+  EXPECT_EQ(m.op_id, 97);
+  EXPECT_EQ(m.seq, 7);
+  EXPECT_EQ(m.tid, 2);
+  EXPECT_EQ(m.fwd_tid, 1);
+  EXPECT_EQ(m.args, args);
+  EXPECT_EQ(m.error, "");
+}
+
+TEST(PyprofMarker, RecordFunctionScopesAreUserRanges) {
+  Marker m = decode(
+      R"({"v":1,"op":"## forward ##","id":5,"seq":-1,"tid":1,"scope":"user","args":{}})", true);
   EXPECT_EQ(m.kind, MarkerKind::kUser);
-  EXPECT_EQ(m.name, "hello");
+  EXPECT_EQ(m.dialect, Dialect::kPyprof);
+  EXPECT_EQ(m.name, "## forward ##");
+  EXPECT_EQ(m.op_id, 5);
+  EXPECT_EQ(m.seq, -1);
+  EXPECT_EQ(m.args, "{}");
+
+  // The engine's wrapper around each node is a FUNCTION-scope RecordFunction but no op.
+  for (const char* scope : {"user", "function"}) {
+    m = decode(R"({"v":1,"op":"autograd::engine::evaluate_function: AddmmBackward0","id":6,)"
+               R"("seq":-1,"tid":2,"scope":")"s +
+                   scope + R"(","args":{}})",
+               true);
+    EXPECT_EQ(m.kind, MarkerKind::kUser) << scope;
+    EXPECT_EQ(m.name, "autograd::engine::evaluate_function: AddmmBackward0");
+    EXPECT_EQ(m.error, "");
+  }
+}
+
+TEST(PyprofMarker, OtherScopesAreClassifiedByName) {
+  EXPECT_EQ(decode(R"({"v":1,"op":"aten::mm","scope":"other"})", true).kind, MarkerKind::kOp);
+  EXPECT_EQ(decode(R"({"v":1,"op":"MulBackward0","scope":"other"})", true).kind,
+            MarkerKind::kBackwardNode);
+  EXPECT_EQ(decode(R"({"v":1,"op":"MyModule.forward","scope":"torchscript"})", true).kind,
+            MarkerKind::kUser);
+  EXPECT_EQ(decode(R"({"v":1,"op":"aten::mm"})", true).kind, MarkerKind::kOp);
+}
+
+TEST(PyprofMarker, ModuleMarker) {
+  const Marker m = decode(R"({"v":1,"module":"LeNet.conv1","type":"Conv2d"})", true);
+  EXPECT_EQ(m.kind, MarkerKind::kModule);
+  EXPECT_EQ(m.dialect, Dialect::kPyprof);
+  EXPECT_EQ(m.name, "LeNet.conv1");
+  EXPECT_EQ(m.module_type, "Conv2d");
+  EXPECT_EQ(m.op_id, 0);
+  EXPECT_EQ(m.seq, -1);
+  EXPECT_TRUE(m.args.empty());
+  EXPECT_EQ(m.error, "");
+}
+
+TEST(PyprofMarker, ArgsKeptByteForByte) {
+  // Unicode escapes, non-finite floats as strings, nested lists and dicts, dropped arguments.
+  const std::string args =
+      R"({"self":{"shape":[2,3],"dtype":"float16","stride":[3,1],"device":"cuda:0"},)"
+      R"("other":"inf","alpha":"-inf","beta":"nan","eps":1e-05,"scale":-0.5,)"
+      R"("name":"caf\u00e9 \ud83d\ude00 \"q\" \\ \n","nested":[[1,[2,[3]]],[]],)"
+      R"("d":{"dict":[["k",{"real":1.0,"imag":2.0}]]},"none":null,"flag":true,)"
+      R"("list":[1,2,"...+62"],"gen":"<Generator>"})";
+  const Marker m = decode(R"({"v":1,"op":"aten::add","overload":"Tensor","id":9,"seq":3,"tid":1,)"
+                          R"("scope":"function","args":)" +
+                              args + R"(,"args_dropped":2})",
+                          true);
+  EXPECT_EQ(m.kind, MarkerKind::kOp);
+  EXPECT_EQ(m.args, args);
+  EXPECT_EQ(m.args_dropped, 2);
+  EXPECT_EQ(m.error, "");
+  EXPECT_TRUE(is_valid_json(m.args));
+}
+
+TEST(PyprofMarker, EscapedStringsAreUnescaped) {
+  const Marker m = decode(
+      R"({"v":1,"op":"my\u00e9op \"x\"","scope":"user","stack":"d\u00efr/t.py:3","args":{}})",
+      true);
+  EXPECT_EQ(m.name, "my\xc3\xa9op \"x\"");
+  EXPECT_EQ(m.stack, "d\xc3\xafr/t.py:3");
+}
+
+TEST(PyprofMarker, UnknownKeysAndNewerVersionsAreDecoded) {
+  const Marker m =
+      decode(R"({"v":7,"future":{"a":[1,{"b":null}]},"op":"aten::relu","id":3,"seq":1,"tid":0,)"
+             R"("scope":"function","extra":[[[]]],"args":{"self":null},"more":"x"})",
+             true);
+  EXPECT_EQ(m.kind, MarkerKind::kOp);
+  EXPECT_EQ(m.dialect, Dialect::kPyprof);
+  EXPECT_EQ(m.name, "aten::relu");
+  EXPECT_EQ(m.op_id, 3);
+  EXPECT_EQ(m.args, R"({"self":null})");
+  EXPECT_EQ(m.error, "");
+}
+
+TEST(PyprofMarker, WhitespaceAroundTokens) {
+  const Marker m = decode(
+      " { \"v\" : 1 , \"op\" : \"aten::mm\" , \"args\" : { \"a\" : [ 1 , 2 ] } \n,"
+      " \"scope\" : \"function\" } \n",
+      true);
+  EXPECT_EQ(m.kind, MarkerKind::kOp);
+  EXPECT_EQ(m.args, R"({ "a" : [ 1 , 2 ] })");
+  EXPECT_EQ(m.error, "");
+}
+
+TEST(PyprofMarker, BadNumbersKeepDefaultsAndDecodeTheRest) {
+  const Marker m = decode(R"({"v":1,"op":"aten::mm","id":18446744073709551615,"seq":1.5,"tid":"1",)"
+                          R"("fwd_tid":99999999999999999999,"args_dropped":[1],"scope":"function",)"
+                          R"("stack":"a.py:1","args":{"x":1}})",
+                          true);
+  EXPECT_EQ(m.kind, MarkerKind::kOp);
+  EXPECT_EQ(m.dialect, Dialect::kPyprof);
+  EXPECT_EQ(m.name, "aten::mm");
+  EXPECT_EQ(m.op_id, 0);
+  EXPECT_EQ(m.seq, -1);
+  EXPECT_EQ(m.tid, -1);
+  EXPECT_EQ(m.fwd_tid, -1);
+  EXPECT_EQ(m.args_dropped, 0);
+  EXPECT_EQ(m.stack, "a.py:1");
+  EXPECT_EQ(m.args, R"({"x":1})");
+  EXPECT_NE(m.error.find("\"id\""), std::string::npos) << m.error;
+  EXPECT_NE(m.error.find("\"seq\""), std::string::npos) << m.error;
+  EXPECT_NE(m.error.find("\"tid\""), std::string::npos) << m.error;
+  EXPECT_NE(m.error.find("\"fwd_tid\""), std::string::npos) << m.error;
+  EXPECT_NE(m.error.find("\"args_dropped\""), std::string::npos) << m.error;
+}
+
+TEST(PyprofMarker, WrongTypesAreErrors) {
+  Marker m = decode(R"({"v":1,"op":"aten::mm","scope":"function","args":[1,2]})", true);
+  EXPECT_EQ(m.kind, MarkerKind::kOp);
+  EXPECT_TRUE(m.args.empty());
+  EXPECT_NE(m.error.find("args"), std::string::npos);
+
+  m = decode(R"({"v":1,"op":5,"module":"M.fc","type":"Linear"})", true);
+  EXPECT_EQ(m.kind, MarkerKind::kModule);
+  EXPECT_EQ(m.name, "M.fc");
+  EXPECT_NE(m.error.find("\"op\""), std::string::npos);
+
+  m = decode(R"({"v":"one","op":"aten::mm","scope":"function"})", true);
+  EXPECT_EQ(m.kind, MarkerKind::kOp);
+  EXPECT_NE(m.error.find("\"v\""), std::string::npos);
+}
+
+TEST(PyprofMarker, InvalidMarkersAreUserRangesWithAnError) {
+  const std::string cases[] = {
+      "",
+      "hello",
+      "[1,2]",
+      "\"text\"",
+      R"({"v":1,"op":"aten::mm","args":{"x":1})",         // truncated
+      R"({"v":1,"op":"aten::mm","args":{"x":1}} extra)",  // trailing text
+      R"({"v":1,"op":"aten::mm","args":{"x":tru}})",      // bad literal inside args
+      R"({"v":1,"op":"aten::mm","args":{"x":[1,]}})",
+      R"({"v":1,"op":"aten::mm","args":{"x" 1}})",
+      R"({"v":1,"op":"aten::mm","args":{"x":1e999}})",
+      R"({"v":1,"op":"aten::mm","args":{"x":123456789012345678901234567890}})",
+      R"({"v":1,"op":"aten::mm","args":{"x":"\q"}})",
+      "{\"v\":1,\"op\":\"aten::mm\",\"args\":{\"x\":\"a\x01\"}}",  // unescaped control char
+      "{\"v\":1,\"op\":\"a\xff\"}",                                // invalid UTF-8
+      R"({"v":1,"id":3})",                                         // neither op nor module
+      R"({"v":1,"op":"aten::mm")",
+  };
+  for (const std::string& text : cases) {
+    const Marker m = decode(text, true);
+    EXPECT_EQ(m.kind, MarkerKind::kUser) << text;
+    EXPECT_EQ(m.dialect, Dialect::kUser) << text;
+    EXPECT_EQ(m.name, text);
+    EXPECT_FALSE(m.error.empty()) << text;
+    EXPECT_TRUE(m.args.empty()) << text;
+    EXPECT_EQ(m.op_id, 0);
+  }
+  EXPECT_NE(decode(R"({"v":1,"op":"x")", true).error.find("invalid JSON in pyprof marker: "),
+            std::string::npos);
+}
+
+TEST(PyprofMarker, JsonOutsideThePyprofDomainIsAUserRange) {
+  const std::string text = R"({"v":1,"op":"aten::conv2d","id":42,"scope":"function"})";
+  const Marker m = decode(text, false);
+  EXPECT_EQ(m.kind, MarkerKind::kUser);
+  EXPECT_EQ(m.dialect, Dialect::kUser);
+  EXPECT_EQ(m.name, text);
+  EXPECT_EQ(m.error, "");
+}
+
+TEST(PyprofMarker, DeepNesting) {
+  // Inside args: refused (the walk that checks args is bounded); in a key we skip: harmless.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  Marker m =
+      decode(R"({"v":1,"op":"aten::mm","scope":"function","args":{"x":)" + deep + "}}", true);
+  EXPECT_EQ(m.dialect, Dialect::kUser);
+  EXPECT_FALSE(m.error.empty());
+
+  m = decode(R"({"v":1,"op":"aten::mm","scope":"function","junk":)" + deep + "}", true);
+  EXPECT_EQ(m.kind, MarkerKind::kOp);
+  EXPECT_EQ(m.error, "");
+
+  m = decode(R"({"v":1,"op":"aten::mm","junk":)" + std::string(1000000, '['), true);
+  EXPECT_EQ(m.dialect, Dialect::kUser);
+  EXPECT_FALSE(m.error.empty());
+
+  // Our own markers never nest past a dozen levels; a hundred is still fine.
+  const std::string nested = std::string(100, '[') + std::string(100, ']');
+  m = decode(R"({"v":1,"op":"aten::mm","scope":"function","args":{"x":)" + nested + "}}", true);
+  EXPECT_EQ(m.args, R"({"x":)" + nested + "}");
+}
+
+TEST(PyprofMarker, MegabyteMarker) {
+  std::string args = R"({"tensors":[)";
+  for (int i = 0; i < 40000; ++i) {
+    if (i > 0) args += ',';
+    args += R"({"shape":[32,128],"dtype":"float32"})";
+  }
+  args += "]}";
+  ASSERT_GT(args.size(), 1000000u);
+  const Marker m =
+      decode(R"({"v":1,"op":"aten::cat","id":1,"scope":"function","args":)" + args + "}", true);
+  EXPECT_EQ(m.kind, MarkerKind::kOp);
+  EXPECT_EQ(m.args, args);
+}
+
+// ---------------------------------------------------------------------------------------------
+// emit_nvtx strings
+
+TEST(EmitNvtx, CurrentFormatWithShapes) {
+  const Marker m = decode(
+      "aten::addmm, seq = 10, op_id = 7, sizes = [[5], [2, 64], [64, 5], [], []], "
+      "input_op_ids = [(0,-1), (14,0), (16,0), (0,-1), (0,-1)]");
+  EXPECT_EQ(m.kind, MarkerKind::kOp);
+  EXPECT_EQ(m.dialect, Dialect::kEmitNvtx);
+  EXPECT_EQ(m.name, "aten::addmm");
+  EXPECT_EQ(m.seq, 10);
+  EXPECT_EQ(m.op_id, 7);
+  EXPECT_EQ(m.args,
+            R"({"0":{"shape":[5]},"1":{"shape":[2,64]},"2":{"shape":[64,5]},"3":{"shape":[]},)"
+            R"("4":{"shape":[]}})");
+  EXPECT_EQ(m.error, "");
+  EXPECT_TRUE(is_valid_json(m.args));
+}
+
+TEST(EmitNvtx, EveryEra) {
+  struct Case {
+    const char* text;
+    MarkerKind kind;
+    const char* name;
+    int64_t seq;
+    int64_t op_id;
+    const char* args;
+  };
+  const Case cases[] = {
+      // 1.13 and later (PyProf's synthetic database with modern strings)
+      {"aten::linear, seq = 10, op_id = 6", MarkerKind::kOp, "aten::linear", 10, 6, ""},
+      {"aten::empty, op_id = 5", MarkerKind::kOp, "aten::empty", -1, 5, ""},
+      {"AddmmBackward0, seq = 3, op_id = 38", MarkerKind::kBackwardNode, "AddmmBackward0", 3, 38,
+       ""},
+      {"aten::sum, seq = 12, op_id = 9, sizes = [[32, 256], []]", MarkerKind::kOp, "aten::sum", 12,
+       9, R"({"0":{"shape":[32,256]},"1":{"shape":[]}})"},
+      // 1.10, DLProf LeNet capture
+      {"aten::conv2d, seq = 0", MarkerKind::kOp, "aten::conv2d", 0, 0, ""},
+      {"aten::cudnn_convolution, seq = 5", MarkerKind::kOp, "aten::cudnn_convolution", 5, 0, ""},
+      {"aten::max_pool2d_with_indices, seq = 4", MarkerKind::kOp, "aten::max_pool2d_with_indices",
+       4, 0, ""},
+      {"aten::resize_", MarkerKind::kOp, "aten::resize_", -1, 0, ""},
+      {"aten::as_strided", MarkerKind::kOp, "aten::as_strided", -1, 0, ""},
+      // ~1.4, apex PyProf word-LM capture: no namespaces yet
+      {"embedding, seq = 65", MarkerKind::kOp, "embedding", 65, 0, ""},
+      {"_fused_dropout, seq = 102", MarkerKind::kOp, "_fused_dropout", 102, 0, ""},
+      {"nll_loss_backward, seq = 0", MarkerKind::kOp, "nll_loss_backward", 0, 0, ""},
+      {"AddBackward0, seq = 103", MarkerKind::kBackwardNode, "AddBackward0", 103, 0, ""},
+      {"TBackward, seq = 105", MarkerKind::kBackwardNode, "TBackward", 105, 0, ""},
+      {"torch::autograd::GraphRoot, seq = 129", MarkerKind::kBackwardNode,
+       "torch::autograd::GraphRoot", 129, 0, ""},
+      // 1.0
+      {"addmm, seq=10", MarkerKind::kOp, "addmm", 10, 0, ""},
+      {"AddmmBackward, stashed seq=10", MarkerKind::kBackwardNode, "AddmmBackward", 10, 0, ""},
+      {"CopyBackwards, stashed seq=4", MarkerKind::kBackwardNode, "CopyBackwards", 4, 0, ""},
+      // legacy: the name was dropped when seq < 0 and shapes were recorded
+      {", sizes = [[2, 3]]", MarkerKind::kOp, "<unnamed>", -1, 0, R"({"0":{"shape":[2,3]}})"},
+      {", sizes = []", MarkerKind::kOp, "<unnamed>", -1, 0, "{}"},
+      // plain names
+      {"aten::relu", MarkerKind::kOp, "aten::relu", -1, 0, ""},
+      {"prim::Constant", MarkerKind::kOp, "prim::Constant", -1, 0, ""},
+      {"c10d::allreduce_", MarkerKind::kOp, "c10d::allreduce_", -1, 0, ""},
+      {"torchvision::nms", MarkerKind::kOp, "torchvision::nms", -1, 0, ""},
+      {"aten::convolution_backward", MarkerKind::kOp, "aten::convolution_backward", -1, 0, ""},
+      {"AddmmBackward0", MarkerKind::kBackwardNode, "AddmmBackward0", -1, 0, ""},
+      {"torch::autograd::AccumulateGrad", MarkerKind::kBackwardNode,
+       "torch::autograd::AccumulateGrad", -1, 0, ""},
+      // record_function labels and the engine's wrapper: user ranges, still emit_nvtx
+      {"## forward ##, op_id = 3", MarkerKind::kUser, "## forward ##", -1, 3, ""},
+      {"Optimizer.step#SGD.step, op_id = 9", MarkerKind::kUser, "Optimizer.step#SGD.step", -1, 9,
+       ""},
+      {"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__, op_id = 2", MarkerKind::kUser,
+       "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", -1, 2, ""},
+      {"autograd::engine::evaluate_function: AddmmBackward0, op_id = 5", MarkerKind::kUser,
+       "autograd::engine::evaluate_function: AddmmBackward0", -1, 5, ""},
+      {"Fusion::resetTvUses, op_id = 4", MarkerKind::kUser, "Fusion::resetTvUses", -1, 4, ""},
+  };
+  for (const Case& c : cases) {
+    const Marker m = decode(c.text);
+    EXPECT_EQ(m.kind, c.kind) << c.text;
+    EXPECT_EQ(m.dialect, Dialect::kEmitNvtx) << c.text;
+    EXPECT_EQ(m.name, c.name) << c.text;
+    EXPECT_EQ(m.seq, c.seq) << c.text;
+    EXPECT_EQ(m.op_id, c.op_id) << c.text;
+    EXPECT_EQ(m.args, c.args) << c.text;
+    EXPECT_EQ(m.error, "") << c.text;
+  }
+}
+
+TEST(EmitNvtx, StringsThatOnlyLookLikeFieldsAreUserRanges) {
+  for (const std::string& text :
+       {"foo, seq of things"s, "my label, op_id = x"s, "label, sizes = [[1, a]]"s,
+        "step, seq = 3, extra"s, "x, seq = 1, op_id = 2, sizes = [[1]], input_op_ids = (1)"s,
+        "a b, sizes = [[1], [2]"s}) {
+    const Marker m = decode(text);
+    EXPECT_EQ(m.kind, MarkerKind::kUser) << text;
+    EXPECT_EQ(m.dialect, Dialect::kUser) << text;
+    EXPECT_EQ(m.name, text);
+    EXPECT_EQ(m.error, "") << text;
+  }
+}
+
+TEST(EmitNvtx, BrokenFieldsOfAKnownOpKeepTheOp) {
+  // Cut off by a length limit in the middle of a long sizes list.
+  Marker m = decode("aten::cat, seq = 3, op_id = 9, sizes = [[1, 2], [3, 4], [5");
+  EXPECT_EQ(m.kind, MarkerKind::kOp);
+  EXPECT_EQ(m.dialect, Dialect::kEmitNvtx);
+  EXPECT_EQ(m.name, "aten::cat");
+  EXPECT_EQ(m.seq, 3);
+  EXPECT_EQ(m.op_id, 9);
+  EXPECT_TRUE(m.args.empty());
+  EXPECT_NE(m.error.find("sizes"), std::string::npos);
+
+  m = decode("MulBackward0, seq = x");
+  EXPECT_EQ(m.kind, MarkerKind::kBackwardNode);
+  EXPECT_EQ(m.seq, -1);
+  EXPECT_FALSE(m.error.empty());
+}
+
+TEST(EmitNvtx, AbsurdNumbers) {
+  Marker m = decode("aten::mul, seq = 99999999999999999999999, op_id = 4");
+  EXPECT_EQ(m.kind, MarkerKind::kOp);
+  EXPECT_EQ(m.name, "aten::mul");
+  EXPECT_EQ(m.seq, -1);
+  EXPECT_EQ(m.op_id, 4);
+  EXPECT_NE(m.error.find("seq"), std::string::npos);
+
+  m = decode("aten::mul, seq = 2, op_id = 18446744073709551616");
+  EXPECT_EQ(m.seq, 2);
+  EXPECT_EQ(m.op_id, 0);
+  EXPECT_NE(m.error.find("op_id"), std::string::npos);
+
+  m = decode("aten::mul, seq = 2, sizes = [[3, 99999999999999999999999], [1]]");
+  EXPECT_EQ(m.seq, 2);
+  EXPECT_TRUE(m.args.empty());
+  EXPECT_NE(m.error.find("sizes"), std::string::npos);
+
+  m = decode("aten::mul, seq = -9223372036854775808, sizes = [[007, -1]]");
+  EXPECT_EQ(m.seq, INT64_MIN);
+  EXPECT_EQ(m.args, R"({"0":{"shape":[7,-1]}})");
+  EXPECT_EQ(m.error, "");
+}
+
+TEST(EmitNvtx, HugeSizesList) {
+  std::string text = "aten::cat, seq = 1, op_id = 2, sizes = [";
+  std::string expected = "{";
+  for (int i = 0; i < 100000; ++i) {
+    if (i > 0) {
+      text += ", ";
+      expected += ',';
+    }
+    text += "[32, 128]";
+    expected += "\"" + std::to_string(i) + R"(":{"shape":[32,128]})";
+  }
+  text += "]";
+  expected += "}";
+  const Marker m = decode(text);
+  EXPECT_EQ(m.kind, MarkerKind::kOp);
+  EXPECT_EQ(m.args, expected);
+  EXPECT_TRUE(is_valid_json(m.args));
+
+  const Marker deep = decode("aten::cat, seq = 1, sizes = " + std::string(1000000, '['));
+  EXPECT_EQ(deep.kind, MarkerKind::kOp);
+  EXPECT_TRUE(deep.args.empty());
+  EXPECT_FALSE(deep.error.empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Legacy PyProf markers
+
+TEST(LegacyPyprof, ArgsMarkerFromTheWordLanguageModel) {
+  const Marker m = decode(
+      "{'mod': 'torch.nn.functional', 'op': 'embedding', 'args': [{'name': '', 'type': 'tensor', "
+      "'shape': (35, 20), 'dtype': 'int64'}, {'name': '', 'type': 'tensor', 'shape': (33278, 200), "
+      "'dtype': 'float32'}, {'name': '', 'type': 'NoneType', 'value': None}, {'name': '', 'type': "
+      "'NoneType', 'value': None}, {'name': '', 'type': 'float', 'value': 2.0}, {'name': '', "
+      "'type': 'bool', 'value': False}, {'name': '', 'type': 'bool', 'value': False}]}");
+  EXPECT_EQ(m.kind, MarkerKind::kOp);
+  EXPECT_EQ(m.dialect, Dialect::kLegacyPyprof);
+  EXPECT_EQ(m.name, "embedding");
+  EXPECT_EQ(m.legacy_mod, "torch.nn.functional");
+  EXPECT_EQ(m.error, "");
+  EXPECT_EQ(m.args, R"([{"name":"","type":"tensor","shape":[35,20],"dtype":"int64"},)"
+                    R"({"name":"","type":"tensor","shape":[33278,200],"dtype":"float32"},)"
+                    R"({"name":"","type":"NoneType","value":null},)"
+                    R"({"name":"","type":"NoneType","value":null},)"
+                    R"({"name":"","type":"float","value":2.0},)"
+                    R"({"name":"","type":"bool","value":false},)"
+                    R"({"name":"","type":"bool","value":false}])");
+
+  simdjson::dom::parser parser;
+  const simdjson::dom::element args = parse_json(parser, m.args);
+  ASSERT_TRUE(args.is_array());
+  EXPECT_EQ(simdjson::dom::array(args).size(), 7u);
+  EXPECT_EQ(int64_t(args.at(1)["shape"].at(0)), 33278);
+  EXPECT_EQ(std::string_view(args.at(0)["dtype"]), "int64");
+  EXPECT_TRUE(args.at(2)["value"].is_null());
+  EXPECT_EQ(double(args.at(4)["value"]), 2.0);
+  EXPECT_FALSE(bool(args.at(5)["value"]));
+}
+
+TEST(LegacyPyprof, ArgsMarkerWithTuplesKeywordsAndFloats) {
+  const Marker m = decode(
+      "{'mod': 'torch.nn.functional', 'op': 'conv2d', 'args': [{'name': '', 'type': 'tensor', "
+      "'shape': (32, 3, 224, 224), 'dtype': 'float16'}, {'name': 'stride', 'type': 'tuple', "
+      "'value': (2, 2)}, {'name': 'eps', 'type': 'float', 'value': 1e-05}, {'name': 'p', 'type': "
+      "'float', 'value': 'inf'}, {'name': 'shape', 'type': 'tuple', 'value': (7,)}, {'name': 'n', "
+      "'type': 'int', 'value': -1}, {'name': 's', 'type': 'str', 'value': \"it's\"}]}");
+  EXPECT_EQ(m.kind, MarkerKind::kOp);
+  EXPECT_EQ(m.name, "conv2d");
+  EXPECT_EQ(m.error, "");
+  simdjson::dom::parser parser;
+  const simdjson::dom::element args = parse_json(parser, m.args);
+  EXPECT_EQ(int64_t(args.at(0)["shape"].at(3)), 224);
+  EXPECT_EQ(int64_t(args.at(1)["value"].at(1)), 2);
+  EXPECT_EQ(double(args.at(2)["value"]), 1e-05);
+  EXPECT_EQ(std::string_view(args.at(3)["value"]), "inf");
+  EXPECT_EQ(simdjson::dom::array(args.at(4)["value"]).size(), 1u);
+  EXPECT_EQ(int64_t(args.at(5)["value"]), -1);
+  EXPECT_EQ(std::string_view(args.at(6)["value"]), "it's");
+}
+
+TEST(LegacyPyprof, TraceMarkerWithFuncStack) {
+  const Marker m = decode(
+      "{'traceMarker': ['dummy_network.py:42', "
+      "'/home/mohanadodema/.local/lib/python3.6/site-packages/torch/nn/modules/module.py:1102', "
+      "'dummy_network.py:25'], 'funcStack': "
+      "'/<module>/dummy_network::_call_impl/dummy_network::forward/relu'}");
+  EXPECT_EQ(m.kind, MarkerKind::kTrace);
+  EXPECT_EQ(m.dialect, Dialect::kLegacyPyprof);
+  EXPECT_EQ(m.name, "");
+  EXPECT_EQ(m.trace, (std::vector<std::string>{
+                         "dummy_network.py:42",
+                         "/home/mohanadodema/.local/lib/python3.6/site-packages/torch/nn/modules/"
+                         "module.py:1102",
+                         "dummy_network.py:25"}));
+  EXPECT_EQ(m.error, "");
+}
+
+TEST(LegacyPyprof, ModuleMarker) {
+  const Marker m = decode("{'mod': 'LSTMCell', 'strRepr': '512, 1024'}");
+  EXPECT_EQ(m.kind, MarkerKind::kModule);
+  EXPECT_EQ(m.dialect, Dialect::kLegacyPyprof);
+  EXPECT_EQ(m.name, "LSTMCell");
+  EXPECT_EQ(m.module_type, "512, 1024");
+  EXPECT_EQ(m.error, "");
+}
+
+TEST(LegacyPyprof, ArgsMarkerWithoutArgs) {
+  const Marker m = decode("{'mod': 'torch', 'op': 'randn', 'args': []}");
+  EXPECT_EQ(m.kind, MarkerKind::kOp);
+  EXPECT_EQ(m.name, "randn");
+  EXPECT_EQ(m.legacy_mod, "torch");
+  EXPECT_EQ(m.args, "[]");
+}
+
+TEST(LegacyPyprof, BrokenMarkersAreUserRangesWithAnError) {
+  for (const std::string& text :
+       {"{'mod': 'torch', 'op': 'linear', 'args': [{'name': '', 'shape': (32, 12"s,
+        "{'traceMarker': ['a.py:1', 'b.py:2'"s, "{'mod': 'torch'}"s,
+        "{'mod': 'torch', 'op': 'x', 'args': [" + std::string(100000, '[') + "]}"}) {
+    const Marker m = decode(text);
+    EXPECT_EQ(m.kind, MarkerKind::kUser) << text.substr(0, 80);
+    EXPECT_EQ(m.dialect, Dialect::kUser);
+    EXPECT_EQ(m.name, text);
+    EXPECT_FALSE(m.error.empty()) << text.substr(0, 80);
+  }
+}
+
+TEST(LegacyPyprof, OtherDictsAndLayerRangesAreUserRanges) {
+  for (const std::string& text :
+       {"{\"model_config\": {\"emit_nvtx\": true}}"s, "{'a': 1}"s, "{}"s, "{"s, "{not python}"s,
+        "layer:MLP"s, "layer:Conv1"s, "{'layer': 'x'}"s}) {
+    const Marker m = decode(text);
+    EXPECT_EQ(m.kind, MarkerKind::kUser) << text;
+    EXPECT_EQ(m.dialect, Dialect::kUser) << text;
+    EXPECT_EQ(m.name, text);
+    EXPECT_EQ(m.error, "") << text;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Python literal → JSON
+
+TEST(PythonLiteral, Conversions) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"None", "null"},
+      {"True", "true"},
+      {"False", "false"},
+      {"0", "0"},
+      {"-17", "-17"},
+      {"+5", "5"},
+      {"-00", "0"},
+      {"9223372036854775807", "9223372036854775807"},
+      {"-9223372036854775808", "-9223372036854775808"},
+      {"9223372036854775808", "\"9223372036854775808\""},
+      {"123456789012345678901234567890", "\"123456789012345678901234567890\""},
+      {"-123456789012345678901234567890", "\"-123456789012345678901234567890\""},
+      {"2.0", "2.0"},
+      {"1e-05", "1e-05"},
+      {"1e+16", "1e+16"},
+      {"1E5", "1e5"},
+      {"1e0000005", "1e05"},
+      {".5", "0.5"},
+      {"5.", "5.0"},
+      {"-.25", "-0.25"},
+      {"007.50", "7.50"},
+      {"14.142135623730951", "14.142135623730951"},
+      {"1e999", "\"inf\""},
+      {"-1e999", "\"-inf\""},
+      {"1e-999", "0.0"},
+      {"'abc'", "\"abc\""},
+      {"\"it's\"", "\"it's\""},
+      {"'say \"hi\"'", "\"say \\\"hi\\\"\""},
+      {R"('a\'b\\c\n\t\r')", R"("a'b\\c\n\t\r")"},
+      {R"('\x00\x1f\x7f\xe9')", "\"\\u0000\\u001f\x7f\xc3\xa9\""},
+      {R"('\u00e9\U0001f600')", "\"\xc3\xa9\xf0\x9f\x98\x80\""},
+      {R"('\ud83d\ude00')", "\"\xf0\x9f\x98\x80\""},
+      {R"('\ud83d x')", "\"\xef\xbf\xbd x\""},
+      {R"('\a\b\f\v\0\101\777')", "\"\\u0007\\b\\f\\u000b\\u0000A\xc7\xbf\""},
+      {R"('\d\q')", R"("\\d\\q")"},
+      {"'caf\xc3\xa9'", "\"caf\xc3\xa9\""},
+      {"'\xff\xfe'", "\"\xef\xbf\xbd\xef\xbf\xbd\""},
+      {"'a\nb'", "\"a\\nb\""},
+      {"'line\\\ncontinued'", "\"linecontinued\""},
+      {"[]", "[]"},
+      {"()", "[]"},
+      {"{}", "{}"},
+      {"(7,)", "[7]"},
+      {"(7)", "7"},
+      {"((1, 2))", "[1,2]"},
+      {"[1, 2, ]", "[1,2]"},
+      {"(1, 2,)", "[1,2]"},
+      {"{'a': 1,}", "{\"a\":1}"},
+      {" [ 1 ,\n 2 ] ", "[1,2]"},
+      {"{1: 'one', None: 2, (3, 4): [], 'k': ((),)}",
+       R"j({"1":"one","None":2,"(3, 4)":[],"k":[[]]})j"},
+      {"{'name': '', 'type': 'tensor', 'shape': (32, 128), 'dtype': 'float16'}",
+       R"({"name":"","type":"tensor","shape":[32,128],"dtype":"float16"})"},
+  };
+  for (const auto& [literal, expected] : cases) {
+    std::string json = "stale", error = "stale";
+    EXPECT_TRUE(python_literal_to_json(literal, json, error)) << literal << ": " << error;
+    EXPECT_EQ(json, expected) << literal;
+    EXPECT_EQ(error, "");
+    EXPECT_TRUE(is_valid_json(json)) << literal << " -> " << json;
+  }
+}
+
+TEST(PythonLiteral, Rejections) {
+  for (const std::string& literal : {""s,
+                                    "   "s,
+                                    "inf"s,
+                                    "-inf"s,
+                                    "nan"s,
+                                    "float('inf')"s,
+                                    "1j"s,
+                                    "0x1F"s,
+                                    "1_000"s,
+                                    "1.5e"s,
+                                    "--5"s,
+                                    "+-5"s,
+                                    "."s,
+                                    ".e5"s,
+                                    "Truex"s,
+                                    "none"s,
+                                    "'\\N{DASH}'"s,
+                                    "'unterminated"s,
+                                    "'trailing backslash\\"s,
+                                    "'\\x4'"s,
+                                    "'\\U00110000'"s,
+                                    "1 2"s,
+                                    "[1 2]"s,
+                                    "[1,,2]"s,
+                                    "{'a' 1}"s,
+                                    "{'a': 1 'b': 2}"s,
+                                    "[1, 2"s,
+                                    "(1, 2"s,
+                                    "{1, 2}"s,
+                                    "[1]]"s,
+                                    "b'bytes'"s,
+                                    "'''triple'''"s,
+                                    "set()"s,
+                                    "x"s,
+                                    "\0"s}) {
+    std::string json = "stale", error;
+    EXPECT_FALSE(python_literal_to_json(literal, json, error)) << literal << " -> " << json;
+    EXPECT_EQ(json, "");
+    EXPECT_FALSE(error.empty()) << literal;
+  }
+}
+
+TEST(PythonLiteral, DepthLimit) {
+  std::string json, error;
+  const std::string ok = std::string(64, '[') + std::string(64, ']');
+  EXPECT_TRUE(python_literal_to_json(ok, json, error)) << error;
+  EXPECT_EQ(json, ok);
+
+  EXPECT_FALSE(python_literal_to_json("[" + ok + "]", json, error));
+  EXPECT_NE(error.find("64"), std::string::npos) << error;
+
+  const std::string huge = std::string(1000000, '[') + std::string(1000000, ']');
+  EXPECT_FALSE(python_literal_to_json(huge, json, error));
+  EXPECT_FALSE(python_literal_to_json(std::string(1000000, '('), json, error));
+  EXPECT_FALSE(python_literal_to_json("{'a': " + std::string(1000000, '{'), json, error));
+}
+
+TEST(PythonLiteral, MegabyteLiteral) {
+  std::string literal = "[";
+  for (int i = 0; i < 50000; ++i) literal += "{'shape': (32, 128), 'v': 1.5e-3, 's': 'x\\n'}, ";
+  literal += "]";
+  std::string json, error;
+  ASSERT_TRUE(python_literal_to_json(literal, json, error)) << error;
+  EXPECT_TRUE(is_valid_json(json));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plain user ranges and hostile input
+
+TEST(UserRange, PlainTextIsKeptWhole) {
+  for (const std::string& text :
+       {"hello"s, ""s, "layer:MLP"s, "volta_sgemm_128x64_nn"s, "python language-model.py"s,
+        "Fusion::resetTvUses"s, "GpuLower::Lower::validateIr"s,
+        "transform_replay.cpp::getMatchedLeafPosWithoutReplayPasC"s,
+        "fusion_executor::allocations::inferShape"s, "reuseMemoryAllocations"s, "aten::"s,
+        "::relu"s, "aten::relu "s, "forward"s, "a\0b"s, "\xff\xfe\x00\x01"s}) {
+    const Marker m = decode(text);
+    EXPECT_EQ(m.kind, MarkerKind::kUser) << text;
+    EXPECT_EQ(m.dialect, Dialect::kUser) << text;
+    EXPECT_EQ(m.name, text);
+    EXPECT_EQ(m.error, "");
+  }
+}
+
+TEST(UserRange, NulBytesAreKept) {
+  // Not an op name, so a label with fields.
+  Marker m = decode("aten::relu\0hidden, seq = 1"s);
+  EXPECT_EQ(m.kind, MarkerKind::kUser);
+  EXPECT_EQ(m.dialect, Dialect::kEmitNvtx);
+  EXPECT_EQ(m.name, "aten::relu\0hidden"s);
+  EXPECT_EQ(m.seq, 1);
+
+  const std::string json = "{\"v\":1,\"op\":\"aten::mm\"}\0{\"op\":1}"s;
+  m = decode(json, true);
+  EXPECT_EQ(m.dialect, Dialect::kUser);
+  EXPECT_EQ(m.name, json);
+  EXPECT_FALSE(m.error.empty());
+
+  m = decode("{'mod': 'torch', 'op': 'a\0b', 'args': []}"s);
+  EXPECT_EQ(m.kind, MarkerKind::kOp);
+  EXPECT_EQ(m.name, "a\0b"s);
+}
+
+TEST(UserRange, MegabyteText) {
+  std::string text(1 << 20, 'x');
+  for (size_t i = 0; i < text.size(); i += 97) text[i] = ',';
+  for (size_t i = 50; i < text.size(); i += 1001) text.replace(i, 6, ", seq ");
+  const Marker m = decode(text);
+  EXPECT_EQ(m.kind, MarkerKind::kUser);
+  EXPECT_EQ(m.name, text);
+
+  const Marker json = decode(text, true);
+  EXPECT_EQ(json.name, text);
+  EXPECT_FALSE(json.error.empty());
+}
+
+TEST(Marker, ReusedMarkerIsResetEveryTime) {
+  Marker m;
+  decode_marker(
+      R"({"v":1,"op":"AddmmBackward0","overload":"o","id":3,"seq":4,"tid":5,)"
+      R"("fwd_tid":6,"scope":"backward","stack":"s.py:1","args":{"a":1},"args_dropped":1})",
+      true, m);
+  decode_marker("{'traceMarker': ['a.py:1']}", false, m);
+  EXPECT_EQ(m.trace.size(), 1u);
+  decode_marker("{'mod': 'torch', 'op': 'x', 'args': [1]", false, m);  // broken: error
+  EXPECT_FALSE(m.error.empty());
+  decode_marker("{'mod': 'M', 'strRepr': 'r'}", false, m);
+  decode_marker("aten::relu", false, m);
+  const Marker fresh = decode("aten::relu");
+  EXPECT_EQ(m.kind, fresh.kind);
+  EXPECT_EQ(m.dialect, fresh.dialect);
+  EXPECT_EQ(m.name, fresh.name);
+  EXPECT_EQ(m.overload, "");
+  EXPECT_EQ(m.module_type, "");
+  EXPECT_EQ(m.legacy_mod, "");
+  EXPECT_EQ(m.stack, "");
+  EXPECT_EQ(m.args, "");
+  EXPECT_TRUE(m.trace.empty());
+  EXPECT_EQ(m.op_id, 0);
+  EXPECT_EQ(m.seq, -1);
+  EXPECT_EQ(m.tid, -1);
+  EXPECT_EQ(m.fwd_tid, -1);
+  EXPECT_EQ(m.args_dropped, 0);
+  EXPECT_EQ(m.error, "");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every message of the real captures in ../shared/traces
+
+fs::path traces_dir() {
+  if (const char* env = std::getenv("PYPROF_TRACES_DIR"); env && *env) return env;
+  return fs::path(__FILE__).parent_path().parent_path().parent_path() / "shared" / "traces";
+}
+
+// Counts of "kind/dialect" over every string the query returns.
+std::map<std::string, int> decode_all(const fs::path& path, const std::string& sql) {
+  SqliteDb db;
+  std::string error;
+  std::map<std::string, int> counts;
+  if (!db.open(path.string(), error)) {
+    ADD_FAILURE() << error;
+    return counts;
+  }
+  Statement stmt = db.prepare(sql, error);
+  if (!stmt.valid()) {
+    ADD_FAILURE() << error;
+    return counts;
+  }
+  Marker m;
+  simdjson::dom::parser parser;
+  while (stmt.step() == SQLITE_ROW) {
+    const std::string_view text = stmt.text(0);
+    decode_marker(text, false, m);
+    EXPECT_EQ(m.error, "") << text;
+    if (!m.args.empty()) {
+      simdjson::dom::element root;
+      EXPECT_EQ(parser.parse(m.args).get(root), simdjson::SUCCESS) << m.args;
+    }
+    static const char* const kKinds[] = {"user", "op", "node", "module", "trace"};
+    static const char* const kDialects[] = {"user", "pyprof", "emit_nvtx", "legacy"};
+    ++counts[std::string(kKinds[int(m.kind)]) + "/" + kDialects[int(m.dialect)]];
+  }
+  return counts;
+}
+
+TEST(RealCaptures, EveryMessageDecodes) {
+  const fs::path dir = traces_dir();
+  if (!fs::exists(dir / "real")) GTEST_SKIP() << "no traces at " << dir;
+  using Counts = std::map<std::string, int>;
+  // PyTorch 1.10 emit_nvtx + DLProf's PyProf markers.
+  EXPECT_EQ(
+      decode_all(dir / "real/nsys-2022.1.3_dlprof-pytorch1.10-emit-nvtx_lenet.sqlite",
+                 "SELECT text FROM NVTX_EVENTS WHERE text IS NOT NULL"),
+      (Counts{{"op/emit_nvtx", 67}, {"op/legacy", 49}, {"trace/legacy", 49}, {"user/user", 1}}));
+  // PyTorch ~1.4 emit_nvtx + apex PyProf; the string table also holds kernel names.
+  EXPECT_EQ(decode_all(dir / "real/nvprof-cuda10.1_pytorch-lm_apex-pyprof.sql",
+                       "SELECT value FROM StringTable"),
+            (Counts{{"op/emit_nvtx", 124},
+                    {"node/emit_nvtx", 63},
+                    {"op/legacy", 82},
+                    {"trace/legacy", 59},
+                    {"user/user", 45}}));
+  // nvFuser's own host ranges: only "executor_utils::<name>" passes for an op (5 of 652).
+  EXPECT_EQ(decode_all(dir / "real/nsys-2024.6.2_nvfuser-nvtx_report1.sqlite",
+                       "SELECT text FROM NVTX_EVENTS WHERE text IS NOT NULL"),
+            (Counts{{"op/emit_nvtx", 5}, {"user/user", 647}}));
+  EXPECT_EQ(decode_all(dir / "pyprof-legacy/synthetic_mlp_opid.nsys.sqlite",
+                       "SELECT text FROM NVTX_EVENTS WHERE text IS NOT NULL"),
+            (Counts{{"op/emit_nvtx", 8},
+                    {"node/emit_nvtx", 2},
+                    {"op/legacy", 3},
+                    {"trace/legacy", 3},
+                    {"user/user", 1}}));
 }
 
 }  // namespace

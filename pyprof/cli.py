@@ -10,7 +10,8 @@ USAGE = """usage: pyprof <command> [options]
 commands:
   profile   run a program and record its NVTX ranges into NAME.sqlite
             (pyprof profile -o NAME [--force] [--delay S] [--duration S] -- CMD ...)
-  parse     correlate kernels with ops (python -m pyprof.parse DB)     [not yet available]
+  parse     attribute every kernel to its op, module and direction; JSON Lines out
+            (pyprof parse DB [-o FILE]; also python -m pyprof.parse DB > net.dict)
   prof      FLOPs, bytes and Tensor Core use (python -m pyprof.prof)    [not yet available]
 
 Run `pyprof <command> --help` for the options of one command.
@@ -27,7 +28,7 @@ def collector_path() -> str:
     return os.path.join(_PKG_DIR, "lib", "libpyprof_collect.so")
 
 
-def _exec_tool(name: str, args: list[str]) -> int:
+def run_tool(name: str, args: list[str]) -> int:
     path = tool_path(name)
     if not os.access(path, os.X_OK):
         print(f"pyprof: error: {path} is missing: the C++ part of pyprof is not built "
@@ -52,9 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     if command == "profile":
-        return _exec_tool("pyprof-profile", rest)
+        return run_tool("pyprof-profile", rest)
     if command == "parse":
-        return not_yet("parse", 3)
+        return run_tool("pyprof-parse", rest)
     if command == "prof":
         return not_yet("prof", 4)
     print(f"pyprof: error: unknown command '{command}'\n\n{USAGE}", file=sys.stderr, end="")

@@ -1,8 +1,12 @@
-"""`python -m pyprof.parse DB > net.dict`: reserved for the parse stage (issue #3)."""
+"""`python -m pyprof.parse DB [-o FILE] > net.dict`: the parse stage (C++: parse/, pyprof-parse).
+
+Attributes every GPU kernel of an Nsight Systems, nvprof or pyprof database to its op, module,
+user ranges and direction, and writes JSON Lines (docs/formats.md §3).
+"""
 
 import sys
 
-from pyprof.cli import not_yet
+from pyprof.cli import run_tool
 
 if __name__ == "__main__":
-    sys.exit(not_yet("parse", 3))
+    sys.exit(run_tool("pyprof-parse", sys.argv[1:]))

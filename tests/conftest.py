@@ -9,7 +9,7 @@ sys.path.insert(0, os.path.join(ROOT, "examples"))
 sys.path.insert(0, ROOT)
 
 BUILT = all(os.path.exists(os.path.join(ROOT, "pyprof", p))
-            for p in ("bin/pyprof-profile", "lib/libpyprof_collect.so"))
+            for p in ("bin/pyprof-profile", "bin/pyprof-parse", "lib/libpyprof_collect.so"))
 
 
 def pytest_collection_modifyitems(config, items):

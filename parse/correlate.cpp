@@ -1,0 +1,312 @@
+#include "parse/correlate.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace pyprof::parse {
+
+int32_t context_op(const RangeContext& c) {
+  if (c.pyprof_op >= 0) return c.pyprof_op;
+  if (c.legacy_op >= 0) return c.legacy_op;
+  return c.emit_op;
+}
+
+namespace {
+
+uint64_t thread_key(uint32_t pid, uint32_t tid) { return (uint64_t{pid} << 32) | tid; }
+
+RangeContext extend(const RangeContext* parent, const RangeRecord& r, int32_t index) {
+  RangeContext c = parent ? *parent : RangeContext{};
+  c.depth = parent ? parent->depth + 1 : 1;
+  switch (r.kind) {
+    case MarkerKind::kOp:
+      if (r.dialect == Dialect::kPyprof) c.pyprof_op = index;
+      if (r.dialect == Dialect::kEmitNvtx) c.emit_op = index;
+      if (r.dialect == Dialect::kLegacyPyprof && c.legacy_op < 0) c.legacy_op = index;
+      if (r.seq >= 0) c.seq_op = index;
+      c.op_or_node = index;
+      break;
+    case MarkerKind::kBackwardNode:
+      c.node = index;
+      c.op_or_node = index;
+      break;
+    case MarkerKind::kModule:
+      c.module = index;
+      break;
+    case MarkerKind::kTrace:
+      c.trace = index;
+      break;
+    case MarkerKind::kUser:
+      break;
+  }
+  return c;
+}
+
+// Key of the forward op that a backward node points at. pyprof markers carry the forward
+// thread's RecordFunction id; emit_nvtx and legacy strings carry none, so they match on -1.
+struct PairKey {
+  uint32_t pid;
+  int32_t tid;
+  int64_t seq;
+  bool operator==(const PairKey&) const = default;
+};
+struct PairKeyHash {
+  size_t operator()(const PairKey& k) const {
+    uint64_t h = k.seq * 0x9E3779B97F4A7C15ULL;
+    h ^= (uint64_t{k.pid} << 32 | static_cast<uint32_t>(k.tid)) + 0x632BE59BD9B4E019ULL +
+         (h << 6) + (h >> 2);
+    return h;
+  }
+};
+
+PairKey pair_key_of_op(const RangeRecord& r) {
+  return {r.pid, r.dialect == Dialect::kPyprof ? r.rf_tid : -1, r.seq};
+}
+PairKey pair_key_of_node(const RangeRecord& r) {
+  return {r.pid, r.dialect == Dialect::kPyprof ? r.fwd_tid : -1, r.seq};
+}
+
+// One sweep per thread over ranges and launch calls sorted by start: a stack holds the ranges
+// open at the current time, so each range's parent and each call's innermost range come out
+// in one pass. Ranges ending before the current start are popped; a range that overlaps the
+// top without nesting in it (start/end ranges may) is placed under the nearest range that
+// really contains it.
+void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_calls,
+           std::vector<int32_t>& innermost_of_call) {
+  struct Item {
+    uint64_t thread;
+    int64_t start;
+    int64_t neg_end;  // longer ranges first at equal start: the outer one is the parent
+    int32_t kind;     // 0 range, 1 call: at equal start a range contains the call
+    int32_t index;
+  };
+  std::vector<Item> items;
+  items.reserve(trace.ranges.size() + needed_calls.size());
+  for (size_t i = 0; i < trace.ranges.size(); ++i) {
+    const auto& r = trace.ranges[i];
+    if (r.shape == RangeShape::kMark) continue;
+    items.push_back({thread_key(r.pid, r.tid), r.start, -r.end, 0, static_cast<int32_t>(i)});
+  }
+  for (int32_t c : needed_calls) {
+    const auto& call = trace.api_calls[c];
+    items.push_back({thread_key(call.pid, call.tid), call.start, -call.end, 1, c});
+  }
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+    if (a.thread != b.thread) return a.thread < b.thread;
+    if (a.start != b.start) return a.start < b.start;
+    if (a.kind != b.kind) return a.kind < b.kind;
+    if (a.neg_end != b.neg_end) return a.neg_end < b.neg_end;
+    return a.index < b.index;
+  });
+
+  out.contexts.assign(trace.ranges.size(), RangeContext{});
+  std::vector<int32_t> stack;
+  uint64_t current_thread = ~uint64_t{0};
+  auto innermost_containing = [&](int64_t end) -> int32_t {
+    for (size_t k = stack.size(); k-- > 0;) {
+      if (trace.ranges[stack[k]].end >= end) return stack[k];
+    }
+    return -1;
+  };
+  for (const Item& item : items) {
+    if (item.thread != current_thread) {
+      stack.clear();
+      current_thread = item.thread;
+    }
+    while (!stack.empty() && trace.ranges[stack.back()].end < item.start) stack.pop_back();
+    int64_t end = -item.neg_end;
+    int32_t parent = innermost_containing(end);
+    if (item.kind == 1) {
+      innermost_of_call[item.index] = parent;
+      continue;
+    }
+    if (!stack.empty() && parent != stack.back()) ++out.stats.ranges_improperly_nested;
+    auto& r = trace.ranges[item.index];
+    r.parent = parent;
+    out.contexts[item.index] =
+        extend(parent >= 0 ? &out.contexts[parent] : nullptr, r, item.index);
+    stack.push_back(item.index);
+  }
+}
+
+// Fills op, module, trace, direction and pairing from the context of the innermost range.
+// `self` is the op range itself for CPU-only records, -1 for GPU activities.
+void attribute(const Trace& trace, const Correlation& corr,
+               const std::unordered_map<PairKey, int32_t, PairKeyHash>& forward_ops,
+               int32_t innermost, int32_t self, Attribution& a) {
+  a.innermost = innermost;
+  if (innermost < 0) return;
+  const RangeContext& c = corr.contexts[innermost];
+  int32_t op = self >= 0 ? self : context_op(c);
+  if (c.node >= 0) {
+    const RangeRecord& node = trace.ranges[c.node];
+    a.dir = Direction::kBackward;
+    a.node = c.node;
+    a.seq = node.seq;
+    if (op >= 0 && op != c.node && corr.contexts[op].depth > corr.contexts[c.node].depth) {
+      a.bwd_op = op;
+    }
+    auto it = node.seq >= 0 ? forward_ops.find(pair_key_of_node(node)) : forward_ops.end();
+    if (it != forward_ops.end()) {
+      const RangeContext& fc = corr.contexts[it->second];
+      a.op = context_op(fc);
+      a.module = fc.module;
+      a.trace = fc.trace;
+      a.paired = true;
+    } else {
+      a.op = a.bwd_op;
+      a.module = c.module;
+      a.trace = c.trace;
+    }
+    return;
+  }
+  if (op < 0) return;
+  a.dir = Direction::kForward;
+  a.op = op;
+  a.seq = trace.ranges[op].seq;
+  if (a.seq < 0 && c.seq_op >= 0 && self < 0) a.seq = trace.ranges[c.seq_op].seq;
+  a.module = c.module;
+  a.trace = c.trace;
+}
+
+}  // namespace
+
+Correlation correlate(Trace& trace) {
+  Correlation out;
+  const size_t n_act = trace.activities.size();
+  out.cpu_only = n_act == 0;
+
+  // Launch lookup: correlation ids are unique only within a process (NVIDIA/PyProf#79).
+  std::vector<int32_t> launch_of(n_act, -1);
+  std::vector<int32_t> needed_calls;
+  if (!out.cpu_only) {
+    std::unordered_map<uint64_t, int32_t> call_index;
+    call_index.reserve(trace.api_calls.size());
+    for (size_t i = 0; i < trace.api_calls.size(); ++i) {
+      const auto& c = trace.api_calls[i];
+      if (c.correlation_id < 0) continue;
+      uint64_t key = (uint64_t{c.pid} << 40) ^ static_cast<uint64_t>(c.correlation_id);
+      call_index.emplace(key, static_cast<int32_t>(i));
+    }
+    std::vector<char> needed(trace.api_calls.size(), 0);
+    for (size_t i = 0; i < n_act; ++i) {
+      const auto& act = trace.activities[i];
+      if (act.correlation_id < 0) continue;
+      uint64_t key = (uint64_t{act.pid} << 40) ^ static_cast<uint64_t>(act.correlation_id);
+      auto it = call_index.find(key);
+      if (it == call_index.end()) continue;
+      launch_of[i] = it->second;
+      if (!needed[it->second]) {
+        needed[it->second] = 1;
+        needed_calls.push_back(it->second);
+      }
+    }
+  }
+  std::vector<int32_t> innermost_of_call(trace.api_calls.size(), -1);
+  sweep(trace, out, needed_calls, innermost_of_call);
+
+  // Forward ops by pairing key; composite ops and the op that created the node share a seq,
+  // and the creator is the innermost of them.
+  std::unordered_map<PairKey, int32_t, PairKeyHash> forward_ops;
+  for (size_t i = 0; i < trace.ranges.size(); ++i) {
+    const auto& r = trace.ranges[i];
+    if (r.kind != MarkerKind::kOp || r.seq < 0 || r.shape == RangeShape::kMark) continue;
+    if (out.contexts[i].node >= 0) continue;  // ops run by backward are not forward ops
+    auto [it, inserted] = forward_ops.emplace(pair_key_of_op(r), static_cast<int32_t>(i));
+    if (!inserted && out.contexts[i].depth > out.contexts[it->second].depth) {
+      it->second = static_cast<int32_t>(i);
+    }
+  }
+
+  if (out.cpu_only) {
+    for (size_t i = 0; i < trace.ranges.size(); ++i) {
+      const auto& r = trace.ranges[i];
+      if (r.shape == RangeShape::kMark) continue;
+      if (r.kind == MarkerKind::kOp || r.kind == MarkerKind::kBackwardNode) {
+        out.order.push_back(static_cast<int32_t>(i));
+      }
+    }
+    std::stable_sort(out.order.begin(), out.order.end(), [&](int32_t a, int32_t b) {
+      return trace.ranges[a].start < trace.ranges[b].start;
+    });
+    out.self_time.assign(trace.ranges.size(), 0);
+    for (int32_t i : out.order) {
+      const auto& r = trace.ranges[i];
+      if (r.end == kOpenEnd) continue;
+      out.self_time[i] += r.end - r.start;
+      int32_t parent = r.parent >= 0 ? out.contexts[r.parent].op_or_node : -1;
+      if (parent >= 0 && trace.ranges[parent].end != kOpenEnd) {
+        out.self_time[parent] -= r.end - r.start;
+      }
+    }
+    out.attributions.resize(out.order.size());
+    for (size_t k = 0; k < out.order.size(); ++k) {
+      int32_t i = out.order[k];
+      attribute(trace, out, forward_ops, i, i, out.attributions[k]);
+      if (trace.ranges[i].kind == MarkerKind::kBackwardNode && !out.attributions[k].paired) {
+        out.attributions[k].op = -1;
+      }
+    }
+  } else {
+    out.order.resize(n_act);
+    for (size_t i = 0; i < n_act; ++i) out.order[i] = static_cast<int32_t>(i);
+    std::stable_sort(out.order.begin(), out.order.end(), [&](int32_t a, int32_t b) {
+      return trace.activities[a].start < trace.activities[b].start;
+    });
+    std::vector<Attribution> by_activity(n_act);
+    for (size_t i = 0; i < n_act; ++i) {
+      Attribution& a = by_activity[i];
+      a.launch = launch_of[i];
+      if (a.launch < 0) continue;
+      attribute(trace, out, forward_ops, innermost_of_call[a.launch], -1, a);
+    }
+    // sub: position among the activities of one op instance (the backward node for bprop, as
+    // PyProf numbered dgrad 0 / wgrad 1), in launch order.
+    std::vector<int32_t> by_launch;
+    by_launch.reserve(n_act);
+    for (size_t i = 0; i < n_act; ++i) {
+      if (by_activity[i].launch >= 0) by_launch.push_back(static_cast<int32_t>(i));
+    }
+    std::stable_sort(by_launch.begin(), by_launch.end(), [&](int32_t a, int32_t b) {
+      const auto& ca = trace.api_calls[by_activity[a].launch];
+      const auto& cb = trace.api_calls[by_activity[b].launch];
+      if (ca.start != cb.start) return ca.start < cb.start;
+      return trace.activities[a].start < trace.activities[b].start;
+    });
+    std::vector<int32_t> count(trace.ranges.size(), 0);
+    for (int32_t i : by_launch) {
+      Attribution& a = by_activity[i];
+      int32_t instance = a.dir == Direction::kBackward ? a.node
+                         : a.op >= 0                   ? a.op
+                                                       : -1;
+      if (instance >= 0) a.sub = count[instance]++;
+    }
+    out.attributions.resize(n_act);
+    for (size_t k = 0; k < n_act; ++k) out.attributions[k] = by_activity[out.order[k]];
+  }
+
+  for (const auto& a : out.attributions) {
+    if (!out.cpu_only) {
+      if (a.launch < 0) {
+        ++out.stats.without_launch;
+        continue;
+      }
+      if (a.innermost < 0) {
+        ++out.stats.outside_ranges;
+        continue;
+      }
+    }
+    if (a.dir == Direction::kNone) {
+      ++out.stats.no_op;
+      continue;
+    }
+    ++out.stats.attributed;
+    if (a.dir == Direction::kBackward) {
+      ++out.stats.backward;
+      if (a.paired) ++out.stats.backward_paired;
+    }
+  }
+  return out;
+}
+
+}  // namespace pyprof::parse

@@ -1,0 +1,78 @@
+// Correlation: which op, module, user ranges and direction each GPU activity (or, on a CPU-only
+// profile, each op range) belongs to.
+//
+//   GPU activity --correlationId + pid--> API call that launched it
+//   API call --same thread, time containment--> innermost enclosing NVTX range
+//   range --parent chain--> op, backward node, module, user ranges (outermost first)
+//   backward node --(pid, forward thread id, seq)--> the forward op that created it
+//
+// Every range gets its parent (the tightest enclosing range on the same thread) in one sweep
+// per thread over ranges and calls sorted by start, and a RangeContext summarising its whole
+// chain, computed from its parent's in O(1). So the cost is O((K + R) log(K + R)) for K
+// activities and R ranges, with no per-kernel search.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "parse/trace.h"
+
+namespace pyprof::parse {
+
+enum class Direction : uint8_t { kNone = 0, kForward, kBackward };
+
+// What a range's chain of enclosing ranges (itself included) holds. -1: none.
+struct RangeContext {
+  int32_t pyprof_op = -1;   // innermost pyprof op
+  int32_t emit_op = -1;     // innermost emit_nvtx op
+  int32_t legacy_op = -1;   // outermost legacy PyProf args marker (PyProf reported op[0])
+  int32_t seq_op = -1;      // innermost op of any dialect with seq >= 0
+  int32_t node = -1;        // innermost backward node
+  int32_t module = -1;      // innermost module marker
+  int32_t trace = -1;       // innermost legacy traceMarker
+  int32_t op_or_node = -1;  // innermost op or backward node (CPU self time)
+  int32_t depth = 0;        // number of enclosing ranges, itself included
+};
+
+// The result for one GPU activity or one op instance.
+struct Attribution {
+  int32_t launch = -1;     // index into Trace::api_calls
+  int32_t innermost = -1;  // innermost enclosing range of the launch (or the op range itself)
+  int32_t op = -1;         // the op: the forward op for bprop records when paired
+  int32_t node = -1;       // backward node (bprop)
+  int32_t bwd_op = -1;     // op run inside the backward node (bprop)
+  int32_t module = -1;     // module range: of the forward op for bprop records
+  int32_t trace = -1;      // legacy trace marker
+  int64_t seq = -1;
+  int32_t sub = 0;         // index of this activity among those of the same op instance
+  Direction dir = Direction::kNone;
+  bool paired = false;     // bprop and its forward op was found
+};
+
+struct CorrelationStats {
+  int64_t without_launch = 0;      // correlationId with no API call of the same process
+  int64_t outside_ranges = 0;      // launched outside every range
+  int64_t no_op = 0;               // inside ranges, but none is an op
+  int64_t attributed = 0;          // has an op (or a backward node)
+  int64_t backward = 0;            // bprop
+  int64_t backward_paired = 0;
+  int64_t ranges_improperly_nested = 0;
+};
+
+struct Correlation {
+  std::vector<RangeContext> contexts;    // per range
+  std::vector<int32_t> order;            // activities (or op ranges) in output order
+  std::vector<Attribution> attributions; // per entry of `order`
+  std::vector<int64_t> self_time;        // CPU-only: per range, own time minus child ops
+  bool cpu_only = false;                 // no GPU activity: records are op instances
+  CorrelationStats stats;
+};
+
+// Fills parents (RangeRecord::parent) and computes everything above.
+Correlation correlate(Trace& trace);
+
+// The op range a context points at, by dialect strength: pyprof (innermost), legacy PyProf
+// (outermost, as PyProf reported it), emit_nvtx (innermost). -1 when none.
+int32_t context_op(const RangeContext& c);
+
+}  // namespace pyprof::parse

@@ -1,0 +1,228 @@
+#include "parse/kernel_names.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "parse/sqlite_db.h"
+
+namespace pyprof::parse {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The shared test data sits beside the checkout (../shared/traces); PYPROF_TRACES_DIR
+// overrides.
+fs::path traces_dir() {
+  if (const char* env = std::getenv("PYPROF_TRACES_DIR"); env && *env) return env;
+  return fs::path(__FILE__).parent_path().parent_path().parent_path() / "shared" / "traces";
+}
+
+// The value of `'key': '...'` in one line of a legacy PyProf .dict file (a Python dict repr).
+std::string dict_string(const std::string& line, const std::string& key) {
+  std::string head = "'" + key + "': ";
+  size_t at = line.find(head);
+  if (at == std::string::npos || at + head.size() >= line.size()) return {};
+  char quote = line[at + head.size()];
+  size_t begin = at + head.size() + 1;
+  size_t end = line.find(quote, begin);
+  return end == std::string::npos ? std::string() : line.substr(begin, end - begin);
+}
+
+TEST(KernelNames, DemangleItaniumNames) {
+  EXPECT_EQ(demangle("_Z3fooPf"), "foo(float*)");
+  EXPECT_EQ(demangle("_ZN2at6native13reduce_kernelILi512ELi1EEEvi"),
+            "void at::native::reduce_kernel<512, 1>(int)");
+  EXPECT_EQ(demangle("volta_sgemm_128x64_nn"), "volta_sgemm_128x64_nn");
+  EXPECT_EQ(demangle("_Znot a name"), "_Znot a name");  // fails to demangle: unchanged
+  EXPECT_EQ(demangle("_Z"), "_Z");
+  EXPECT_EQ(demangle(""), "");
+  EXPECT_EQ(demangle(std::string_view("_Z3foo\0v", 8)), std::string("_Z3foo\0v", 8));
+}
+
+TEST(KernelNames, ShortNameOfModernAndOldNames) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+       "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)",
+       "vectorized_elementwise_kernel"},
+      {"sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_"
+       "segment_k_off_kernel__5x_cublas",
+       "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_"
+       "segment_k_off_kernel__5x_cublas"},
+      {"void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_16x5_nn_align4>(cutlass_80_"
+       "tensorop_s1688gemm_128x128_16x5_nn_align4::Params)",
+       "Kernel2"},
+      {"void (anonymous namespace)::softmax_warp_forward<float, float, float, 6, false>(float*, "
+       "float const*, int, int, int)",
+       "softmax_warp_forward"},
+      {"(anonymous namespace)::nvfuser_none_f0_c0_r0_g0((anonymous namespace)::Tensor<(anonymous "
+       "namespace)::__half, 3, 3>)",
+       "nvfuser_none_f0_c0_r0_g0"},
+      {"<unnamed>::nvfuser_none_f0_c0_r0_g0(<unnamed>::Tensor<<unnamed>::__half, (int)3, (int)3>)",
+       "nvfuser_none_f0_c0_r0_g0"},
+      {"cudnn::gemm::computeOffsetsKernel(cudnn::gemm::ComputeOffsetsParams)",
+       "computeOffsetsKernel"},
+      {"void kernelReduceAllPass2<long, ReduceMin<long> >(int, long, ReduceMin<long>, long*, "
+       "long*)",
+       "kernelReduceAllPass2"},
+      // Template arguments holding lambdas, function types and comparisons.
+      {"void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl<at::native::"
+       "add_kernel_cuda(at::TensorIterator&, c10::Scalar)::{lambda()#1}::operator()() "
+       "const::{lambda(float, float)#1}>(at::TensorIterator&)::{lambda(int)#1}>(int, "
+       "at::native::gpu_kernel_impl<>(at::TensorIterator&)::{lambda(int)#1})",
+       "elementwise_kernel"},
+      {"void at::native::vectorized_elementwise_kernel<(int)4, at::native::<unnamed>::clamp_min_"
+       "kernel(at::TensorIterator &)::[lambda() (instance 1)]::operator ()() const, "
+       "at::detail::Array<char *, (int)2>>(int, T2, T3)",
+       "vectorized_elementwise_kernel"},
+      {"void k<(1 > 2), (3 < 4)>(int)", "k"},
+      {"void k<&S::operator<, &S::operator->>(int)", "k"},
+      {"void foo<int>(int)::{lambda()#1}::operator()() const", "operator()"},
+      // Names cut short (nsys ends long names with "..."; our own bound) and no-parameter names.
+      {"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, ...", "reduce_kernel"},
+      {"__omp_offloading_31_18a80bc__Z_1...", "__omp_offloading_31_18a80bc__Z_1..."},
+      {"volta_sgemm_128x64_nn", "volta_sgemm_128x64_nn"},
+      {"ns::Class<int>::member", "member"},
+      {"void ", "void "},
+      {"", ""},
+  };
+  for (const auto& [name, expected] : cases) {
+    EXPECT_EQ(short_kernel_name(name), expected) << name;
+  }
+}
+
+TEST(KernelNames, ShortNameNeverLeavesItsInput) {
+  // Any bytes: the result is a non-empty view into the input (unbalanced brackets, stray
+  // operators and truncation included).
+  std::mt19937 rng(12345);
+  const std::string alphabet = "<>()[]{}:: ,-ab_operator";
+  for (int round = 0; round < 20000; ++round) {
+    std::string s(rng() % 40, ' ');
+    for (char& c : s) c = alphabet[rng() % alphabet.size()];
+    std::string_view out = short_kernel_name(s);
+    ASSERT_EQ(out.empty(), s.empty()) << s;
+    if (!s.empty()) {
+      ASSERT_GE(out.data(), s.data()) << s;
+      ASSERT_LE(out.data() + out.size(), s.data() + s.size()) << s;
+    }
+  }
+  std::string deep(100000, '<');
+  EXPECT_EQ(short_kernel_name("k" + deep), "k");
+}
+
+TEST(KernelNames, LegacyPyprofRule) {
+  EXPECT_EQ(legacy_short_kernel_name("void at::native::(anonymous namespace)::"
+                                     "embedding_backward_feature_kernel<float, float>(long*)"),
+            "embedding_backward_feature_kernel");
+  EXPECT_EQ(legacy_short_kernel_name("cudnn::gemm::computeOffsetsKernel(cudnn::gemm::Params)"),
+            "cudnn::gemm::computeOffsetsKernel");
+  EXPECT_EQ(legacy_short_kernel_name("<unnamed>::nvfuser_none_f0_c0_r0_g0(int)"), "");
+  EXPECT_EQ(legacy_short_kernel_name("void format::k(int)"), "formk");  // "at::" anywhere
+  EXPECT_EQ(legacy_short_kernel_name("volta_sgemm_128x64_nn"), "volta_sgemm_128x64_nn");
+}
+
+// Nsight Systems stores its own short name beside the demangled one: the rule must agree on
+// every kernel of every real nsys export we have.
+TEST(KernelNames, MatchesNsysShortNameOnRealExports) {
+  fs::path dir = traces_dir() / "real";
+  if (!fs::exists(dir)) GTEST_SKIP() << "no test data at " << dir;
+  int files = 0, names = 0, mangled = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".sqlite") continue;
+    SqliteDb db;
+    std::string error;
+    ASSERT_TRUE(db.open(entry.path().string(), error)) << error;
+    if (!db.has_table("CUPTI_ACTIVITY_KIND_KERNEL")) continue;
+    ++files;
+    bool has_mangled = db.columns("CUPTI_ACTIVITY_KIND_KERNEL").count("mangledName") > 0;
+    Statement s = db.prepare(
+        std::string("SELECT DISTINCT d.value, s.value, ") + (has_mangled ? "m.value" : "NULL") +
+            " FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds d ON d.id = k.demangledName "
+            "JOIN StringIds s ON s.id = k.shortName " +
+            (has_mangled ? "LEFT JOIN StringIds m ON m.id = k.mangledName" : ""),
+        error);
+    ASSERT_TRUE(s.valid()) << error;
+    while (s.step() == SQLITE_ROW) {
+      std::string demangled(s.text(0)), nsys_short(s.text(1));
+      ++names;
+      EXPECT_EQ(short_kernel_name(demangled), nsys_short) << entry.path().filename();
+      // Our own demangling (GNU style) must lead to the same short name.
+      if (!s.is_null(2)) {
+        ++mangled;
+        EXPECT_EQ(short_kernel_name(demangle(s.text(2))), nsys_short) << s.text(2);
+      }
+    }
+  }
+  EXPECT_EQ(files, 3);
+  EXPECT_EQ(names, 51);    // distinct (demangled, short) pairs: 2 + 34 + 15
+  EXPECT_EQ(mangled, 49);  // the 2020.3 export has no mangledName column
+}
+
+// Legacy PyProf's kShortName for the one real nvprof profile: the nsys rule and PyProf's rule
+// agree on all of its 160 kernels (PyTorch 1.4 era names: only at::, native::, cuda:: and
+// anonymous namespaces), and the demangled names are PyProf's kLongName.
+TEST(KernelNames, MatchesPyprofShortNameOnRealNvprofProfile) {
+  fs::path dict =
+      traces_dir() / "real" / "nvprof-cuda10.1_pytorch-lm_apex-pyprof.parse-output.dict";
+  std::ifstream in(dict);
+  if (!in) GTEST_SKIP() << "no test data at " << dict;
+  int lines = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    ++lines;
+    std::string long_name = dict_string(line, "kLongName");
+    std::string pyprof_short = dict_string(line, "kShortName");
+    ASSERT_FALSE(long_name.empty()) << line;
+    EXPECT_EQ(short_kernel_name(long_name), pyprof_short) << long_name;
+    EXPECT_EQ(legacy_short_kernel_name(long_name), pyprof_short) << long_name;
+  }
+  EXPECT_EQ(lines, 160);
+}
+
+// Where PyProf's rule and the nsys rule part ways on real names: PyProf keeps namespaces other
+// than at::, native::, cuda:: and (anonymous namespace)::, and loses names that begin with
+// NVIDIA's "<unnamed>::" (it cuts at the first '<').
+TEST(KernelNames, LegacyRuleDiffersFromNsysOnlyByNamespacesAndUnnamed) {
+  fs::path dir = traces_dir() / "real";
+  if (!fs::exists(dir)) GTEST_SKIP() << "no test data at " << dir;
+  std::set<std::pair<std::string, std::string>> differences;  // (legacy, nsys)
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".sqlite") continue;
+    SqliteDb db;
+    std::string error;
+    ASSERT_TRUE(db.open(entry.path().string(), error)) << error;
+    if (!db.has_table("CUPTI_ACTIVITY_KIND_KERNEL")) continue;
+    Statement s = db.prepare(
+        "SELECT DISTINCT d.value, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+        "JOIN StringIds d ON d.id = k.demangledName JOIN StringIds s ON s.id = k.shortName",
+        error);
+    ASSERT_TRUE(s.valid()) << error;
+    while (s.step() == SQLITE_ROW) {
+      std::string legacy = legacy_short_kernel_name(s.text(0));
+      std::string nsys_short(s.text(1));
+      if (legacy == nsys_short) continue;
+      differences.emplace(legacy, nsys_short);
+      bool keeps_namespace = legacy.size() > nsys_short.size() + 2 &&
+                             legacy.compare(legacy.size() - nsys_short.size() - 2,
+                                            std::string::npos, "::" + nsys_short) == 0;
+      bool unnamed = legacy.empty() &&
+                     std::string_view(s.text(0)).find("<unnamed>::") != std::string_view::npos;
+      EXPECT_TRUE(keeps_namespace || unnamed) << legacy << " vs " << nsys_short;
+    }
+  }
+  EXPECT_EQ(differences.size(), 13u);
+  EXPECT_TRUE(
+      differences.count({"cudnn::detail::implicit_convolve_sgemm", "implicit_convolve_sgemm"}));
+  EXPECT_TRUE(differences.count({"", "max_pool_forward_nchw"}));
+}
+
+}  // namespace
+}  // namespace pyprof::parse

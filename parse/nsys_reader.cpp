@@ -1,0 +1,399 @@
+#include "parse/nsys_reader.h"
+
+#include <array>
+#include <set>
+#include <vector>
+
+#include "common/nsys_schema.h"
+#include "parse/kernel_names.h"
+
+namespace pyprof::parse {
+
+namespace {
+
+// Builds a SELECT of `names` from `table`; a column the table lacks reads as NULL, so one
+// query serves every schema version.
+std::string select_columns(const std::set<std::string>& have, const std::string& table,
+                           std::initializer_list<const char*> names, const char* extra = "") {
+  std::string sql = "SELECT ";
+  bool first = true;
+  for (const char* name : names) {
+    if (!first) sql += ", ";
+    first = false;
+    if (std::string_view(name) == "rowid") {
+      sql += name;  // quoted, "rowid" would read as a string literal when no column has the name
+    } else if (have.count(name)) {
+      sql += '"';
+      sql += name;
+      sql += '"';
+    } else {
+      sql += "NULL";
+    }
+  }
+  sql += " FROM \"" + table + "\"";
+  sql += extra;
+  return sql;
+}
+
+bool require_columns(const std::set<std::string>& have, const std::string& table,
+                     std::initializer_list<const char*> names, std::string& error) {
+  for (const char* name : names) {
+    if (!have.count(name)) {
+      error = "table " + table + " has no column '" + name + "' (not an Nsight Systems export?)";
+      return false;
+    }
+  }
+  return true;
+}
+
+int64_t or_default(const Statement& s, int col, int64_t fallback) {
+  return s.is_null(col) ? fallback : s.int64(col);
+}
+
+int32_t to_i32(int64_t v) {
+  return (v < INT32_MIN || v > INT32_MAX) ? -1 : static_cast<int32_t>(v);
+}
+
+// "cudaLaunchKernel_v7000" -> "cudaLaunchKernel": CUPTI callback names carry the API version
+// (trace-formats.md §1.5); "_v2" style suffixes are part of the real API name and stay.
+std::string_view strip_api_version(std::string_view name) {
+  size_t pos = name.rfind("_v");
+  if (pos == std::string_view::npos || name.size() - pos - 2 < 4) return name;
+  for (size_t i = pos + 2; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return name;
+  }
+  return name.substr(0, pos);
+}
+
+bool step_error(const SqliteDb& db, const std::string& table, std::string& error) {
+  error = "error reading table " + table + ": " + db.last_error();
+  return false;
+}
+
+}  // namespace
+
+uint32_t NsysReader::string_id(Trace& trace, int64_t id) {
+  auto it = string_ids_.find(id);
+  if (it != string_ids_.end()) return it->second;
+  uint32_t pool_id = 0;
+  if (string_lookup_.valid()) {
+    string_lookup_.reset();
+    string_lookup_.bind_int64(1, id);
+    if (string_lookup_.step() == SQLITE_ROW) pool_id = trace.pool.intern(string_lookup_.text(0));
+  }
+  if (pool_id == 0 && id != 0) {
+    trace.warn("missing string", "StringIds has no id " + std::to_string(id));
+  }
+  string_ids_.emplace(id, pool_id);
+  return pool_id;
+}
+
+bool NsysReader::read(Trace& trace, std::string& error) {
+  trace.format = "nsys";
+  if (db_.has_table("StringIds")) {
+    string_lookup_ = db_.prepare("SELECT value FROM StringIds WHERE id = ?", error);
+    if (!string_lookup_.valid()) return false;
+  }
+  return read_metadata(trace, error) && read_kernels(trace, error) && read_copies(trace, error) &&
+         read_api_calls(trace, error) && read_ranges(trace, error);
+}
+
+bool NsysReader::read_metadata(Trace& trace, std::string& error) {
+  for (const char* table : {"META_DATA_EXPORT", "EXPORT_META_DATA"}) {
+    if (!db_.has_table(table)) continue;
+    auto cols = db_.columns(table);
+    if (!cols.count("name") || !cols.count("value")) continue;
+    Statement s = db_.prepare(std::string("SELECT name, value FROM ") + table, error);
+    if (!s.valid()) return false;
+    while (s.step() == SQLITE_ROW) {
+      std::string_view name = s.text(0), value = s.text(1);
+      if (name == "EXPORT_PRODUCT_NAME" && value == "pyprof") trace.format = "pyprof";
+      if (name == "EXPORT_PRODUCT_VERSION") trace.version = std::string(value);
+    }
+  }
+  if (db_.has_table("PYPROF_COLLECTOR_STATS")) {
+    Statement s = db_.prepare("SELECT name, value FROM PYPROF_COLLECTOR_STATS", error);
+    if (!s.valid()) return false;
+    while (s.step() == SQLITE_ROW) {
+      trace.stats.capture_stats.emplace_back(std::string(s.text(0)), s.int64(1));
+    }
+  }
+  return true;
+}
+
+bool NsysReader::read_kernels(Trace& trace, std::string& error) {
+  const std::string table = "CUPTI_ACTIVITY_KIND_KERNEL";
+  if (!db_.has_table(table)) return true;
+  auto cols = db_.columns(table);
+  if (!require_columns(cols, table, {"start", "end"}, error)) return false;
+  Statement s = db_.prepare(
+      select_columns(cols, table,
+                     {"start", "end", "deviceId", "contextId", "streamId", "correlationId",
+                      "globalPid", "demangledName", "shortName", "mangledName", "gridX", "gridY",
+                      "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
+                      "staticSharedMemory", "dynamicSharedMemory", "graphNodeId"}),
+      error);
+  if (!s.valid()) return false;
+  std::unordered_map<uint32_t, uint32_t> short_of_long;  // demangled -> computed short name
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) {
+    if (s.is_null(0) || s.is_null(1)) {
+      ++trace.stats.rows_skipped;
+      trace.warn("kernel without start/end", "a kernel row has NULL start or end: skipped");
+      continue;
+    }
+    GpuActivity k;
+    k.kind = ActivityKind::kKernel;
+    k.start = s.int64(0);
+    k.end = s.int64(1);
+    k.device = to_i32(or_default(s, 2, -1));
+    k.context = to_i32(or_default(s, 3, -1));
+    k.stream = or_default(s, 4, -1);
+    k.correlation_id = or_default(s, 5, -1);
+    k.pid = nsys::pid_of_global_id(static_cast<uint64_t>(or_default(s, 6, 0)));
+    if (!s.is_null(7)) {
+      k.long_name = string_id(trace, s.int64(7));
+    } else if (!s.is_null(9)) {
+      k.long_name = trace.pool.intern(demangle(trace.pool.get(string_id(trace, s.int64(9)))));
+    }
+    if (!s.is_null(8)) {
+      k.short_name = string_id(trace, s.int64(8));
+    } else if (k.long_name != 0) {
+      auto it = short_of_long.find(k.long_name);
+      if (it == short_of_long.end()) {
+        uint32_t id = trace.pool.intern(short_kernel_name(trace.pool.get(k.long_name)));
+        it = short_of_long.emplace(k.long_name, id).first;
+      }
+      k.short_name = it->second;
+    }
+    for (int i = 0; i < 3; ++i) {
+      k.grid[i] = to_i32(or_default(s, 10 + i, 0));
+      k.block[i] = to_i32(or_default(s, 13 + i, 0));
+    }
+    k.registers = to_i32(or_default(s, 16, -1));
+    k.static_shared = to_i32(or_default(s, 17, -1));
+    k.dynamic_shared = to_i32(or_default(s, 18, -1));
+    k.graph_node_id = or_default(s, 19, -1);
+    trace.activities.push_back(k);
+    ++trace.stats.kernels;
+  }
+  if (rc != SQLITE_DONE) return step_error(db_, table, error);
+  return true;
+}
+
+bool NsysReader::read_copies(Trace& trace, std::string& error) {
+  for (bool memcpy : {true, false}) {
+    const std::string table =
+        memcpy ? "CUPTI_ACTIVITY_KIND_MEMCPY" : "CUPTI_ACTIVITY_KIND_MEMSET";
+    if (!db_.has_table(table)) continue;
+    auto cols = db_.columns(table);
+    if (!require_columns(cols, table, {"start", "end"}, error)) return false;
+    Statement s =
+        memcpy ? db_.prepare(select_columns(cols, table,
+                                            {"start", "end", "deviceId", "contextId", "streamId",
+                                             "correlationId", "globalPid", "bytes", "copyKind",
+                                             "srcKind", "dstKind", "graphNodeId"}),
+                             error)
+               : db_.prepare(select_columns(cols, table,
+                                            {"start", "end", "deviceId", "contextId", "streamId",
+                                             "correlationId", "globalPid", "bytes", "value",
+                                             "memKind", "memKind", "graphNodeId"}),
+                             error);
+    if (!s.valid()) return false;
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) {
+      if (s.is_null(0) || s.is_null(1)) {
+        ++trace.stats.rows_skipped;
+        trace.warn("copy without start/end", table + " row with NULL start or end: skipped");
+        continue;
+      }
+      GpuActivity a;
+      a.kind = memcpy ? ActivityKind::kMemcpy : ActivityKind::kMemset;
+      a.start = s.int64(0);
+      a.end = s.int64(1);
+      a.device = to_i32(or_default(s, 2, -1));
+      a.context = to_i32(or_default(s, 3, -1));
+      a.stream = or_default(s, 4, -1);
+      a.correlation_id = or_default(s, 5, -1);
+      a.pid = nsys::pid_of_global_id(static_cast<uint64_t>(or_default(s, 6, 0)));
+      a.bytes = or_default(s, 7, -1);
+      if (memcpy) {
+        a.copy_kind = static_cast<uint8_t>(or_default(s, 8, 0) & 0xFF);
+        a.src_kind = static_cast<uint8_t>(or_default(s, 9, 7) & 0xFF);
+        a.dst_kind = static_cast<uint8_t>(or_default(s, 10, 7) & 0xFF);
+        ++trace.stats.memcpys;
+      } else {
+        a.memset_value = or_default(s, 8, 0);
+        a.dst_kind = static_cast<uint8_t>(or_default(s, 9, 7) & 0xFF);
+        ++trace.stats.memsets;
+      }
+      a.graph_node_id = or_default(s, 11, -1);
+      trace.activities.push_back(a);
+    }
+    if (rc != SQLITE_DONE) return step_error(db_, table, error);
+  }
+  return true;
+}
+
+bool NsysReader::read_api_calls(Trace& trace, std::string& error) {
+  const std::string table = "CUPTI_ACTIVITY_KIND_RUNTIME";
+  if (!db_.has_table(table)) {
+    if (!trace.activities.empty()) {
+      trace.warn("no API calls", "the database has GPU activities but no " + table +
+                                     " table: no kernel can be attributed");
+    }
+    return true;
+  }
+  auto cols = db_.columns(table);
+  if (!require_columns(cols, table, {"start", "end", "globalTid", "correlationId"}, error)) {
+    return false;
+  }
+  Statement s = db_.prepare(
+      select_columns(cols, table, {"start", "end", "globalTid", "correlationId", "nameId"}),
+      error);
+  if (!s.valid()) return false;
+  std::unordered_map<int64_t, uint32_t> names;  // nameId -> stripped name
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) {
+    if (s.is_null(0) || s.is_null(1) || s.is_null(2)) {
+      ++trace.stats.rows_skipped;
+      trace.warn("API call without time or thread",
+                 "a " + table + " row has NULL start, end or globalTid: skipped");
+      continue;
+    }
+    ApiCall call;
+    call.start = s.int64(0);
+    call.end = s.int64(1);
+    auto gtid = static_cast<uint64_t>(s.int64(2));
+    call.pid = nsys::pid_of_global_id(gtid);
+    call.tid = nsys::tid_of_global_tid(gtid);
+    call.correlation_id = or_default(s, 3, -1);
+    if (!s.is_null(4)) {
+      int64_t name_id = s.int64(4);
+      auto it = names.find(name_id);
+      if (it == names.end()) {
+        uint32_t raw = string_id(trace, name_id);
+        it = names.emplace(name_id, trace.pool.intern(strip_api_version(trace.pool.get(raw))))
+                 .first;
+      }
+      call.name = it->second;
+    }
+    trace.api_calls.push_back(call);
+    ++trace.stats.api_calls;
+  }
+  if (rc != SQLITE_DONE) return step_error(db_, table, error);
+  return true;
+}
+
+bool NsysReader::read_ranges(Trace& trace, std::string& error) {
+  const std::string table = "NVTX_EVENTS";
+  if (!db_.has_table(table)) return true;
+  auto cols = db_.columns(table);
+  if (!require_columns(cols, table, {"start", "eventType"}, error)) return false;
+  if (!cols.count("text") && !cols.count("textId")) {
+    error = "table NVTX_EVENTS has neither 'text' nor 'textId'";
+    return false;
+  }
+  Statement s = db_.prepare(
+      select_columns(cols, table,
+                     {"rowid", "start", "end", "eventType", "globalTid", "domainId", "textId",
+                      "text"}),
+      error);
+  if (!s.valid()) return false;
+  if (cols.count("text")) {
+    text_lookup_ = db_.prepare("SELECT text FROM NVTX_EVENTS WHERE rowid = ?", error);
+    if (!text_lookup_.valid()) return false;
+  }
+
+  // Domains are per process: (pid << 32 | domainId) -> pool id of the domain name. A range can
+  // come before its domain's creation row in table order, so such ranges wait until the end.
+  std::unordered_map<uint64_t, uint32_t> domains;
+  struct Pending {
+    RangeRecord base;
+    int64_t domain_id;
+    std::string text;
+    TextRef ref;
+  };
+  std::vector<Pending> pending;
+  Marker marker;
+  auto domain_key = [](uint32_t pid, int64_t id) {
+    return (uint64_t{pid} << 32) | static_cast<uint32_t>(id);
+  };
+
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) {
+    int64_t type = s.is_null(3) ? -1 : s.int64(3);
+    auto gtid = static_cast<uint64_t>(or_default(s, 4, 0));
+    uint32_t pid = nsys::pid_of_global_id(gtid);
+    int64_t domain_id = or_default(s, 5, 0);
+    if (type == nsys::to_int(nsys::NvtxEventType::kDomainCreate)) {
+      domains[domain_key(pid, domain_id)] = trace.pool.intern(s.text(7));
+      continue;
+    }
+    RangeRecord base;
+    // 70/71 are ranges nsys imported from NVTXT files; they behave like 59/60.
+    if (type == 59 || type == 70) {
+      base.shape = RangeShape::kPushPop;
+    } else if (type == 60 || type == 71) {
+      base.shape = RangeShape::kStartEnd;
+    } else if (type == nsys::to_int(nsys::NvtxEventType::kMark)) {
+      base.shape = RangeShape::kMark;
+    } else {
+      continue;  // categories, thread names, domain destruction: not ranges
+    }
+    if (s.is_null(1)) {
+      ++trace.stats.rows_skipped;
+      trace.warn("range without start", "an NVTX_EVENTS row has NULL start: skipped");
+      continue;
+    }
+    base.start = s.int64(1);
+    base.end = base.shape == RangeShape::kMark ? base.start : or_default(s, 2, kOpenEnd);
+    base.pid = pid;
+    base.tid = nsys::tid_of_global_tid(gtid);
+    std::string_view text;
+    TextRef ref;
+    if (!s.is_null(6)) {
+      uint32_t id = string_id(trace, s.int64(6));
+      text = trace.pool.get(id);
+      ref = {TextRef::Where::kPool, id};
+    } else {
+      text = s.text(7);
+      ref = {TextRef::Where::kRow, s.int64(0)};
+    }
+    if (domain_id != 0) {
+      auto it = domains.find(domain_key(pid, domain_id));
+      if (it == domains.end()) {
+        pending.push_back({base, domain_id, std::string(text), ref});
+        continue;
+      }
+      base.domain = it->second;
+    }
+    add_range(trace, base, text, ref, marker);
+  }
+  if (rc != SQLITE_DONE) return step_error(db_, table, error);
+  for (auto& p : pending) {
+    auto it = domains.find(domain_key(p.base.pid, p.domain_id));
+    if (it != domains.end()) {
+      p.base.domain = it->second;
+    } else {
+      p.base.domain = trace.pool.intern("domain#" + std::to_string(p.domain_id));
+      trace.warn("unknown NVTX domain", "ranges use domain id " + std::to_string(p.domain_id) +
+                                            " of process " + std::to_string(p.base.pid) +
+                                            ", which has no creation row");
+    }
+    add_range(trace, p.base, p.text, p.ref, marker);
+  }
+  return true;
+}
+
+std::string_view NsysReader::fetch_text(const Trace& trace, TextRef ref) {
+  if (ref.where == TextRef::Where::kPool) return trace.pool.get(static_cast<uint32_t>(ref.id));
+  if (ref.where != TextRef::Where::kRow || !text_lookup_.valid()) return {};
+  text_lookup_.reset();
+  text_lookup_.bind_int64(1, ref.id);
+  if (text_lookup_.step() != SQLITE_ROW) return {};
+  fetched_.assign(text_lookup_.text(0));
+  return fetched_;
+}
+
+}  // namespace pyprof::parse

@@ -1,0 +1,36 @@
+// Reads Nsight Systems SQLite exports (2020.3 to today) and pyprof's own databases, which use
+// the same layout (docs/formats.md §2). Tables and columns are discovered at run time; only
+// start/end of each activity are essential.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+
+#include "parse/sqlite_db.h"
+#include "parse/trace.h"
+
+namespace pyprof::parse {
+
+class NsysReader : public TraceReader {
+ public:
+  explicit NsysReader(const SqliteDb& db) : db_(db) {}
+  bool read(Trace& trace, std::string& error) override;
+  std::string_view fetch_text(const Trace& trace, TextRef ref) override;
+
+ private:
+  bool read_metadata(Trace& trace, std::string& error);
+  bool read_kernels(Trace& trace, std::string& error);
+  bool read_copies(Trace& trace, std::string& error);
+  bool read_api_calls(Trace& trace, std::string& error);
+  bool read_ranges(Trace& trace, std::string& error);
+  // StringIds id -> pool id, read on first use (exports hold many strings parse never needs).
+  uint32_t string_id(Trace& trace, int64_t id);
+
+  const SqliteDb& db_;
+  Statement string_lookup_;
+  Statement text_lookup_;
+  std::string fetched_;
+  std::unordered_map<int64_t, uint32_t> string_ids_;
+};
+
+}  // namespace pyprof::parse

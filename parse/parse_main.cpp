@@ -1,0 +1,160 @@
+// pyprof-parse: `pyprof parse DB [-o FILE]` / `python -m pyprof.parse DB > net.dict`.
+// Exit codes: 0 ok, 1 bad input or unwritable output, 2 usage.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "parse/correlate.h"
+#include "parse/nsys_reader.h"
+#include "parse/nvprof_reader.h"
+#include "parse/record_writer.h"
+#include "parse/sqlite_db.h"
+
+namespace pyprof::parse {
+namespace {
+
+double percent(int64_t part, int64_t whole) {
+  return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+void print_summary(const std::string& path, const Trace& trace, const Correlation& corr,
+                   const RecordWriter& writer) {
+  const ReadStats& s = trace.stats;
+  const CorrelationStats& c = corr.stats;
+  std::string tool = trace.format + (trace.version.empty() ? "" : " " + trace.version);
+  fmt::print(stderr, "pyprof parse: {} ({})\n", path, tool);
+  int64_t records = static_cast<int64_t>(corr.order.size());
+  if (corr.cpu_only) {
+    fmt::print(stderr, "  no GPU activity (CPU-only profile): {} op instances\n", records);
+  } else {
+    fmt::print(stderr, "  GPU: {} kernels, {} memcpy, {} memset; {} API calls\n", s.kernels,
+               s.memcpys, s.memsets, s.api_calls);
+    fmt::print(stderr,
+               "  attributed to an op: {} of {} ({:.1f}%); unattributed: {} ({} without a launch "
+               "call, {} launched outside every range, {} in ranges that hold no op)\n",
+               c.attributed, records, percent(c.attributed, records),
+               records - c.attributed, c.without_launch, c.outside_ranges, c.no_op);
+  }
+  if (c.backward > 0) {
+    fmt::print(stderr, "  backward: {} records, {} paired with their forward op, {} unpaired\n",
+               c.backward, c.backward_paired, c.backward - c.backward_paired);
+  }
+  int64_t by_dialect[4] = {0, 0, 0, 0};
+  for (const auto& r : trace.ranges) ++by_dialect[static_cast<int>(r.dialect)];
+  fmt::print(stderr,
+             "  markers: {} ranges, {} marks; pyprof {}, emit_nvtx {}, legacy PyProf {}, other "
+             "(user) {}; malformed {}, unclosed {}\n",
+             s.ranges, s.marks, by_dialect[static_cast<int>(Dialect::kPyprof)],
+             by_dialect[static_cast<int>(Dialect::kEmitNvtx)],
+             by_dialect[static_cast<int>(Dialect::kLegacyPyprof)],
+             by_dialect[static_cast<int>(Dialect::kUser)], s.malformed_markers,
+             s.ranges_unclosed);
+  if (!s.capture_stats.empty()) {
+    std::string line;
+    for (const auto& [name, value] : s.capture_stats) {
+      if (!line.empty()) line += ", ";
+      line += fmt::format("{} {}", name, value);
+    }
+    fmt::print(stderr, "  capture: {}\n", line);
+  }
+  if (c.ranges_improperly_nested > 0) {
+    fmt::print(stderr, "  note: {} ranges overlap a sibling without nesting in it\n",
+               c.ranges_improperly_nested);
+  }
+  if (writer.args_unavailable() > 0) {
+    fmt::print(stderr, "  warning: the arguments of {} op ranges could not be read again\n",
+               writer.args_unavailable());
+  }
+  for (const auto& group : trace.warnings) {
+    fmt::print(stderr, "  warning: {} ({}x)", group.category, group.count);
+    for (const auto& example : group.examples) fmt::print(stderr, "\n    {}", example);
+    fmt::print(stderr, "\n");
+  }
+}
+
+int run(const std::string& path, const std::string& output, bool quiet) {
+  SqliteDb db;
+  std::string error;
+  if (!db.open(path, error)) {
+    fmt::print(stderr, "pyprof parse: error: {}\n", error);
+    return 1;
+  }
+  std::unique_ptr<TraceReader> reader;
+  if (db.has_table("StringTable")) {
+    reader = std::make_unique<NvprofReader>(db);
+  } else if (db.has_table("NVTX_EVENTS") || db.has_table("CUPTI_ACTIVITY_KIND_KERNEL") ||
+             db.has_table("CUPTI_ACTIVITY_KIND_RUNTIME") || db.has_table("StringIds") ||
+             db.has_table("META_DATA_EXPORT") || db.has_table("EXPORT_META_DATA")) {
+    reader = std::make_unique<NsysReader>(db);
+  } else {
+    fmt::print(stderr,
+               "pyprof parse: error: {}: no profile tables (expected an Nsight Systems or pyprof "
+               "export with NVTX_EVENTS / CUPTI_ACTIVITY_KIND_*, or an nvprof database with "
+               "StringTable)\n",
+               path);
+    return 1;
+  }
+  Trace trace;
+  if (!reader->read(trace, error)) {
+    fmt::print(stderr, "pyprof parse: error: {}: {}\n", path, error);
+    return 1;
+  }
+  if (trace.activities.empty() && trace.ranges.empty()) {
+    trace.warn("empty profile", "the database holds no GPU activity and no NVTX range");
+  }
+  Correlation corr = correlate(trace);
+
+  std::FILE* out = stdout;
+  if (!output.empty() && output != "-") {
+    out = std::fopen(output.c_str(), "wb");
+    if (!out) {
+      fmt::print(stderr, "pyprof parse: error: cannot write {}: {}\n", output,
+                 std::strerror(errno));
+      return 1;
+    }
+  }
+  static char out_buffer[1 << 16];
+  std::setvbuf(out, out_buffer, _IOFBF, sizeof out_buffer);
+  RecordWriter writer(out, trace, corr, *reader);
+  bool ok = writer.write(path);
+  int write_errno = errno;
+  if (out != stdout && std::fclose(out) != 0) ok = false;
+  if (!ok) {
+    fmt::print(stderr, "pyprof parse: error: writing {} failed: {}\n",
+               output.empty() ? "standard output" : output, std::strerror(write_errno));
+    if (out != stdout) std::remove(output.c_str());
+    return 1;
+  }
+  if (!quiet) print_summary(path, trace, corr, writer);
+  return 0;
+}
+
+}  // namespace
+}  // namespace pyprof::parse
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Attribute every GPU kernel (or, for a CPU-only profile, every op) of an Nsight Systems, "
+      "nvprof or pyprof database to its op, module, user ranges and direction.\n"
+      "Writes JSON Lines (docs/formats.md §3); a summary goes to standard error.",
+      "pyprof parse"};
+  std::string path, output;
+  bool quiet = false;
+  app.add_option("database", path, "the .sqlite database (nsys export, nvprof, pyprof profile)")
+      ->required();
+  app.add_option("-o,--output", output, "write the records to FILE instead of standard output");
+  app.add_flag("-q,--quiet", quiet, "no summary on standard error");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "pyprof parse: error: {}\nRun with --help for usage.\n", e.what());
+    return 2;
+  }
+  return pyprof::parse::run(path, output, quiet);
+}

@@ -1,0 +1,384 @@
+#include "parse/record_writer.h"
+
+#include <cerrno>
+
+#include "common/json_writer.h"
+
+namespace pyprof::parse {
+
+namespace {
+
+// Kernel names and user ranges are bounded upstream; nothing in a record is cut here.
+constexpr size_t kNoTruncation = size_t{1} << 30;
+constexpr size_t kFlushBytes = size_t{1} << 20;
+
+const char* copy_kind_name(uint8_t kind) {
+  static const char* const kNames[] = {"unknown", "HtoD", "DtoH",    "HtoA",    "AtoH",
+                                       "AtoA",    "AtoD", "DtoA",    "DtoD",    "HtoH",
+                                       "PtoP",    "UVM HtoD", "UVM DtoH", "UVM DtoD"};
+  return kind < std::size(kNames) ? kNames[kind] : "unknown";
+}
+
+const char* mem_kind_name(uint8_t kind) {
+  static const char* const kNames[] = {"pageable", "pinned",        "device",         "array",
+                                       "managed",  "device_static", "managed_static", "unknown"};
+  return kind < std::size(kNames) ? kNames[kind] : "unknown";
+}
+
+const char* dialect_name(Dialect d) {
+  switch (d) {
+    case Dialect::kPyprof:
+      return "pyprof";
+    case Dialect::kEmitNvtx:
+      return "emit_nvtx";
+    case Dialect::kLegacyPyprof:
+      return "legacy_pyprof";
+    case Dialect::kUser:
+      break;
+  }
+  return "user";
+}
+
+void xyz(JsonWriter& w, const char* key, const int32_t v[3]) {
+  w.raw_key(key);
+  w.begin_array();
+  for (int i = 0; i < 3; ++i) w.integer(v[i]);
+  w.end_array();
+}
+
+}  // namespace
+
+const std::string& RecordWriter::args_of(int32_t index) {
+  for (int s = 0; s < 2; ++s) {
+    if (cached_index_[s] == index) return cached_args_[s];
+  }
+  int slot = next_slot_;
+  next_slot_ ^= 1;
+  cached_index_[slot] = index;
+  cached_args_[slot].clear();
+  const RangeRecord& r = trace_.ranges[index];
+  std::string_view text = reader_.fetch_text(trace_, r.text);
+  if (text.empty()) {
+    ++args_unavailable_;
+    return cached_args_[slot];
+  }
+  bool in_pyprof_domain = r.domain != 0 && trace_.pool.get(r.domain) == "pyprof";
+  decode_marker(text, in_pyprof_domain, marker_);
+  cached_args_[slot].swap(marker_.args);
+  return cached_args_[slot];
+}
+
+bool RecordWriter::flush() {
+  if (buffer_.empty()) return true;
+  size_t n = std::fwrite(buffer_.data(), 1, buffer_.size(), out_);
+  bool ok = n == buffer_.size();
+  buffer_.clear();
+  return ok;
+}
+
+void RecordWriter::write_header(const std::string& source) {
+  write_header_object(source);
+  buffer_ += '\n';
+}
+
+void RecordWriter::write_header_object(const std::string& source) {
+  JsonWriter w(buffer_, kNoTruncation);
+  w.begin_object();
+  w.raw_key("pyprof_dict");
+  w.integer(kDictVersion);
+  w.raw_key("source");
+  w.string(source);
+  w.raw_key("format");
+  w.string(trace_.format);
+  if (!trace_.version.empty()) {
+    w.raw_key("version");
+    w.string(trace_.version);
+  }
+  w.raw_key("records");
+  w.trusted_string(corr_.cpu_only ? "op" : "gpu");
+  w.end_object();
+}
+
+void RecordWriter::write_attribution(const Attribution& a) {
+  JsonWriter w(buffer_, kNoTruncation);
+  w.resume_object();
+  const auto& ranges = trace_.ranges;
+  const auto& pool = trace_.pool;
+  w.raw_key("op");
+  if (a.op >= 0) {
+    w.string(pool.get(ranges[a.op].name));
+  } else if (a.node >= 0) {
+    w.null();
+  } else {
+    w.null();
+  }
+  w.raw_key("dir");
+  if (a.dir == Direction::kForward) {
+    w.trusted_string("fprop");
+  } else if (a.dir == Direction::kBackward) {
+    w.trusted_string("bprop");
+  } else {
+    w.null();
+  }
+  if (a.dir == Direction::kNone) {
+    w.finish();
+    return;
+  }
+  if (a.op >= 0) {
+    const RangeRecord& op = ranges[a.op];
+    if (op.op_id != 0) {
+      w.raw_key("op_id");
+      w.integer(op.op_id);
+    }
+    w.raw_key("dialect");
+    w.trusted_string(dialect_name(op.dialect));
+    if (op.dialect == Dialect::kLegacyPyprof && op.detail != 0) {
+      w.raw_key("legacy_mod");
+      w.string(pool.get(op.detail));
+    }
+  }
+  w.raw_key("seq");
+  w.integer(a.seq);
+  w.raw_key("sub");
+  w.integer(a.sub);
+  if (a.op >= 0 && ranges[a.op].has_args) {
+    const std::string& args = args_of(a.op);
+    if (!args.empty()) {
+      w.raw_key("args");
+      w.raw_value(args);
+    }
+  }
+  if (a.op >= 0 && ranges[a.op].stack != 0) {
+    w.raw_key("stack");
+    w.string(pool.get(ranges[a.op].stack));
+  }
+  if (a.module >= 0) {
+    w.raw_key("module");
+    w.string(pool.get(ranges[a.module].name));
+    if (ranges[a.module].detail != 0) {
+      w.raw_key("module_type");
+      w.string(pool.get(ranges[a.module].detail));
+    }
+  }
+  if (a.trace >= 0 && ranges[a.trace].detail != 0) {
+    // Legacy trace markers hold the frames joined by newlines.
+    w.raw_key("trace");
+    w.begin_array();
+    std::string_view frames = pool.get(ranges[a.trace].detail);
+    while (!frames.empty()) {
+      size_t nl = frames.find('\n');
+      w.string(frames.substr(0, nl));
+      if (nl == std::string_view::npos) break;
+      frames.remove_prefix(nl + 1);
+    }
+    w.end_array();
+  }
+  if (a.dir == Direction::kBackward) {
+    const RangeRecord& node = ranges[a.node];
+    w.raw_key("bwd_node");
+    w.string(pool.get(node.name));
+    if (node.op_id != 0) {
+      w.raw_key("bwd_node_id");
+      w.integer(node.op_id);
+    }
+    w.raw_key("paired");
+    w.boolean(a.paired);
+    if (a.paired && a.op >= 0 && ranges[a.op].op_id != 0) {
+      w.raw_key("fwd_op_id");
+      w.integer(ranges[a.op].op_id);
+    }
+    if (a.bwd_op >= 0) {
+      const RangeRecord& bop = ranges[a.bwd_op];
+      w.raw_key("bwd_op");
+      w.string(pool.get(bop.name));
+      if (bop.op_id != 0) {
+        w.raw_key("bwd_op_id");
+        w.integer(bop.op_id);
+      }
+      if (bop.has_args) {
+        const std::string& args = args_of(a.bwd_op);
+        if (!args.empty()) {
+          w.raw_key("bwd_args");
+          w.raw_value(args);
+        }
+      }
+    }
+  }
+  w.finish();
+}
+
+void RecordWriter::write_activity(int32_t index, const Attribution& a) {
+  const GpuActivity& act = trace_.activities[index];
+  const auto& pool = trace_.pool;
+  {
+    JsonWriter w(buffer_, kNoTruncation);
+    w.begin_object();
+    w.raw_key("kind");
+    switch (act.kind) {
+      case ActivityKind::kKernel:
+        w.trusted_string("kernel");
+        w.raw_key("name");
+        w.string(pool.get(act.short_name));
+        w.raw_key("long_name");
+        w.string(pool.get(act.long_name));
+        break;
+      case ActivityKind::kMemcpy:
+        w.trusted_string("memcpy");
+        w.raw_key("name");
+        w.string(std::string("[CUDA memcpy ") + copy_kind_name(act.copy_kind) + "]");
+        w.raw_key("bytes");
+        w.integer(act.bytes);
+        w.raw_key("copy_kind");
+        w.trusted_string(copy_kind_name(act.copy_kind));
+        w.raw_key("src_kind");
+        w.trusted_string(mem_kind_name(act.src_kind));
+        w.raw_key("dst_kind");
+        w.trusted_string(mem_kind_name(act.dst_kind));
+        break;
+      case ActivityKind::kMemset:
+        w.trusted_string("memset");
+        w.raw_key("name");
+        w.trusted_string("[CUDA memset]");
+        w.raw_key("bytes");
+        w.integer(act.bytes);
+        w.raw_key("value");
+        w.integer(act.memset_value);
+        w.raw_key("mem_kind");
+        w.trusted_string(mem_kind_name(act.dst_kind));
+        break;
+    }
+    w.raw_key("device");
+    w.integer(act.device);
+    w.raw_key("context");
+    w.integer(act.context);
+    w.raw_key("stream");
+    w.integer(act.stream);
+    if (act.kind == ActivityKind::kKernel) {
+      xyz(w, "grid", act.grid);
+      xyz(w, "block", act.block);
+      w.raw_key("registers");
+      w.integer(act.registers);
+      w.raw_key("shared_static");
+      w.integer(act.static_shared);
+      w.raw_key("shared_dynamic");
+      w.integer(act.dynamic_shared);
+    }
+    w.raw_key("start");
+    w.integer(act.start);
+    w.raw_key("duration");
+    w.integer(act.end - act.start);
+    w.raw_key("correlation");
+    w.integer(act.correlation_id);
+    w.raw_key("pid");
+    w.integer(act.pid);
+    if (act.graph_node_id >= 0) {
+      w.raw_key("graph_node");
+      w.integer(act.graph_node_id);
+    }
+    if (a.launch >= 0) {
+      const ApiCall& call = trace_.api_calls[a.launch];
+      w.raw_key("tid");
+      w.integer(call.tid);
+      w.raw_key("launch");
+      w.begin_object();
+      w.raw_key("api");
+      w.string(pool.get(call.name));
+      w.raw_key("start");
+      w.integer(call.start);
+      w.raw_key("duration");
+      w.integer(call.end - call.start);
+      w.end_object();
+    } else {
+      w.raw_key("tid");
+      w.null();
+    }
+    w.finish();
+  }
+  write_attribution(a);
+  write_user_ranges_and_close(a);
+}
+
+void RecordWriter::write_op_instance(int32_t index, const Attribution& a) {
+  const RangeRecord& r = trace_.ranges[index];
+  {
+    JsonWriter w(buffer_, kNoTruncation);
+    w.begin_object();
+    w.raw_key("kind");
+    w.trusted_string("op");
+    w.raw_key("name");
+    w.string(trace_.pool.get(r.name));
+    w.raw_key("start");
+    w.integer(r.start);
+    w.raw_key("duration");
+    if (r.end == kOpenEnd) {
+      w.null();
+      w.raw_key("self_duration");
+      w.null();
+    } else {
+      w.integer(r.end - r.start);
+      w.raw_key("self_duration");
+      w.integer(corr_.self_time[index]);
+    }
+    w.raw_key("pid");
+    w.integer(r.pid);
+    w.raw_key("tid");
+    w.integer(r.tid);
+    if (r.op_id != 0) {
+      w.raw_key("id");
+      w.integer(r.op_id);
+    }
+    w.finish();
+  }
+  write_attribution(a);
+  write_user_ranges_and_close(a);
+}
+
+void RecordWriter::write_user_ranges_and_close(const Attribution& a) {
+  write_user_ranges(a);
+  // After the writer is gone: its destructor trims the string to the JSON it wrote.
+  buffer_ += '\n';
+}
+
+void RecordWriter::write_user_ranges(const Attribution& a) {
+  chain_.clear();
+  for (int32_t r = a.innermost; r >= 0; r = trace_.ranges[r].parent) {
+    if (trace_.ranges[r].kind == MarkerKind::kUser) chain_.push_back(r);
+  }
+  JsonWriter w(buffer_, kNoTruncation);
+  w.resume_object();
+  if (!chain_.empty()) {
+    w.raw_key("user_ranges");
+    w.begin_array();
+    std::string label;
+    for (size_t k = chain_.size(); k-- > 0;) {
+      const RangeRecord& r = trace_.ranges[chain_[k]];
+      if (r.domain == 0) {
+        w.string(trace_.pool.get(r.name));
+      } else {
+        // Like Nsight Systems' reports: ranges of a named domain read "domain:message".
+        label.assign(trace_.pool.get(r.domain));
+        label += ':';
+        label += trace_.pool.get(r.name);
+        w.string(label);
+      }
+    }
+    w.end_array();
+  }
+  w.end_object();
+}
+
+bool RecordWriter::write(const std::string& source) {
+  write_header(source);
+  for (size_t k = 0; k < corr_.order.size(); ++k) {
+    if (corr_.cpu_only) {
+      write_op_instance(corr_.order[k], corr_.attributions[k]);
+    } else {
+      write_activity(corr_.order[k], corr_.attributions[k]);
+    }
+    if (buffer_.size() >= kFlushBytes && !flush()) return false;
+  }
+  if (!flush()) return false;
+  return std::fflush(out_) == 0;
+}
+
+}  // namespace pyprof::parse
