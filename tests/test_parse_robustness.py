@@ -1,0 +1,159 @@
+"""Bad input to `pyprof parse`: a clear one-line error and exit 1 (bad input) or 2 (usage),
+or a counted warning; never a crash, a hang or output that silently lost records."""
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+import pyprof_db
+
+pytestmark = pytest.mark.needs_build
+
+PARSE = os.path.join(pyprof_db.ROOT, "pyprof", "bin", "pyprof-parse")
+DATA = os.path.join(pyprof_db.ROOT, "tests", "data")
+LENET = os.path.join(DATA, "nsys-2022.1.3_dlprof-pytorch1.10-emit-nvtx_lenet.sqlite")
+
+
+def run(*args, timeout=60):
+    res = subprocess.run([PARSE, *map(str, args)], capture_output=True, timeout=timeout)
+    assert res.returncode >= 0, f"killed by signal {-res.returncode}: {res.stderr!r}"
+    return res.returncode, res.stdout.decode(), res.stderr.decode()
+
+
+def test_usage_errors_exit_2():
+    rc, out, err = run()
+    assert rc == 2 and "database" in err and out == ""
+    rc, _, err = run(LENET, "--no-such-option")
+    assert rc == 2 and "--no-such-option" in err
+    rc, out, _ = run("--help")
+    assert rc == 0 and "JSON Lines" in out
+
+
+def test_python_entry_points(tmp_path):
+    """`python -m pyprof.parse` and `pyprof parse` reach the same tool."""
+    out = tmp_path / "a.dict"
+    for cmd in ([sys.executable, "-m", "pyprof.parse", LENET, "-o", str(out)],
+                [sys.executable, "-m", "pyprof", "parse", LENET, "-q", "-o", str(out)]):
+        res = subprocess.run(cmd, capture_output=True, text=True, cwd=pyprof_db.ROOT, timeout=60)
+        assert res.returncode == 0, res.stderr
+        assert len(out.read_text().splitlines()) == 1 + 59 + 13 + 4
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "cannot open"),
+    (b"", "empty file"),
+    (b"hello, I am a text file\n" * 10, "not an SQLite database"),
+    (b"SQLite format 3\x00" + b"\x00" * 50, ""),  # header only: truncated
+])
+def test_not_a_database(tmp_path, content, message):
+    path = tmp_path / "x.sqlite"
+    if content is not None:
+        path.write_bytes(content)
+    rc, out, err = run(path)
+    assert rc == 1
+    assert out == ""
+    assert err.startswith("pyprof parse: error: ") and str(path) in err
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_database_without_profile_tables(tmp_path):
+    path = tmp_path / "other.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE users (name TEXT)")
+    con.commit()
+    con.close()
+    rc, _, err = run(path)
+    assert rc == 1 and "no profile tables" in err
+
+
+def test_missing_essential_column(tmp_path):
+    path = tmp_path / "bad.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (foo INTEGER)")
+    con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1)")
+    con.commit()
+    con.close()
+    rc, _, err = run(path)
+    assert rc == 1 and "CUPTI_ACTIVITY_KIND_KERNEL" in err and "'start'" in err
+
+
+def test_truncated_database(tmp_path):
+    """A database cut short (copy interrupted): an error naming the file, or records with a
+    warning; never a crash."""
+    data = open(LENET, "rb").read()
+    for cut in (4096, len(data) // 3, len(data) // 2, len(data) - 4096):
+        path = tmp_path / f"cut{cut}.sqlite"
+        path.write_bytes(data[:cut])
+        rc, out, err = run(path)
+        assert rc in (0, 1), err
+        if rc == 1:
+            assert err.startswith("pyprof parse: error: ") and str(path) in err
+        else:
+            json.loads(out.splitlines()[0])
+
+
+def test_corrupted_pages(tmp_path):
+    """Bytes overwritten in the middle of the file (bad disk, partial write)."""
+    data = bytearray(open(LENET, "rb").read())
+    for offset in range(8192, len(data), 65536):
+        bad = bytearray(data)
+        bad[offset:offset + 512] = b"\xff" * 512
+        path = tmp_path / f"bad{offset}.sqlite"
+        path.write_bytes(bad)
+        rc, out, err = run(path)
+        assert rc in (0, 1), err
+        if rc == 1:
+            assert "pyprof parse: error: " in err
+        else:
+            for line in out.splitlines():
+                json.loads(line)
+
+
+def test_empty_profile(tmp_path):
+    """What the launcher writes for a program that made no NVTX call: a valid, empty profile."""
+    path = tmp_path / "empty.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, "
+                "eventType INTEGER NOT NULL, text TEXT, globalTid INTEGER, domainId INTEGER, "
+                "textId INTEGER)")
+    con.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL)")
+    con.commit()
+    con.close()
+    rc, out, err = run(path)
+    assert rc == 0
+    header, = [json.loads(line) for line in out.splitlines()]
+    assert header["pyprof_dict"] == 1 and header["records"] == "op"
+    assert "empty profile" in err
+
+
+def test_unwritable_output(tmp_path):
+    rc, _, err = run(LENET, "-o", tmp_path / "no" / "such" / "dir" / "x.dict")
+    assert rc == 1 and "cannot write" in err
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_disk_full():
+    rc, _, err = run(LENET, "-o", "/dev/full")
+    assert rc == 1 and "No space left" in err
+
+
+def test_read_only_database_copy(tmp_path):
+    """Reading never writes: a read-only file in a read-only folder parses."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    path = folder / "lenet.sqlite"
+    shutil.copy(LENET, path)
+    os.chmod(path, 0o444)
+    os.chmod(folder, 0o555)
+    try:
+        rc, out, _ = run(path, "-q")
+        assert rc == 0 and len(out.splitlines()) == 1 + 76
+        assert sorted(os.listdir(folder)) == ["lenet.sqlite"]
+    finally:
+        os.chmod(folder, 0o755)
