@@ -70,7 +70,18 @@ std::string demangle(std::string_view mangled) {
 // "{lambda()#1}". Brackets nest by kind, so a '>' inside "(...)" or "->" closes nothing.
 std::string_view short_kernel_name(std::string_view s) {
   constexpr size_t npos = std::string_view::npos;
-  std::string open;         // unclosed brackets, innermost last
+  std::string open;       // unclosed brackets, innermost last
+  size_t counts[3] = {};  // of '(', '[', '{' in `open`
+  auto slot = [](char c) { return c == '(' ? 0 : c == '[' ? 1 : 2; };
+  auto open_count = [&](char c) { return counts[slot(c)]; };
+  auto push = [&](char c) {
+    open.push_back(c);
+    if (c != '<') ++counts[slot(c)];
+  };
+  auto pop = [&]() {
+    if (open.back() != '<') --counts[slot(open.back())];
+    open.pop_back();
+  };
   size_t comp = 0;          // start of the current component
   size_t ident_end = npos;  // where its template arguments start
   size_t params = npos;     // its parameter list's '('
@@ -107,17 +118,20 @@ std::string_view short_kernel_name(std::string_view s) {
             ident_end = i;
           }
         }
-        open.push_back(c);
+        push(c);
         break;
       case '>':
-        if (!open.empty() && open.back() == '<' && !(i > 0 && s[i - 1] == '-')) open.pop_back();
+        if (!open.empty() && open.back() == '<' && !(i > 0 && s[i - 1] == '-')) pop();
         break;
       case ')':
       case ']':
       case '}': {
         char opener = c == ')' ? '(' : c == ']' ? '[' : '{';
-        size_t at = open.rfind(opener);
-        if (at != std::string::npos) open.resize(at);  // drops a '<' left open by a comparison
+        // Pop up to the matching opener (dropping a '<' left open by a comparison). The count
+        // keeps hostile input ("<<<<...))))") linear: a pop only starts when it will succeed.
+        if (open_count(opener) == 0) break;
+        while (open.back() != opener) pop();
+        pop();
         break;
       }
       default:

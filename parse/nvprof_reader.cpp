@@ -13,24 +13,33 @@ namespace pyprof::parse {
 
 namespace {
 
-// Builds a SELECT of `names` from `table`; a column the table lacks reads as NULL, so that
-// column positions are fixed whatever the schema.
+// One column to select: `fallback` (an SQL literal) stands for NULL and for a column the table
+// lacks, so that the row loop reads plain values; without one, NULL reads as NULL.
+struct Column {
+  Column(const char* name, const char* fallback = nullptr) : name(name), fallback(fallback) {}
+  const char* name;
+  const char* fallback;
+};
+
+// Builds a SELECT of `columns` from `table` (positions fixed whatever the schema), and one more
+// column, last, that is 1 when any of the `essential` columns is NULL. Defaults and NULL checks
+// run inside SQLite: each sqlite3_column_* call costs a mutex round trip.
 std::string select_columns(const std::set<std::string>& have, const std::string& table,
-                           std::initializer_list<const char*> names) {
+                           std::initializer_list<Column> columns,
+                           std::initializer_list<const char*> essential) {
+  auto quoted = [](const char* name) { return std::string("\"") + name + "\""; };
   std::string sql = "SELECT ";
-  bool first = true;
-  for (const char* name : names) {
-    if (!first) sql += ", ";
-    first = false;
-    if (have.count(name)) {
-      sql += '"';
-      sql += name;
-      sql += '"';
+  for (const Column& c : columns) {
+    if (have.count(c.name)) {
+      sql += c.fallback ? "coalesce(" + quoted(c.name) + ", " + c.fallback + ")" : quoted(c.name);
     } else {
-      sql += "NULL";
+      sql += c.fallback ? c.fallback : "NULL";
     }
+    sql += ", ";
   }
-  return sql + " FROM \"" + table + "\"";
+  sql += "(0";
+  for (const char* name : essential) sql += " OR " + quoted(name) + " IS NULL";
+  return sql + ") FROM \"" + table + "\"";
 }
 
 bool require_columns(const std::set<std::string>& have, const std::string& table,
@@ -47,10 +56,6 @@ bool require_columns(const std::set<std::string>& have, const std::string& table
 bool step_error(const SqliteDb& db, const std::string& table, std::string& error) {
   error = "error reading nvprof table " + table + ": " + db.last_error();
   return false;
-}
-
-int64_t or_default(const Statement& s, int col, int64_t fallback) {
-  return s.is_null(col) ? fallback : s.int64(col);
 }
 
 int32_t to_i32(int64_t v) {
@@ -337,17 +342,22 @@ bool NvprofReader::read_strings(std::string& error) {
   return true;
 }
 
-uint32_t NvprofReader::pooled_string(Trace& trace, int64_t id, std::string_view what) {
-  auto cached = pooled_.find(id);
-  if (cached != pooled_.end()) return cached->second;
-  uint32_t pool_id = 0;
+std::string_view NvprofReader::string(Trace& trace, int64_t id, std::string_view what) {
   auto it = strings_.find(id);
   if (it == strings_.end()) {
     trace.warn("missing string", "StringTable has no id " + std::to_string(id) + " (" +
                                      std::string(what) + "): read as empty");
-  } else if (!(id == 0 && it->second == "-- null --")) {  // nvprof's placeholder for "none"
-    pool_id = trace.pool.intern(it->second);
+    strings_.emplace(id, std::string());  // warn once per id
+    return {};
   }
+  if (id == 0 && it->second == "-- null --") return {};  // nvprof's placeholder for "none"
+  return it->second;
+}
+
+uint32_t NvprofReader::pooled_string(Trace& trace, int64_t id, std::string_view what) {
+  auto cached = pooled_.find(id);
+  if (cached != pooled_.end()) return cached->second;
+  uint32_t pool_id = trace.pool.intern(string(trace, id, what));
   pooled_.emplace(id, pool_id);
   return pool_id;
 }
@@ -363,14 +373,16 @@ bool NvprofReader::read_api_calls(Trace& trace, bool driver, std::string& error)
   auto cols = db_.columns(table);
   if (!require_columns(cols, table, {"start", "end"}, error)) return false;
   Statement s = db_.prepare(
-      select_columns(cols, table,
-                     {"start", "end", "cbid", "processId", "threadId", "correlationId"}),
+      select_columns(
+          cols, table,
+          {"start", "end", "cbid", {"processId", "0"}, {"threadId", "0"}, {"correlationId", "-1"}},
+          {"start", "end"}),
       error);
   if (!s.valid()) return false;
   std::unordered_map<int64_t, uint32_t> name_of_cbid;
   int rc;
   while ((rc = s.step()) == SQLITE_ROW) {
-    if (s.is_null(0) || s.is_null(1)) {
+    if (s.int64(6)) {
       ++trace.stats.rows_skipped;
       trace.warn("API call without start/end", table + " row with NULL start or end: skipped");
       continue;
@@ -386,9 +398,9 @@ bool NvprofReader::read_api_calls(Trace& trace, bool driver, std::string& error)
       }
       call.name = it->second;
     }
-    call.pid = low32(or_default(s, 3, 0));
-    call.tid = low32(or_default(s, 4, 0));
-    call.correlation_id = or_default(s, 5, -1);
+    call.pid = low32(s.int64(3));
+    call.tid = low32(s.int64(4));
+    call.correlation_id = s.int64(5);
     // CUPTI numbers correlations from 1; 0 means the call launched nothing.
     if (call.correlation_id > 0) {
       auto [it, inserted] = pid_of_corr_.emplace(call.correlation_id, call.pid);
@@ -413,18 +425,32 @@ bool NvprofReader::read_kernels(Trace& trace, const std::string& table, std::str
   if (!cols.count("name")) {
     trace.warn("kernel without name", table + " has no column 'name': kernels are unnamed");
   }
-  Statement s = db_.prepare(
-      select_columns(cols, table,
-                     {"start", "end", "deviceId", "contextId", "streamId", "correlationId", "name",
-                      "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
-                      "staticSharedMemory", "dynamicSharedMemory", "graphNodeId"}),
-      error);
+  Statement s = db_.prepare(select_columns(cols, table,
+                                           {"start",
+                                            "end",
+                                            {"deviceId", "-1"},
+                                            {"contextId", "-1"},
+                                            {"streamId", "-1"},
+                                            {"correlationId", "-1"},
+                                            "name",
+                                            {"gridX", "0"},
+                                            {"gridY", "0"},
+                                            {"gridZ", "0"},
+                                            {"blockX", "0"},
+                                            {"blockY", "0"},
+                                            {"blockZ", "0"},
+                                            {"registersPerThread", "-1"},
+                                            {"staticSharedMemory", "-1"},
+                                            {"dynamicSharedMemory", "-1"},
+                                            {"graphNodeId", "-1"}},
+                                           {"start", "end"}),
+                            error);
   if (!s.valid()) return false;
   // StringTable id -> (long, short) pool ids: each distinct name is demangled once.
   std::unordered_map<int64_t, std::pair<uint32_t, uint32_t>> names;
   int rc;
   while ((rc = s.step()) == SQLITE_ROW) {
-    if (s.is_null(0) || s.is_null(1)) {
+    if (s.int64(17)) {
       ++trace.stats.rows_skipped;
       trace.warn("kernel without start/end", table + " row with NULL start or end: skipped");
       continue;
@@ -433,17 +459,16 @@ bool NvprofReader::read_kernels(Trace& trace, const std::string& table, std::str
     k.kind = ActivityKind::kKernel;
     k.start = s.int64(0);
     k.end = s.int64(1);
-    k.device = to_i32(or_default(s, 2, -1));
-    k.context = to_i32(or_default(s, 3, -1));
-    k.stream = or_default(s, 4, -1);
-    k.correlation_id = or_default(s, 5, -1);
+    k.device = to_i32(s.int64(2));
+    k.context = to_i32(s.int64(3));
+    k.stream = s.int64(4);
+    k.correlation_id = s.int64(5);
     k.pid = pid_of(k.correlation_id);
     if (!s.is_null(6)) {
       int64_t name_id = s.int64(6);
       auto it = names.find(name_id);
       if (it == names.end()) {
-        uint32_t mangled = pooled_string(trace, name_id, "kernel name");
-        uint32_t long_name = trace.pool.intern(demangle(trace.pool.get(mangled)));
+        uint32_t long_name = trace.pool.intern(demangle(string(trace, name_id, "kernel name")));
         uint32_t short_name = trace.pool.intern(short_kernel_name(trace.pool.get(long_name)));
         it = names.emplace(name_id, std::make_pair(long_name, short_name)).first;
       }
@@ -453,13 +478,13 @@ bool NvprofReader::read_kernels(Trace& trace, const std::string& table, std::str
       trace.warn("kernel without name", table + " row with NULL name: kept unnamed");
     }
     for (int i = 0; i < 3; ++i) {
-      k.grid[i] = to_i32(or_default(s, 7 + i, 0));
-      k.block[i] = to_i32(or_default(s, 10 + i, 0));
+      k.grid[i] = to_i32(s.int64(7 + i));
+      k.block[i] = to_i32(s.int64(10 + i));
     }
-    k.registers = to_i32(or_default(s, 13, -1));
-    k.static_shared = to_i32(or_default(s, 14, -1));
-    k.dynamic_shared = to_i32(or_default(s, 15, -1));
-    k.graph_node_id = or_default(s, 16, -1);
+    k.registers = to_i32(s.int64(13));
+    k.static_shared = to_i32(s.int64(14));
+    k.dynamic_shared = to_i32(s.int64(15));
+    k.graph_node_id = s.int64(16);
     trace.activities.push_back(k);
     ++trace.stats.kernels;
   }
@@ -472,15 +497,24 @@ bool NvprofReader::read_memcpys(Trace& trace, std::string& error) {
   if (!db_.has_table(table)) return true;
   auto cols = db_.columns(table);
   if (!require_columns(cols, table, {"start", "end"}, error)) return false;
-  Statement s = db_.prepare(
-      select_columns(cols, table,
-                     {"start", "end", "deviceId", "contextId", "streamId", "correlationId",
-                      "runtimeCorrelationId", "bytes", "copyKind", "srcKind", "dstKind"}),
-      error);
+  Statement s = db_.prepare(select_columns(cols, table,
+                                           {"start",
+                                            "end",
+                                            {"deviceId", "-1"},
+                                            {"contextId", "-1"},
+                                            {"streamId", "-1"},
+                                            {"correlationId", "-1"},
+                                            {"runtimeCorrelationId", "0"},
+                                            {"bytes", "-1"},
+                                            {"copyKind", "0"},
+                                            {"srcKind", "0"},
+                                            {"dstKind", "0"}},
+                                           {"start", "end"}),
+                            error);
   if (!s.valid()) return false;
   int rc;
   while ((rc = s.step()) == SQLITE_ROW) {
-    if (s.is_null(0) || s.is_null(1)) {
+    if (s.int64(11)) {
       ++trace.stats.rows_skipped;
       trace.warn("copy without start/end", table + " row with NULL start or end: skipped");
       continue;
@@ -489,22 +523,22 @@ bool NvprofReader::read_memcpys(Trace& trace, std::string& error) {
     c.kind = ActivityKind::kMemcpy;
     c.start = s.int64(0);
     c.end = s.int64(1);
-    c.device = to_i32(or_default(s, 2, -1));
-    c.context = to_i32(or_default(s, 3, -1));
-    c.stream = or_default(s, 4, -1);
-    c.correlation_id = or_default(s, 5, -1);
+    c.device = to_i32(s.int64(2));
+    c.context = to_i32(s.int64(3));
+    c.stream = s.int64(4);
+    c.correlation_id = s.int64(5);
     c.pid = pid_of(c.correlation_id);
     // Older CUPTI gave some copies the driver call's id and the runtime call's id separately;
     // the launch is whichever one an API row has.
-    int64_t runtime_corr = or_default(s, 6, 0);
+    int64_t runtime_corr = s.int64(6);
     if (c.pid == 0 && runtime_corr > 0 && pid_of_corr_.count(runtime_corr)) {
       c.correlation_id = runtime_corr;
       c.pid = pid_of(runtime_corr);
     }
-    c.bytes = or_default(s, 7, -1);
-    c.copy_kind = nsys_copy_kind(or_default(s, 8, 0));
-    c.src_kind = nsys_mem_kind(or_default(s, 9, 0));
-    c.dst_kind = nsys_mem_kind(or_default(s, 10, 0));
+    c.bytes = s.int64(7);
+    c.copy_kind = nsys_copy_kind(s.int64(8));
+    c.src_kind = nsys_mem_kind(s.int64(9));
+    c.dst_kind = nsys_mem_kind(s.int64(10));
     trace.activities.push_back(c);
     ++trace.stats.memcpys;
   }
@@ -518,13 +552,21 @@ bool NvprofReader::read_memsets(Trace& trace, std::string& error) {
   auto cols = db_.columns(table);
   if (!require_columns(cols, table, {"start", "end"}, error)) return false;
   Statement s = db_.prepare(select_columns(cols, table,
-                                           {"start", "end", "deviceId", "contextId", "streamId",
-                                            "correlationId", "bytes", "value", "memoryKind"}),
+                                           {"start",
+                                            "end",
+                                            {"deviceId", "-1"},
+                                            {"contextId", "-1"},
+                                            {"streamId", "-1"},
+                                            {"correlationId", "-1"},
+                                            {"bytes", "-1"},
+                                            {"value", "0"},
+                                            {"memoryKind", "0"}},
+                                           {"start", "end"}),
                             error);
   if (!s.valid()) return false;
   int rc;
   while ((rc = s.step()) == SQLITE_ROW) {
-    if (s.is_null(0) || s.is_null(1)) {
+    if (s.int64(9)) {
       ++trace.stats.rows_skipped;
       trace.warn("copy without start/end", table + " row with NULL start or end: skipped");
       continue;
@@ -533,14 +575,14 @@ bool NvprofReader::read_memsets(Trace& trace, std::string& error) {
     m.kind = ActivityKind::kMemset;
     m.start = s.int64(0);
     m.end = s.int64(1);
-    m.device = to_i32(or_default(s, 2, -1));
-    m.context = to_i32(or_default(s, 3, -1));
-    m.stream = or_default(s, 4, -1);
-    m.correlation_id = or_default(s, 5, -1);
+    m.device = to_i32(s.int64(2));
+    m.context = to_i32(s.int64(3));
+    m.stream = s.int64(4);
+    m.correlation_id = s.int64(5);
     m.pid = pid_of(m.correlation_id);
-    m.bytes = or_default(s, 6, -1);
-    m.memset_value = or_default(s, 7, 0);
-    m.dst_kind = nsys_mem_kind(or_default(s, 8, 0));
+    m.bytes = s.int64(6);
+    m.memset_value = s.int64(7);
+    m.dst_kind = nsys_mem_kind(s.int64(8));
     trace.activities.push_back(m);
     ++trace.stats.memsets;
   }
@@ -557,8 +599,10 @@ bool NvprofReader::read_markers(Trace& trace, std::string& error) {
   auto cols = db_.columns(table);
   if (!require_columns(cols, table, {"flags", "timestamp", "id"}, error)) return false;
   Statement s = db_.prepare(
-      select_columns(cols, table,
-                     {"flags", "timestamp", "id", "objectKind", "objectId", "name", "domain"}),
+      select_columns(
+          cols, table,
+          {"flags", "timestamp", "id", {"objectKind", "2"}, "objectId", "name", {"domain", "0"}},
+          {"flags", "timestamp", "id"}),
       error);
   if (!s.valid()) return false;
 
@@ -574,7 +618,7 @@ bool NvprofReader::read_markers(Trace& trace, std::string& error) {
   int64_t unsupported = 0;
   int rc;
   while ((rc = s.step()) == SQLITE_ROW) {
-    if (s.is_null(0) || s.is_null(1) || s.is_null(2)) {
+    if (s.int64(7)) {
       ++trace.stats.rows_skipped;
       trace.warn("marker without flags/time/id",
                  table + " row with NULL flags, timestamp or id: skipped");
@@ -608,13 +652,13 @@ bool NvprofReader::read_markers(Trace& trace, std::string& error) {
                        "-byte objectId (expected " + std::to_string(kObjectIdBytes) + "): skipped");
         continue;
       }
-      if (object_is_thread(or_default(s, 3, 2))) {
+      if (object_is_thread(s.int64(3))) {
         base.pid = read_le32(object, 0);
         base.tid = read_le32(object, 4);
       }
     }
     uint32_t text = s.is_null(5) ? 0 : pooled_string(trace, s.int64(5), "marker message");
-    int64_t domain = or_default(s, 6, 0);
+    int64_t domain = s.int64(6);
     if (domain != 0) base.domain = pooled_string(trace, domain, "marker domain");
     openings.push_back({time, id, base, text});
   }

@@ -4,7 +4,8 @@
 // here to the Nsight Systems numbering the rest of parse uses), every string (kernel names
 // mangled, marker messages, domain names) as an id into StringTable, API calls by callback id
 // only, and NVTX ranges as one MARKER row per edge (START and END rows paired by `id`).
-// Every table and every column other than times is optional.
+// Every table and every column other than times is optional. trace.version is the Version
+// table's schema number (12 for CUDA 10.1's nvprof).
 #pragma once
 
 #include <cstdint>
@@ -37,7 +38,9 @@ class NvprofReader : public TraceReader {
   bool read_memcpys(Trace& trace, std::string& error);
   bool read_memsets(Trace& trace, std::string& error);
   bool read_markers(Trace& trace, std::string& error);
-  // The StringTable value of `id` interned, or 0 (with a warning) when there is none.
+  // The StringTable value of `id`; empty, with a warning naming `what`, when there is none.
+  std::string_view string(Trace& trace, int64_t id, std::string_view what);
+  // The same, interned (0 when empty).
   uint32_t pooled_string(Trace& trace, int64_t id, std::string_view what);
   // The process of the API call with this correlation id, 0 when none was recorded.
   uint32_t pid_of(int64_t correlation_id) const;
