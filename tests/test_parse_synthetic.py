@@ -1,0 +1,290 @@
+"""parse on databases built by tests/nsys_synth.py, for what no real file covers: marks,
+start/end ranges, registered strings, domains, several threads, processes and GPUs, rows out of
+launch order, unclosed ranges, graph launches, copies, hostile markers and old layouts."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+import pyprof_db
+from nsys_synth import SynthDb, tensor
+
+pytestmark = pytest.mark.needs_build
+
+PARSE = os.path.join(pyprof_db.ROOT, "pyprof", "bin", "pyprof-parse")
+GEMM = "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_32x3_tn_align4>(Params)"
+ELEMENTWISE = "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int)"
+
+
+def parse(db, tmp_path, name="x.sqlite", *extra):
+    path = tmp_path / name
+    db.save(path)
+    res = subprocess.run([PARSE, str(path), *extra], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    lines = [json.loads(line) for line in res.stdout.splitlines()]
+    return lines[0], lines[1:], res.stderr
+
+
+def linear_step(t, module="Net.fc", seq=3, batch=8):
+    """pyprof markers of a Linear forward (linear -> addmm) and its backward on thread t."""
+    x, w, b = tensor([batch, 64]), tensor([32, 64]), tensor([32])
+    with t.pyprof_module(module, "Linear"):
+        with t.pyprof_op("aten::linear", seq=seq, args={"input": x, "weight": w, "bias": b}):
+            with t.pyprof_op("aten::t", seq=seq):
+                pass
+            with t.pyprof_op("aten::addmm", seq=seq + 1,
+                             args={"self": b, "mat1": x, "mat2": tensor([64, 32])}) :
+                t.launch(GEMM, grid=(4, 1, 1))
+    return t
+
+
+def backward_linear(t, fwd_tid, seq=4):
+    with t.pyprof_op("AddmmBackward0", scope="backward", seq=seq, fwd_tid=fwd_tid,
+                     args={"0": tensor([8, 32])}):
+        with t.pyprof_op("aten::mm", args={"self": tensor([8, 32]), "mat2": tensor([32, 64])}):
+            t.launch(GEMM.replace("_tn_", "_nn_"))
+        with t.pyprof_op("aten::mm", args={"self": tensor([32, 8]), "mat2": tensor([8, 64])}):
+            t.launch(GEMM.replace("_tn_", "_nt_"))
+        with t.pyprof_op("aten::sum", args={"self": tensor([8, 32])}):
+            t.launch("void at::native::reduce_kernel<512, 1>(ReduceOp)")
+
+
+def test_pyprof_forward_backward(tmp_path):
+    db = SynthDb()
+    main = db.thread(pid=100)
+    linear_step(main)
+    engine = db.thread(pid=100, tid=101)  # the autograd engine's thread
+    engine.wait_until(main.now)
+    with engine.range("## backward ##"):
+        backward_linear(engine, fwd_tid=main.rf_tid)
+    header, recs, summary = parse(db, tmp_path)
+    assert header["format"] == "nsys" and header["records"] == "gpu"
+    fwd, dgrad, wgrad, bias = recs
+    assert (fwd["op"], fwd["dir"], fwd["seq"], fwd["module"], fwd["module_type"]) == (
+        "aten::addmm", "fprop", 4, "Net.fc", "Linear")
+    assert fwd["args"]["mat1"]["shape"] == [8, 64]
+    assert fwd["name"] == "Kernel2" and fwd["launch"]["api"] == "cudaLaunchKernel"
+    for sub, rec in enumerate((dgrad, wgrad, bias)):
+        assert rec["dir"] == "bprop" and rec["sub"] == sub and rec["paired"] is True
+        assert rec["op"] == "aten::addmm" and rec["fwd_op_id"] == fwd["op_id"]
+        assert rec["module"] == "Net.fc"  # backward time lands on the forward module
+        assert rec["args"] == fwd["args"]
+        assert rec["bwd_node"] == "AddmmBackward0"
+        assert rec["tid"] == 101 and rec["user_ranges"] == ["## backward ##"]
+    assert (dgrad["bwd_op"], wgrad["bwd_op"], bias["bwd_op"]) == ("aten::mm", "aten::mm",
+                                                                  "aten::sum")
+    assert wgrad["bwd_args"]["self"]["shape"] == [32, 8]
+    assert "backward: 3 records, 3 paired with their forward op, 0 unpaired" in summary
+
+
+def test_pairing_uses_forward_thread(tmp_path):
+    """Two forward threads reuse seq numbers (each thread has its own counter): the node's
+    fwd_tid picks the right one."""
+    db = SynthDb()
+    a, b = db.thread(pid=100, tid=100), db.thread(pid=100, tid=102)
+    linear_step(a, module="A.fc", seq=3)
+    b.wait_until(a.now)
+    linear_step(b, module="B.fc", seq=3)
+    engine = db.thread(pid=100, tid=101)
+    engine.wait_until(b.now)
+    backward_linear(engine, fwd_tid=b.rf_tid, seq=4)
+    backward_linear(engine, fwd_tid=a.rf_tid, seq=4)
+    _, recs, _ = parse(db, tmp_path)
+    bwd = [r for r in recs if r["dir"] == "bprop"]
+    assert [r["module"] for r in bwd] == ["B.fc"] * 3 + ["A.fc"] * 3
+
+
+def test_marks_start_end_ranges_domains_registered_strings(tmp_path):
+    db = SynthDb()
+    t = db.thread(pid=100)
+    other = db.thread(pid=100, tid=105)
+    epoch = t.start_range("epoch 0", domain="trainer", registered=True)
+    with t.range("layer:block1", color=0xFF00FF00):
+        t.mark("checkpoint")  # a mark is not a range: it encloses nothing
+        with t.pyprof_op("aten::add", seq=1):
+            t.mark("inside op", domain="trainer")
+            t.launch(ELEMENTWISE)
+    other.wait_until(t.now)
+    epoch.end(on_thread=other)  # ended on another thread: still a range of t
+    t.advance(1000)
+    t.launch(ELEMENTWISE)  # after every range
+    _, recs, summary = parse(db, tmp_path)
+    inside, outside = recs
+    assert inside["op"] == "aten::add" and inside["dir"] == "fprop"
+    assert inside["user_ranges"] == ["trainer:epoch 0", "layer:block1"]
+    assert outside["op"] is None and outside["dir"] is None and "user_ranges" not in outside
+    assert "3 ranges, 2 marks" in summary
+    assert "attributed to an op: 1 of 2 (50.0%)" in summary
+    assert "1 launched outside every range" in summary
+
+
+def test_threads_do_not_share_ranges(tmp_path):
+    """A range on thread A covers the time of B's launch, but not B's launch."""
+    db = SynthDb()
+    a, b = db.thread(pid=100, tid=100), db.thread(pid=100, tid=101)
+    with a.pyprof_op("aten::mul", seq=1):
+        b.wait_until(a.now)
+        b.launch(ELEMENTWISE)
+        a.wait_until(b.now)
+        a.launch(ELEMENTWISE)
+    _, recs, _ = parse(db, tmp_path)
+    assert sorted((r["tid"], r["op"]) for r in recs) == [(100, "aten::mul"), (101, None)]
+
+
+def test_processes_with_colliding_correlation_ids_and_gpus(tmp_path):
+    """Correlation ids restart in every process (NVIDIA/PyProf#79): each kernel must find the
+    launch of its own process."""
+    db = SynthDb()
+    for rank, pid in enumerate((200, 300)):
+        t = db.thread(pid=pid)
+        with t.pyprof_op(f"aten::op_of_rank{rank}", seq=1):
+            t.launch(ELEMENTWISE, device=rank)
+    _, recs, _ = parse(db, tmp_path)
+    assert len({r["correlation"] for r in recs}) == 1  # the same id in both processes
+    assert sorted((r["pid"], r["device"], r["op"]) for r in recs) == [
+        (200, 0, "aten::op_of_rank0"), (300, 1, "aten::op_of_rank1")]
+
+
+def test_rows_out_of_launch_order(tmp_path):
+    """Kernel rows shuffled (several streams write them out of order): same records, in GPU
+    start order."""
+    def build(shuffle):
+        db = SynthDb()
+        t = db.thread(pid=100)
+        for i in range(30):
+            with t.pyprof_op(f"aten::op{i}", seq=i):
+                t.launch(ELEMENTWISE, stream=7 + i % 3, duration=1000 + 97 * i)
+        if shuffle:
+            db.shuffle_kernel_rows(seed=5)
+            db.shuffle_rows("CUPTI_ACTIVITY_KIND_RUNTIME", seed=6)
+            db.shuffle_rows("NVTX_EVENTS", seed=7)
+        return db
+    _, plain, _ = parse(build(False), tmp_path, "a.sqlite")
+    _, shuffled, _ = parse(build(True), tmp_path, "b.sqlite")
+    assert shuffled == plain
+    assert [r["start"] for r in plain] == sorted(r["start"] for r in plain)
+    assert {r["op"] for r in plain} == {f"aten::op{i}" for i in range(30)}
+
+
+def test_unclosed_and_backwards_ranges(tmp_path):
+    db = SynthDb()
+    t = db.thread(pid=100)
+    t.range_at('{"v":1,"op":"aten::never_closed","id":9,"seq":2,"tid":1,"scope":"function",'
+               '"args":{}}', start=t.now, end=None, domain="pyprof")
+    t.advance(100)
+    t.launch(ELEMENTWISE)
+    t.range_at("backwards", start=t.now + 500, end=t.now, domain=None)
+    t.advance(1000)
+    _, recs, summary = parse(db, tmp_path)
+    assert recs[0]["op"] == "aten::never_closed" and recs[0]["seq"] == 2
+    assert "unclosed 1" in summary
+    assert "range ends before it starts (1x)" in summary
+
+
+def test_kernel_without_launch_row_is_kept(tmp_path):
+    db = SynthDb()
+    t = db.thread(pid=100)
+    with t.pyprof_op("aten::add", seq=1):
+        t.launch(ELEMENTWISE, record_api=False)
+        t.launch(ELEMENTWISE)
+    _, recs, summary = parse(db, tmp_path)
+    assert [r["op"] for r in recs] == [None, "aten::add"]
+    assert recs[0]["tid"] is None and "launch" not in recs[0]
+    assert "1 without a launch call" in summary
+
+
+def test_graph_launch_and_copies(tmp_path):
+    db = SynthDb()
+    t = db.thread(pid=100)
+    with t.pyprof_op("aten::copy_", seq=-1):
+        t.memcpy(4096, "HtoD")
+    with t.pyprof_op("aten::zero_", seq=-1):
+        t.memset(1024, 0)
+    with t.range("cuda graph replay"):
+        t.graph_launch([ELEMENTWISE, GEMM, ELEMENTWISE])
+    _, recs, _ = parse(db, tmp_path)
+    copy, memset, *graph = recs
+    assert (copy["kind"], copy["bytes"], copy["copy_kind"], copy["src_kind"],
+            copy["dst_kind"], copy["op"]) == ("memcpy", 4096, "HtoD", "pageable", "device",
+                                              "aten::copy_")
+    assert (memset["kind"], memset["bytes"], memset["value"], memset["op"]) == (
+        "memset", 1024, 0, "aten::zero_")
+    assert [g["graph_node"] for g in graph] == [1, 2, 3]
+    assert all(g["user_ranges"] == ["cuda graph replay"] for g in graph)
+
+
+def test_hostile_markers(tmp_path):
+    """Malformed pyprof JSON, a megabyte message, NUL bytes, absurd numbers: counted and kept as
+    user ranges; kernels under them are still written."""
+    db = SynthDb()
+    t = db.thread(pid=100)
+    hostile = [
+        '{"v":1,"op":"aten::add","id":1,"seq":3,"tid":1,"scope":"function","args":{',
+        '{"v":1,"op":"aten::big","id":2,"seq":1,"tid":1,"scope":"function","args":{"s":"'
+        + "x" * (1 << 20) + '"}}',
+        '{"v":1,"op":"aten::nul\x00","id":3,"seq":99999999999999999999999,"tid":1,'
+        '"scope":"function","args":{}}',
+        "\x00\x01\x02 binary \xff garbage",
+    ]
+    for i, text in enumerate(hostile):
+        with t.range(text, domain="pyprof"):
+            t.launch(ELEMENTWISE)
+    with t.range("aten::mm, seq = 18446744073709551616, op_id = -5"):
+        t.launch(ELEMENTWISE)
+    header, recs, summary = parse(db, tmp_path)
+    assert len(recs) == 5
+    # (user ranges of a named domain read "domain:message")
+    assert recs[0]["op"] is None
+    assert recs[0]["user_ranges"][0].startswith('pyprof:{"v":1,"op":"aten::add"')
+    assert recs[1]["op"] == "aten::big" and len(recs[1]["args"]["s"]) == 1 << 20
+    assert "malformed marker" in summary
+    for rec in recs:
+        json.dumps(rec)  # everything round-trips
+
+
+@pytest.mark.parametrize("layout", ["2020.3", "2021.2", "2022.1", "2023.3", "2024.6"])
+def test_plain_emit_nvtx_under_every_layout(tmp_path, layout):
+    """A trace recorded with plain emit_nvtx (no pyprof): ops, shapes, directions and
+    forward/backward pairs, with every nsys schema version's columns."""
+    db = SynthDb(layout=layout)
+    t = db.thread(pid=100)
+    with t.range("aten::linear, seq = 2, op_id = 5, sizes = [[5, 64], [3, 64], [3]]"):
+        with t.range("aten::t, seq = 2, op_id = 6, sizes = [[3, 64]]"):
+            pass
+        with t.range("aten::addmm, seq = 3, op_id = 7, sizes = [[3], [5, 64], [64, 3], [], []], "
+                     "input_op_ids = [(0,-1), (4,0), (6,0), (0,-1), (0,-1)]"):
+            t.launch(GEMM, api="cuLaunchKernel" if layout == "2020.3" else
+                     "cudaLaunchKernel_v7000")
+    with t.range("autograd::engine::evaluate_function: AddmmBackward0, op_id = 12"):
+        with t.range("AddmmBackward0, seq = 3, op_id = 13, sizes = [[5, 3]]"):
+            with t.range("aten::mm, op_id = 14, sizes = [[5, 3], [3, 64]]"):
+                t.launch(GEMM)
+    _, (fwd, bwd), summary = parse(db, tmp_path)
+    assert (fwd["op"], fwd["dir"], fwd["seq"], fwd["op_id"], fwd["dialect"]) == (
+        "aten::addmm", "fprop", 3, 7, "emit_nvtx")
+    assert fwd["args"]["1"] == {"shape": [5, 64]} and fwd["args"]["3"] == {"shape": []}
+    assert (bwd["op"], bwd["dir"], bwd["paired"], bwd["fwd_op_id"], bwd["bwd_node"],
+            bwd["bwd_op"]) == ("aten::addmm", "bprop", True, 7, "AddmmBackward0", "aten::mm")
+    assert bwd["bwd_args"] == {"0": {"shape": [5, 3]}, "1": {"shape": [3, 64]}}
+    assert bwd["user_ranges"] == ["autograd::engine::evaluate_function: AddmmBackward0"]
+
+
+def test_cpu_only_profile_op_instances(tmp_path):
+    db = SynthDb()
+    t = db.thread(pid=100)
+    with t.range("step 0"):
+        with t.pyprof_op("aten::linear", seq=1):
+            t.advance(100)
+            with t.pyprof_op("aten::addmm", seq=1):
+                t.advance(300)
+            t.advance(50)
+    header, recs, summary = parse(db, tmp_path)
+    assert header["records"] == "op"
+    linear, addmm = recs
+    assert (linear["name"], addmm["name"]) == ("aten::linear", "aten::addmm")
+    assert addmm["self_duration"] == addmm["duration"]
+    assert linear["self_duration"] == linear["duration"] - addmm["duration"]
+    assert linear["user_ranges"] == ["step 0"]
+    assert "CPU-only profile" in summary
