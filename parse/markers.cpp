@@ -367,8 +367,9 @@ class LiteralConverter {
         out_ += ']';
         return true;
       }
-      if (!comma)
+      if (!comma) {
         return fail(close == ']' ? "expected ',' or ']' in a list" : "expected ',' or ')'");
+      }
       out_ += ',';
     }
   }
@@ -541,7 +542,7 @@ class LiteralConverter {
     return digits.substr(k);
   }
 
-  // Python ints and floats, rewritten in JSON's stricter grammar: no leading zeros, no "+",
+  // Python ints and floats, rewritten in JSON's stricter grammar: no leading zeros or "+" sign,
   // digits on both sides of the point.
   bool number() {
     bool negative = false;
@@ -616,8 +617,9 @@ class LiteralConverter {
     // Python reads these as inf or 0.0; JSON numbers cannot be infinite, and PyProf writes
     // non-finite floats as strings. The sign of the leading digit's decimal exponent tells which.
     int64_t exponent = 0;
-    for (const char d : exp_digits)
+    for (const char d : exp_digits) {
       exponent = std::min<int64_t>(exponent * 10 + (d - '0'), 1 << 20);
+    }
     if (exp_sign == '-') exponent = -exponent;
     const std::string_view frac_significant = strip_leading_zeros(frac_digits);
     exponent += !int_part.empty()
@@ -677,6 +679,14 @@ error_code validate_value(od::value& value, int depth) {
       return simdjson::SUCCESS;
     }
     case od::json_type::string: {
+      // Stage 1 already checked UTF-8, quotes and control characters; only escapes are left,
+      // and unescaping strings that have none would cost a copy each. The string must still be
+      // consumed: the iterator checks what follows a value only when it moves past it itself.
+      const std::string_view token = value.raw_json_token();
+      if (std::memchr(token.data(), '\\', token.size()) == nullptr) {
+        od::raw_json_string raw;
+        return value.get_raw_json_string().get(raw);
+      }
       std::string_view s;
       return value.get_string().get(s);
     }
@@ -722,7 +732,7 @@ void decode_pyprof(std::string_view text, Marker& out) {
 
   // String views point into the parser's buffer, valid until the next document.
   std::string_view op, module, type, scope, overload, stack;
-  bool have_op = false, have_module = false, have_type = false;
+  bool have_op = false, have_module = false;
   const auto read_string = [&](od::value& value, std::string_view key, std::string_view& dst,
                                bool* present) {
     const error_code e = value.get_string().get(dst);
@@ -787,7 +797,7 @@ void decode_pyprof(std::string_view text, Marker& out) {
     } else if (key == "module") {
       read_string(value, "\"module\"", module, &have_module);
     } else if (key == "type") {
-      read_string(value, "\"type\"", type, &have_type);
+      read_string(value, "\"type\"", type, nullptr);
     } else if (key == "v") {
       int64_t version = 0;  // newer versions only add keys we may ignore
       read_int(value, "\"v\"", version);
@@ -900,8 +910,9 @@ bool decode_legacy(std::string_view text, Marker& out) {
     if (err) break;
   }
   // The converter wrote valid JSON, so an error here is a value of an unexpected type.
-  if (err)
+  if (err) {
     add_error(out, "unexpected value in legacy PyProf marker: ", simdjson::error_message(err));
+  }
 
   if (have_trace) {
     out.kind = MarkerKind::kTrace;
@@ -969,59 +980,98 @@ enum class NumberStatus { kOk, kOutOfRange, kMalformed };
 
 NumberStatus parse_integer(Cursor& c, bool allow_negative, int64_t& value) {
   const char* start = c.p;
-  if (allow_negative) c.eat('-');
+  const bool negative = allow_negative && c.eat('-');
   const char* digits = c.p;
   while (c.p != c.end && is_digit(*c.p)) ++c.p;
-  if (c.p == digits) return NumberStatus::kMalformed;
+  const size_t count = static_cast<size_t>(c.p - digits);
+  if (count == 0) return NumberStatus::kMalformed;
+  if (count <= 18) {  // cannot overflow
+    int64_t v = 0;
+    for (const char* d = digits; d != c.p; ++d) v = v * 10 + (*d - '0');
+    value = negative ? -v : v;
+    return NumberStatus::kOk;
+  }
   const auto [ptr, ec] = std::from_chars(start, c.p, value);
   if (ec == std::errc::result_out_of_range) return NumberStatus::kOutOfRange;
   if (ec != std::errc() || ptr != c.p) return NumberStatus::kMalformed;
   return NumberStatus::kOk;
 }
 
+// Gathers short pieces in a stack buffer: appending a few bytes at a time to a std::string
+// costs more than parsing them. The caller flushes (a destructor must not throw).
+class Appender {
+ public:
+  explicit Appender(std::string& out) : out_(out) {}
+  void put(char c) {
+    if (used_ == sizeof buf_) flush();
+    buf_[used_++] = c;
+  }
+  void put(std::string_view s) {
+    if (used_ + s.size() > sizeof buf_) flush();
+    if (s.size() > sizeof buf_) {
+      out_.append(s);
+      return;
+    }
+    std::memcpy(buf_ + used_, s.data(), s.size());
+    used_ += s.size();
+  }
+  template <typename Int>
+  void put_integer(Int value) {
+    if (used_ + 24 > sizeof buf_) flush();
+    used_ = std::to_chars(buf_ + used_, buf_ + sizeof buf_, value).ptr - buf_;
+  }
+  void flush() {
+    out_.append(buf_, used_);
+    used_ = 0;
+  }
+
+ private:
+  std::string& out_;
+  char buf_[256];
+  size_t used_ = 0;
+};
+
 // "[[32, 128], [], [5]]" → {"0":{"shape":[32,128]},"1":{"shape":[]},"2":{"shape":[5]}}.
 // Returns false when the list is malformed; `absurd` is set for numbers past int64.
 bool parse_sizes(Cursor& c, std::string& args, bool& absurd) {
   args.clear();
-  args += '{';
+  Appender json(args);
+  json.put('{');
   if (!c.eat('[')) return false;
   c.skip_spaces();
-  if (c.eat(']')) {
-    args += '}';
-    return true;
-  }
-  char key[32];
-  for (uint64_t index = 0;; ++index) {
-    c.skip_spaces();
-    if (!c.eat('[')) return false;
-    if (index > 0) args += ',';
-    args += '"';
-    args.append(key, std::to_chars(key, key + sizeof key, index).ptr);
-    args += "\":{\"shape\":[";
-    c.skip_spaces();
-    if (!c.eat(']')) {
-      for (bool first = true;; first = false) {
-        c.skip_spaces();
-        int64_t dim;
-        const NumberStatus status = parse_integer(c, true, dim);
-        if (status == NumberStatus::kMalformed) return false;
-        if (!first) args += ',';
-        if (status == NumberStatus::kOutOfRange) {
-          absurd = true;
-        } else {
-          args.append(key, std::to_chars(key, key + sizeof key, dim).ptr);
+  if (!c.eat(']')) {
+    for (uint64_t index = 0;; ++index) {
+      c.skip_spaces();
+      if (!c.eat('[')) return false;
+      json.put(index > 0 ? std::string_view(",\"") : std::string_view("\""));
+      json.put_integer(index);
+      json.put("\":{\"shape\":[");
+      c.skip_spaces();
+      if (!c.eat(']')) {
+        for (bool first = true;; first = false) {
+          c.skip_spaces();
+          int64_t dim;
+          const NumberStatus status = parse_integer(c, true, dim);
+          if (status == NumberStatus::kMalformed) return false;
+          if (!first) json.put(',');
+          if (status == NumberStatus::kOutOfRange) {
+            absurd = true;
+          } else {
+            json.put_integer(dim);
+          }
+          c.skip_spaces();
+          if (c.eat(']')) break;
+          if (!c.eat(',')) return false;
         }
-        c.skip_spaces();
-        if (c.eat(']')) break;
-        if (!c.eat(',')) return false;
       }
+      json.put("]}");
+      c.skip_spaces();
+      if (c.eat(']')) break;
+      if (!c.eat(',')) return false;
     }
-    args += "]}";
-    c.skip_spaces();
-    if (c.eat(']')) break;
-    if (!c.eat(',')) return false;
   }
-  args += '}';
+  json.put('}');
+  json.flush();
   return true;
 }
 
@@ -1104,8 +1154,9 @@ bool decode_emit_nvtx(std::string_view text, Marker& out) {
     out.args.clear();
     add_error(out, "malformed emit_nvtx field: ", malformed);
   }
-  if (!absurd_field.empty())
+  if (!absurd_field.empty()) {
     add_error(out, "number out of range in emit_nvtx field: ", absurd_field);
+  }
 
   out.dialect = Dialect::kEmitNvtx;
   if (name.empty()) {

@@ -251,6 +251,8 @@ TEST(PyprofMarker, InvalidMarkersAreUserRangesWithAnError) {
       R"({"v":1,"op":"aten::mm","args":{"x":tru}})",      // bad literal inside args
       R"({"v":1,"op":"aten::mm","args":{"x":[1,]}})",
       R"({"v":1,"op":"aten::mm","args":{"x" 1}})",
+      R"({"v":1,"op":"aten::mm","args":{"d":[["k":1.0}]]}})",  // found by the fuzz test
+      R"({"v":1,"op":"aten::mm","args":{"d":[1}}})",
       R"({"v":1,"op":"aten::mm","args":{"x":1e999}})",
       R"({"v":1,"op":"aten::mm","args":{"x":123456789012345678901234567890}})",
       R"({"v":1,"op":"aten::mm","args":{"x":"\q"}})",
@@ -469,7 +471,9 @@ TEST(EmitNvtx, HugeSizesList) {
       expected += ',';
     }
     text += "[32, 128]";
-    expected += "\"" + std::to_string(i) + R"(":{"shape":[32,128]})";
+    expected += '"';
+    expected += std::to_string(i);
+    expected += R"(":{"shape":[32,128]})";
   }
   text += "]";
   expected += "}";
@@ -668,40 +672,40 @@ TEST(PythonLiteral, Conversions) {
 
 TEST(PythonLiteral, Rejections) {
   for (const std::string& literal : {""s,
-                                    "   "s,
-                                    "inf"s,
-                                    "-inf"s,
-                                    "nan"s,
-                                    "float('inf')"s,
-                                    "1j"s,
-                                    "0x1F"s,
-                                    "1_000"s,
-                                    "1.5e"s,
-                                    "--5"s,
-                                    "+-5"s,
-                                    "."s,
-                                    ".e5"s,
-                                    "Truex"s,
-                                    "none"s,
-                                    "'\\N{DASH}'"s,
-                                    "'unterminated"s,
-                                    "'trailing backslash\\"s,
-                                    "'\\x4'"s,
-                                    "'\\U00110000'"s,
-                                    "1 2"s,
-                                    "[1 2]"s,
-                                    "[1,,2]"s,
-                                    "{'a' 1}"s,
-                                    "{'a': 1 'b': 2}"s,
-                                    "[1, 2"s,
-                                    "(1, 2"s,
-                                    "{1, 2}"s,
-                                    "[1]]"s,
-                                    "b'bytes'"s,
-                                    "'''triple'''"s,
-                                    "set()"s,
-                                    "x"s,
-                                    "\0"s}) {
+                                     "   "s,
+                                     "inf"s,
+                                     "-inf"s,
+                                     "nan"s,
+                                     "float('inf')"s,
+                                     "1j"s,
+                                     "0x1F"s,
+                                     "1_000"s,
+                                     "1.5e"s,
+                                     "--5"s,
+                                     "+-5"s,
+                                     "."s,
+                                     ".e5"s,
+                                     "Truex"s,
+                                     "none"s,
+                                     "'\\N{DASH}'"s,
+                                     "'unterminated"s,
+                                     "'trailing backslash\\"s,
+                                     "'\\x4'"s,
+                                     "'\\U00110000'"s,
+                                     "1 2"s,
+                                     "[1 2]"s,
+                                     "[1,,2]"s,
+                                     "{'a' 1}"s,
+                                     "{'a': 1 'b': 2}"s,
+                                     "[1, 2"s,
+                                     "(1, 2"s,
+                                     "{1, 2}"s,
+                                     "[1]]"s,
+                                     "b'bytes'"s,
+                                     "'''triple'''"s,
+                                     "set()"s,
+                                     "x"s,
+                                     "\0"s}) {
     std::string json = "stale", error;
     EXPECT_FALSE(python_literal_to_json(literal, json, error)) << literal << " -> " << json;
     EXPECT_EQ(json, "");

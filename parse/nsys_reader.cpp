@@ -1,6 +1,9 @@
 #include "parse/nsys_reader.h"
 
 #include <array>
+#include <functional>
+#include <future>
+#include <thread>
 #include <set>
 #include <vector>
 
@@ -94,8 +97,11 @@ bool NsysReader::read(Trace& trace, std::string& error) {
     string_lookup_ = db_.prepare("SELECT value FROM StringIds WHERE id = ?", error);
     if (!string_lookup_.valid()) return false;
   }
-  return read_metadata(trace, error) && read_kernels(trace, error) && read_copies(trace, error) &&
-         read_api_calls(trace, error) && read_ranges(trace, error);
+  // The GPU and API tables are read while a second thread decodes part of NVTX_EVENTS.
+  return read_metadata(trace, error) && read_ranges(trace, error, [&] {
+           return read_kernels(trace, error) && read_copies(trace, error) &&
+                  read_api_calls(trace, error);
+         });
 }
 
 bool NsysReader::read_metadata(Trace& trace, std::string& error) {
@@ -285,51 +291,67 @@ bool NsysReader::read_api_calls(Trace& trace, std::string& error) {
   return true;
 }
 
-bool NsysReader::read_ranges(Trace& trace, std::string& error) {
-  const std::string table = "NVTX_EVENTS";
-  if (!db_.has_table(table)) return true;
-  auto cols = db_.columns(table);
-  if (!require_columns(cols, table, {"start", "eventType"}, error)) return false;
-  if (!cols.count("text") && !cols.count("textId")) {
-    error = "table NVTX_EVENTS has neither 'text' nor 'textId'";
-    return false;
-  }
-  Statement s = db_.prepare(
-      select_columns(cols, table,
-                     {"rowid", "start", "end", "eventType", "globalTid", "domainId", "textId",
-                      "text"}),
-      error);
+namespace {
+
+// Domains are per process: (pid << 32 | domainId) -> domain name.
+using DomainNames = std::unordered_map<uint64_t, std::string>;
+
+uint64_t domain_key(uint32_t pid, int64_t id) {
+  return (uint64_t{pid} << 32) | static_cast<uint32_t>(id);
+}
+
+// Reads the NVTX_EVENTS rows with rowid in [lo, hi] into `trace` (ranges, marks, their pool
+// strings, stats, warnings). Runs on its own connection, so two chunks can be read at once.
+bool read_range_chunk(const SqliteDb& db, const std::string& select, int64_t lo, int64_t hi,
+                      const DomainNames& domain_names, Trace& trace, std::string& error) {
+  Statement s = db.prepare(select + " WHERE rowid BETWEEN ? AND ?", error);
   if (!s.valid()) return false;
-  if (cols.count("text")) {
-    text_lookup_ = db_.prepare("SELECT text FROM NVTX_EVENTS WHERE rowid = ?", error);
-    if (!text_lookup_.valid()) return false;
+  s.bind_int64(1, lo);
+  s.bind_int64(2, hi);
+  Statement string_lookup;
+  if (db.has_table("StringIds")) {
+    string_lookup = db.prepare("SELECT value FROM StringIds WHERE id = ?", error);
+    if (!string_lookup.valid()) return false;
   }
-
-  // Domains are per process: (pid << 32 | domainId) -> pool id of the domain name. A range can
-  // come before its domain's creation row in table order, so such ranges wait until the end.
-  std::unordered_map<uint64_t, uint32_t> domains;
-  struct Pending {
-    RangeRecord base;
-    int64_t domain_id;
-    std::string text;
-    TextRef ref;
+  std::unordered_map<int64_t, uint32_t> string_ids;
+  auto string_id = [&](int64_t id) -> uint32_t {
+    auto it = string_ids.find(id);
+    if (it != string_ids.end()) return it->second;
+    uint32_t pool_id = 0;
+    if (string_lookup.valid()) {
+      string_lookup.reset();
+      string_lookup.bind_int64(1, id);
+      if (string_lookup.step() == SQLITE_ROW) pool_id = trace.pool.intern(string_lookup.text(0));
+    }
+    if (pool_id == 0 && id != 0) {
+      trace.warn("missing string", "StringIds has no id " + std::to_string(id));
+    }
+    string_ids.emplace(id, pool_id);
+    return pool_id;
   };
-  std::vector<Pending> pending;
+  std::unordered_map<uint64_t, uint32_t> domains;  // domain_key -> pool id
+  auto domain_of = [&](uint32_t pid, int64_t id) -> uint32_t {
+    uint64_t key = domain_key(pid, id);
+    auto it = domains.find(key);
+    if (it != domains.end()) return it->second;
+    auto name = domain_names.find(key);
+    uint32_t pool_id;
+    if (name != domain_names.end()) {
+      pool_id = trace.pool.intern(name->second);
+    } else {
+      pool_id = trace.pool.intern("domain#" + std::to_string(id));
+      trace.warn("unknown NVTX domain", "ranges use domain id " + std::to_string(id) +
+                                            " of process " + std::to_string(pid) +
+                                            ", which has no creation row");
+    }
+    domains.emplace(key, pool_id);
+    return pool_id;
+  };
+
   Marker marker;
-  auto domain_key = [](uint32_t pid, int64_t id) {
-    return (uint64_t{pid} << 32) | static_cast<uint32_t>(id);
-  };
-
   int rc;
   while ((rc = s.step()) == SQLITE_ROW) {
     int64_t type = s.is_null(3) ? -1 : s.int64(3);
-    auto gtid = static_cast<uint64_t>(or_default(s, 4, 0));
-    uint32_t pid = nsys::pid_of_global_id(gtid);
-    int64_t domain_id = or_default(s, 5, 0);
-    if (type == nsys::to_int(nsys::NvtxEventType::kDomainCreate)) {
-      domains[domain_key(pid, domain_id)] = trace.pool.intern(s.text(7));
-      continue;
-    }
     RangeRecord base;
     // 70/71 are ranges nsys imported from NVTXT files; they behave like 59/60.
     if (type == 59 || type == 70) {
@@ -339,50 +361,144 @@ bool NsysReader::read_ranges(Trace& trace, std::string& error) {
     } else if (type == nsys::to_int(nsys::NvtxEventType::kMark)) {
       base.shape = RangeShape::kMark;
     } else {
-      continue;  // categories, thread names, domain destruction: not ranges
+      continue;  // domains (read beforehand), categories, thread names: not ranges
     }
     if (s.is_null(1)) {
       ++trace.stats.rows_skipped;
       trace.warn("range without start", "an NVTX_EVENTS row has NULL start: skipped");
       continue;
     }
+    auto gtid = static_cast<uint64_t>(or_default(s, 4, 0));
     base.start = s.int64(1);
     base.end = base.shape == RangeShape::kMark ? base.start : or_default(s, 2, kOpenEnd);
-    base.pid = pid;
+    base.pid = nsys::pid_of_global_id(gtid);
     base.tid = nsys::tid_of_global_tid(gtid);
+    int64_t domain_id = or_default(s, 5, 0);
+    if (domain_id != 0) base.domain = domain_of(base.pid, domain_id);
     std::string_view text;
     TextRef ref;
     if (!s.is_null(6)) {
-      uint32_t id = string_id(trace, s.int64(6));
+      uint32_t id = string_id(s.int64(6));
       text = trace.pool.get(id);
       ref = {TextRef::Where::kPool, id};
     } else {
       text = s.text(7);
       ref = {TextRef::Where::kRow, s.int64(0)};
     }
-    if (domain_id != 0) {
-      auto it = domains.find(domain_key(pid, domain_id));
-      if (it == domains.end()) {
-        pending.push_back({base, domain_id, std::string(text), ref});
-        continue;
-      }
-      base.domain = it->second;
-    }
     add_range(trace, base, text, ref, marker);
   }
-  if (rc != SQLITE_DONE) return step_error(db_, table, error);
-  for (auto& p : pending) {
-    auto it = domains.find(domain_key(p.base.pid, p.domain_id));
-    if (it != domains.end()) {
-      p.base.domain = it->second;
-    } else {
-      p.base.domain = trace.pool.intern("domain#" + std::to_string(p.domain_id));
-      trace.warn("unknown NVTX domain", "ranges use domain id " + std::to_string(p.domain_id) +
-                                            " of process " + std::to_string(p.base.pid) +
-                                            ", which has no creation row");
-    }
-    add_range(trace, p.base, p.text, p.ref, marker);
+  if (rc != SQLITE_DONE) {
+    error = "error reading table NVTX_EVENTS: " + db.last_error();
+    return false;
   }
+  return true;
+}
+
+// Moves `part`'s ranges, counts and warnings into `trace`, renumbering its pool ids.
+void merge_ranges(Trace& part, Trace& trace) {
+  std::vector<uint32_t> remap(part.pool.size(), UINT32_MAX);
+  auto map = [&](uint32_t id) {
+    if (remap[id] == UINT32_MAX) remap[id] = trace.pool.intern(part.pool.get(id));
+    return remap[id];
+  };
+  trace.ranges.reserve(trace.ranges.size() + part.ranges.size());
+  for (RangeRecord r : part.ranges) {
+    r.name = map(r.name);
+    r.domain = map(r.domain);
+    r.detail = map(r.detail);
+    r.stack = map(r.stack);
+    if (r.text.where == TextRef::Where::kPool) {
+      r.text.id = map(static_cast<uint32_t>(r.text.id));
+    }
+    trace.ranges.push_back(r);
+  }
+  ReadStats& a = trace.stats;
+  const ReadStats& b = part.stats;
+  a.ranges += b.ranges;
+  a.marks += b.marks;
+  a.malformed_markers += b.malformed_markers;
+  a.ranges_end_before_start += b.ranges_end_before_start;
+  a.ranges_unclosed += b.ranges_unclosed;
+  a.rows_skipped += b.rows_skipped;
+  for (auto& group : part.warnings) {
+    for (int64_t i = 0; i < group.count; ++i) {
+      trace.warn(group.category, i < static_cast<int64_t>(group.examples.size())
+                                     ? std::move(group.examples[i])
+                                     : std::string());
+    }
+  }
+}
+
+}  // namespace
+
+bool NsysReader::read_ranges(Trace& trace, std::string& error,
+                             const std::function<bool()>& other_tables) {
+  const std::string table = "NVTX_EVENTS";
+  if (!db_.has_table(table)) return other_tables();
+  auto cols = db_.columns(table);
+  if (!require_columns(cols, table, {"start", "eventType"}, error)) return false;
+  if (!cols.count("text") && !cols.count("textId")) {
+    error = "table NVTX_EVENTS has neither 'text' nor 'textId'";
+    return false;
+  }
+  if (cols.count("text")) {
+    text_lookup_ = db_.prepare("SELECT text FROM NVTX_EVENTS WHERE rowid = ?", error);
+    if (!text_lookup_.valid()) return false;
+  }
+  // Domain names must be known before any message is decoded (only the "pyprof" domain holds
+  // JSON markers), and a range can come before its domain's creation row in table order.
+  auto read_domain_names = [&](const SqliteDb& db, DomainNames& names, std::string& err) {
+    Statement s = db.prepare(
+        select_columns(cols, table, {"globalTid", "domainId", "text"}, " WHERE eventType = 75"),
+        err);
+    if (!s.valid()) return false;
+    while (s.step() == SQLITE_ROW) {
+      auto pid = nsys::pid_of_global_id(static_cast<uint64_t>(or_default(s, 0, 0)));
+      names[domain_key(pid, or_default(s, 1, 0))] = std::string(s.text(2));
+    }
+    return true;
+  };
+  // Two single-aggregate queries: SQLite answers each from the b-tree's ends.
+  int64_t lo = 0, hi = -1;
+  for (const char* agg : {"min", "max"}) {
+    Statement s = db_.prepare(std::string("SELECT ") + agg + "(rowid) FROM NVTX_EVENTS", error);
+    if (!s.valid()) return false;
+    if (s.step() == SQLITE_ROW && !s.is_null(0)) (agg[1] == 'i' ? lo : hi) = s.int64(0);
+  }
+  DomainNames domain_names;
+  const std::string select = select_columns(
+      cols, table, {"rowid", "start", "end", "eventType", "globalTid", "domainId", "textId",
+                    "text"});
+  constexpr int64_t kParallelRows = 200000;
+  if (hi < lo || hi - lo < kParallelRows) {
+    return other_tables() && read_domain_names(db_, domain_names, error) &&
+           (hi < lo || read_range_chunk(db_, select, lo, hi, domain_names, trace, error));
+  }
+  // Decoding messages is most of the read time. A second thread, on its own connection, reads
+  // the domain names and then the upper part of the table into its own Trace (merged
+  // afterwards), while this thread reads the other tables and then the lower part.
+  int64_t mid = lo + (hi - lo) * 2 / 5;
+  Trace part;
+  std::string part_error;
+  bool part_ok = false;
+  std::promise<bool> names_ready;
+  std::thread worker([&] {
+    SqliteDb second;
+    bool ok = second.open(db_.path(), part_error) &&
+              read_domain_names(second, domain_names, part_error);
+    names_ready.set_value(ok);
+    part_ok = ok && read_range_chunk(second, select, mid + 1, hi, domain_names, part, part_error);
+  });
+  bool ok = other_tables();
+  bool names_ok = names_ready.get_future().get();
+  ok = ok && names_ok && read_range_chunk(db_, select, lo, mid, domain_names, trace, error);
+  worker.join();
+  if (!ok) return false;
+  if (!part_ok) {
+    error = part_error;
+    return false;
+  }
+  merge_ranges(part, trace);
   return true;
 }
 

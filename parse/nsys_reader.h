@@ -3,6 +3,7 @@
 // start/end of each activity are essential.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <unordered_map>
 
@@ -22,7 +23,9 @@ class NsysReader : public TraceReader {
   bool read_kernels(Trace& trace, std::string& error);
   bool read_copies(Trace& trace, std::string& error);
   bool read_api_calls(Trace& trace, std::string& error);
-  bool read_ranges(Trace& trace, std::string& error);
+  // Reads NVTX_EVENTS; `other_tables` runs on this thread while a second thread reads part
+  // of a large NVTX table.
+  bool read_ranges(Trace& trace, std::string& error, const std::function<bool()>& other_tables);
   // StringIds id -> pool id, read on first use (exports hold many strings parse never needs).
   uint32_t string_id(Trace& trace, int64_t id);
 

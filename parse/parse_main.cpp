@@ -4,9 +4,13 @@
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+
+#include <sys/stat.h>
 
 #include "parse/correlate.h"
 #include "parse/nsys_reader.h"
@@ -16,6 +20,23 @@
 
 namespace pyprof::parse {
 namespace {
+
+// PYPROF_PARSE_TIMING=1 prints how long each phase took (for benchmarks/parse_bench.py).
+class PhaseTimer {
+ public:
+  PhaseTimer() : enabled_(std::getenv("PYPROF_PARSE_TIMING") != nullptr) {}
+  void lap(const char* phase) {
+    if (!enabled_) return;
+    auto now = std::chrono::steady_clock::now();
+    fmt::print(stderr, "pyprof parse: {:<10} {:.3f} s\n", phase,
+               std::chrono::duration<double>(now - last_).count());
+    last_ = now;
+  }
+
+ private:
+  bool enabled_;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
 
 double percent(int64_t part, int64_t whole) {
   return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
@@ -77,6 +98,7 @@ void print_summary(const std::string& path, const Trace& trace, const Correlatio
 }
 
 int run(const std::string& path, const std::string& output, bool quiet) {
+  PhaseTimer timer;
   SqliteDb db;
   std::string error;
   if (!db.open(path, error)) {
@@ -106,10 +128,17 @@ int run(const std::string& path, const std::string& output, bool quiet) {
   if (trace.activities.empty() && trace.ranges.empty()) {
     trace.warn("empty profile", "the database holds no GPU activity and no NVTX range");
   }
+  timer.lap("read");
   Correlation corr = correlate(trace);
+  timer.lap("correlate");
 
   std::FILE* out = stdout;
+  // A partial output is removed on failure, but only a regular file this run created (never
+  // a device such as /dev/full, nor a file that was there before).
+  bool remove_on_failure = false;
   if (!output.empty() && output != "-") {
+    struct stat before {};
+    remove_on_failure = ::stat(output.c_str(), &before) != 0;
     out = std::fopen(output.c_str(), "wb");
     if (!out) {
       fmt::print(stderr, "pyprof parse: error: cannot write {}: {}\n", output,
@@ -126,9 +155,13 @@ int run(const std::string& path, const std::string& output, bool quiet) {
   if (!ok) {
     fmt::print(stderr, "pyprof parse: error: writing {} failed: {}\n",
                output.empty() ? "standard output" : output, std::strerror(write_errno));
-    if (out != stdout) std::remove(output.c_str());
+    struct stat after {};
+    if (remove_on_failure && ::stat(output.c_str(), &after) == 0 && S_ISREG(after.st_mode)) {
+      std::remove(output.c_str());
+    }
     return 1;
   }
+  timer.lap("write");
   if (!quiet) print_summary(path, trace, corr, writer);
   return 0;
 }

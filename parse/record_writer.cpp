@@ -48,6 +48,19 @@ void xyz(JsonWriter& w, const char* key, const int32_t v[3]) {
 
 }  // namespace
 
+void RecordWriter::pooled(JsonWriter& w, uint32_t id) {
+  // Pool strings (kernel names, op names, modules, user ranges) repeat in most records: each
+  // is escaped once.
+  if (id >= escaped_.size()) escaped_.resize(trace_.pool.size());
+  std::string& cached = escaped_[id];
+  if (cached.empty()) {
+    cached = '"';
+    JsonWriter::append_escaped(cached, trace_.pool.get(id), kNoTruncation);
+    cached += '"';
+  }
+  w.raw_value(cached);
+}
+
 const std::string& RecordWriter::args_of(int32_t index) {
   for (int s = 0; s < 2; ++s) {
     if (cached_index_[s] == index) return cached_args_[s];
@@ -62,27 +75,88 @@ const std::string& RecordWriter::args_of(int32_t index) {
     ++args_unavailable_;
     return cached_args_[slot];
   }
+  if (r.args_length != 0 && text.size() >= size_t{r.args_offset} + r.args_length) {
+    cached_args_[slot].assign(text.substr(r.args_offset, r.args_length));
+    return cached_args_[slot];
+  }
   bool in_pyprof_domain = r.domain != 0 && trace_.pool.get(r.domain) == "pyprof";
   decode_marker(text, in_pyprof_domain, marker_);
   cached_args_[slot].swap(marker_.args);
   return cached_args_[slot];
 }
 
+BackgroundOutput::BackgroundOutput(std::FILE* out) : out_(out), thread_([this] { run(); }) {}
+
+BackgroundOutput::~BackgroundOutput() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void BackgroundOutput::run() {
+  std::string writing;
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    cv_.wait(lock, [this] { return has_pending_ || stop_; });
+    if (!has_pending_) return;
+    writing.swap(pending_);
+    has_pending_ = false;
+    bool skip = failed_;
+    lock.unlock();
+    cv_.notify_all();
+    bool ok = skip || std::fwrite(writing.data(), 1, writing.size(), out_) == writing.size();
+    int error = errno;
+    writing.clear();
+    lock.lock();
+    if (!ok && !failed_) {
+      failed_ = true;
+      error_ = error;
+    }
+    ++written_;
+    cv_.notify_all();
+  }
+}
+
+bool BackgroundOutput::submit(std::string& buffer) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv_.wait(lock, [this] { return !has_pending_; });
+  if (failed_) {
+    errno = error_;
+    return false;
+  }
+  pending_.swap(buffer);
+  buffer.clear();
+  has_pending_ = true;
+  ++submitted_;
+  lock.unlock();
+  cv_.notify_all();
+  return true;
+}
+
+bool BackgroundOutput::finish() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv_.wait(lock, [this] { return written_ == submitted_; });
+  if (failed_) errno = error_;
+  return !failed_;
+}
+
 bool RecordWriter::flush() {
   if (buffer_.empty()) return true;
-  size_t n = std::fwrite(buffer_.data(), 1, buffer_.size(), out_);
-  bool ok = n == buffer_.size();
-  buffer_.clear();
-  return ok;
+  return output_.submit(buffer_);
 }
 
 void RecordWriter::write_header(const std::string& source) {
-  write_header_object(source);
-  buffer_ += '\n';
+  {
+    JsonWriter w(record_, kNoTruncation, 0);
+    write_header_object(w, source);
+  }
+  end_record();
 }
 
-void RecordWriter::write_header_object(const std::string& source) {
-  JsonWriter w(buffer_, kNoTruncation);
+void RecordWriter::write_header_object(JsonWriter& w, const std::string& source) {
   w.begin_object();
   w.raw_key("pyprof_dict");
   w.integer(kDictVersion);
@@ -99,14 +173,12 @@ void RecordWriter::write_header_object(const std::string& source) {
   w.end_object();
 }
 
-void RecordWriter::write_attribution(const Attribution& a) {
-  JsonWriter w(buffer_, kNoTruncation);
-  w.resume_object();
+void RecordWriter::write_attribution(JsonWriter& w, const Attribution& a) {
   const auto& ranges = trace_.ranges;
   const auto& pool = trace_.pool;
   w.raw_key("op");
   if (a.op >= 0) {
-    w.string(pool.get(ranges[a.op].name));
+    pooled(w, ranges[a.op].name);
   } else if (a.node >= 0) {
     w.null();
   } else {
@@ -120,10 +192,7 @@ void RecordWriter::write_attribution(const Attribution& a) {
   } else {
     w.null();
   }
-  if (a.dir == Direction::kNone) {
-    w.finish();
-    return;
-  }
+  if (a.dir == Direction::kNone) return;
   if (a.op >= 0) {
     const RangeRecord& op = ranges[a.op];
     if (op.op_id != 0) {
@@ -134,7 +203,7 @@ void RecordWriter::write_attribution(const Attribution& a) {
     w.trusted_string(dialect_name(op.dialect));
     if (op.dialect == Dialect::kLegacyPyprof && op.detail != 0) {
       w.raw_key("legacy_mod");
-      w.string(pool.get(op.detail));
+      pooled(w, op.detail);
     }
   }
   w.raw_key("seq");
@@ -150,14 +219,14 @@ void RecordWriter::write_attribution(const Attribution& a) {
   }
   if (a.op >= 0 && ranges[a.op].stack != 0) {
     w.raw_key("stack");
-    w.string(pool.get(ranges[a.op].stack));
+    pooled(w, ranges[a.op].stack);
   }
   if (a.module >= 0) {
     w.raw_key("module");
-    w.string(pool.get(ranges[a.module].name));
+    pooled(w, ranges[a.module].name);
     if (ranges[a.module].detail != 0) {
       w.raw_key("module_type");
-      w.string(pool.get(ranges[a.module].detail));
+      pooled(w, ranges[a.module].detail);
     }
   }
   if (a.trace >= 0 && ranges[a.trace].detail != 0) {
@@ -176,7 +245,7 @@ void RecordWriter::write_attribution(const Attribution& a) {
   if (a.dir == Direction::kBackward) {
     const RangeRecord& node = ranges[a.node];
     w.raw_key("bwd_node");
-    w.string(pool.get(node.name));
+    pooled(w, node.name);
     if (node.op_id != 0) {
       w.raw_key("bwd_node_id");
       w.integer(node.op_id);
@@ -190,7 +259,7 @@ void RecordWriter::write_attribution(const Attribution& a) {
     if (a.bwd_op >= 0) {
       const RangeRecord& bop = ranges[a.bwd_op];
       w.raw_key("bwd_op");
-      w.string(pool.get(bop.name));
+      pooled(w, bop.name);
       if (bop.op_id != 0) {
         w.raw_key("bwd_op_id");
         w.integer(bop.op_id);
@@ -204,23 +273,23 @@ void RecordWriter::write_attribution(const Attribution& a) {
       }
     }
   }
-  w.finish();
 }
 
 void RecordWriter::write_activity(int32_t index, const Attribution& a) {
   const GpuActivity& act = trace_.activities[index];
-  const auto& pool = trace_.pool;
   {
-    JsonWriter w(buffer_, kNoTruncation);
+    // Each record is built in its own small buffer: a JsonWriter grows (and zero-fills) the
+    // string it writes to, which must not be the megabyte output buffer.
+    JsonWriter w(record_, kNoTruncation, 0);
     w.begin_object();
     w.raw_key("kind");
     switch (act.kind) {
       case ActivityKind::kKernel:
         w.trusted_string("kernel");
         w.raw_key("name");
-        w.string(pool.get(act.short_name));
+        pooled(w, act.short_name);
         w.raw_key("long_name");
-        w.string(pool.get(act.long_name));
+        pooled(w, act.long_name);
         break;
       case ActivityKind::kMemcpy:
         w.trusted_string("memcpy");
@@ -282,7 +351,7 @@ void RecordWriter::write_activity(int32_t index, const Attribution& a) {
       w.raw_key("launch");
       w.begin_object();
       w.raw_key("api");
-      w.string(pool.get(call.name));
+      pooled(w, call.name);
       w.raw_key("start");
       w.integer(call.start);
       w.raw_key("duration");
@@ -292,21 +361,22 @@ void RecordWriter::write_activity(int32_t index, const Attribution& a) {
       w.raw_key("tid");
       w.null();
     }
-    w.finish();
+    write_attribution(w, a);
+    write_user_ranges(w, a);
+    w.end_object();
   }
-  write_attribution(a);
-  write_user_ranges_and_close(a);
+  end_record();
 }
 
 void RecordWriter::write_op_instance(int32_t index, const Attribution& a) {
   const RangeRecord& r = trace_.ranges[index];
   {
-    JsonWriter w(buffer_, kNoTruncation);
+    JsonWriter w(record_, kNoTruncation, 0);
     w.begin_object();
     w.raw_key("kind");
     w.trusted_string("op");
     w.raw_key("name");
-    w.string(trace_.pool.get(r.name));
+    pooled(w, r.name);
     w.raw_key("start");
     w.integer(r.start);
     w.raw_key("duration");
@@ -327,25 +397,24 @@ void RecordWriter::write_op_instance(int32_t index, const Attribution& a) {
       w.raw_key("id");
       w.integer(r.op_id);
     }
-    w.finish();
+    write_attribution(w, a);
+    write_user_ranges(w, a);
+    w.end_object();
   }
-  write_attribution(a);
-  write_user_ranges_and_close(a);
+  end_record();
 }
 
-void RecordWriter::write_user_ranges_and_close(const Attribution& a) {
-  write_user_ranges(a);
-  // After the writer is gone: its destructor trims the string to the JSON it wrote.
+void RecordWriter::end_record() {
+  // The writer is gone: its destructor trimmed record_ to the JSON it wrote.
+  buffer_ += record_;
   buffer_ += '\n';
 }
 
-void RecordWriter::write_user_ranges(const Attribution& a) {
+void RecordWriter::write_user_ranges(JsonWriter& w, const Attribution& a) {
   chain_.clear();
   for (int32_t r = a.innermost; r >= 0; r = trace_.ranges[r].parent) {
     if (trace_.ranges[r].kind == MarkerKind::kUser) chain_.push_back(r);
   }
-  JsonWriter w(buffer_, kNoTruncation);
-  w.resume_object();
   if (!chain_.empty()) {
     w.raw_key("user_ranges");
     w.begin_array();
@@ -353,7 +422,7 @@ void RecordWriter::write_user_ranges(const Attribution& a) {
     for (size_t k = chain_.size(); k-- > 0;) {
       const RangeRecord& r = trace_.ranges[chain_[k]];
       if (r.domain == 0) {
-        w.string(trace_.pool.get(r.name));
+        pooled(w, r.name);
       } else {
         // Like Nsight Systems' reports: ranges of a named domain read "domain:message".
         label.assign(trace_.pool.get(r.domain));
@@ -364,10 +433,10 @@ void RecordWriter::write_user_ranges(const Attribution& a) {
     }
     w.end_array();
   }
-  w.end_object();
 }
 
 bool RecordWriter::write(const std::string& source) {
+  buffer_.reserve(kFlushBytes + (kFlushBytes >> 2));
   write_header(source);
   for (size_t k = 0; k < corr_.order.size(); ++k) {
     if (corr_.cpu_only) {
@@ -377,7 +446,7 @@ bool RecordWriter::write(const std::string& source) {
     }
     if (buffer_.size() >= kFlushBytes && !flush()) return false;
   }
-  if (!flush()) return false;
+  if (!flush() || !output_.finish()) return false;
   return std::fflush(out_) == 0;
 }
 

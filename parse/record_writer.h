@@ -3,15 +3,48 @@
 // docs/formats.md §3; bump kDictVersion when a key changes meaning or disappears.
 #pragma once
 
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
 #include <string>
+#include <thread>
 
+#include "common/json_writer.h"
 #include "parse/correlate.h"
 #include "parse/trace.h"
 
 namespace pyprof::parse {
 
 inline constexpr int kDictVersion = 1;
+
+// Writes buffers to a FILE on a second thread, so that formatting records and the write
+// system calls (a million-kernel profile gives over a gigabyte) overlap. One buffer is in
+// flight at a time; submit() waits for the previous one.
+class BackgroundOutput {
+ public:
+  explicit BackgroundOutput(std::FILE* out);
+  ~BackgroundOutput();
+  // Hands `buffer` over (it comes back empty, with the capacity of an earlier buffer).
+  // False once a write has failed (errno as the failing write left it).
+  bool submit(std::string& buffer);
+  // Waits for everything submitted; false if any write failed.
+  bool finish();
+
+ private:
+  void run();
+
+  std::FILE* out_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::string pending_;
+  bool has_pending_ = false;
+  bool stop_ = false;
+  bool failed_ = false;
+  int64_t submitted_ = 0;  // buffers handed over
+  int64_t written_ = 0;    // buffers the thread has finished with
+  int error_ = 0;
+  std::thread thread_;
+};
 
 class RecordWriter {
  public:
@@ -24,28 +57,33 @@ class RecordWriter {
 
  private:
   void write_header(const std::string& source);
-  void write_header_object(const std::string& source);
-  void write_user_ranges(const Attribution& a);
+  void write_header_object(JsonWriter& w, const std::string& source);
+  void write_user_ranges(JsonWriter& w, const Attribution& a);
+  // Appends the finished record and a newline to the output buffer.
+  void end_record();
   void write_activity(int32_t index, const Attribution& a);
   void write_op_instance(int32_t index, const Attribution& a);
-  void write_attribution(const Attribution& a);
-  // Appends "user_ranges" (outermost first), closes the record and ends the line.
-  void write_user_ranges_and_close(const Attribution& a);
+  void write_attribution(JsonWriter& w, const Attribution& a);
   // The decoded args of range `index` (its message fetched again from the database).
   const std::string& args_of(int32_t index);
+  // Writes pool string `id` as a JSON string value.
+  void pooled(JsonWriter& w, uint32_t id);
   bool flush();
 
   std::FILE* out_;
   const Trace& trace_;
   const Correlation& corr_;
   TraceReader& reader_;
-  std::string buffer_;
+  BackgroundOutput output_{out_};
+  std::string buffer_;  // records not yet handed to output_
+  std::string record_;  // the record being written
   Marker marker_;
   int32_t cached_index_[2] = {-1, -1};
   std::string cached_args_[2];
   int next_slot_ = 0;
   int64_t args_unavailable_ = 0;
   std::vector<int32_t> chain_;
+  std::vector<std::string> escaped_;  // pool id -> quoted, escaped JSON string
 };
 
 }  // namespace pyprof::parse

@@ -8,6 +8,7 @@ namespace pyprof::parse {
 SqliteDb::~SqliteDb() { sqlite3_close(db_); }
 
 bool SqliteDb::open(const std::string& path, std::string& error) {
+  path_ = path;
   // Check the file ourselves first: SQLite opens a missing or empty file "successfully".
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) {

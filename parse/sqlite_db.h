@@ -67,9 +67,11 @@ class SqliteDb {
   // The database's last error message.
   std::string last_error() const;
   sqlite3* handle() const { return db_; }
+  const std::string& path() const { return path_; }
 
  private:
   sqlite3* db_ = nullptr;
+  std::string path_;
   std::set<std::string> tables_;
 };
 

@@ -76,6 +76,15 @@ void add_range(Trace& trace, RangeRecord r, std::string_view text, TextRef ref, 
   }
   if (!m.stack.empty()) r.stack = intern_bounded(trace, m.stack);
   r.has_args = !m.args.empty();
+  if (m.dialect == Dialect::kPyprof && r.has_args && text.size() > m.args.size() &&
+      text.size() < UINT32_MAX) {
+    // The annotator writes "args" last: then the object is the text's tail before the '}'.
+    size_t at = text.size() - 1 - m.args.size();
+    if (text.compare(at, m.args.size(), m.args) == 0) {
+      r.args_offset = static_cast<uint32_t>(at);
+      r.args_length = static_cast<uint32_t>(m.args.size());
+    }
+  }
   r.text = ref;
   if (r.shape == RangeShape::kMark) {
     ++trace.stats.marks;

@@ -105,6 +105,10 @@ struct RangeRecord {
                            // joined frames (kTrace)
   uint32_t stack = 0;      // pool id: pyprof call site
   int32_t parent = -1;     // filled by correlation: tightest enclosing range, same thread
+  // pyprof markers: where the "args" object lies in the message, so that writing a record
+  // copies it from the re-fetched text instead of decoding the marker again. 0/0: unknown.
+  uint32_t args_offset = 0;
+  uint32_t args_length = 0;
   MarkerKind kind = MarkerKind::kUser;
   Dialect dialect = Dialect::kUser;
   RangeShape shape = RangeShape::kPushPop;

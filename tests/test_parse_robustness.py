@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import sqlite3
+import stat
 import subprocess
 import sys
 
@@ -141,6 +142,11 @@ def test_unwritable_output(tmp_path):
 def test_disk_full():
     rc, _, err = run(LENET, "-o", "/dev/full")
     assert rc == 1 and "No space left" in err
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode), "a failed write must not remove a device"
+    with open("/dev/full", "w") as full:
+        res = subprocess.run([PARSE, LENET, "-q"], stdout=full, stderr=subprocess.PIPE,
+                             text=True, timeout=60)
+    assert res.returncode == 1 and "writing standard output failed" in res.stderr
 
 
 def test_read_only_database_copy(tmp_path):
