@@ -53,8 +53,8 @@ struct PairKey {
 struct PairKeyHash {
   size_t operator()(const PairKey& k) const {
     uint64_t h = k.seq * 0x9E3779B97F4A7C15ULL;
-    h ^= (uint64_t{k.pid} << 32 | static_cast<uint32_t>(k.tid)) + 0x632BE59BD9B4E019ULL +
-         (h << 6) + (h >> 2);
+    h ^= (uint64_t{k.pid} << 32 | static_cast<uint32_t>(k.tid)) + 0x632BE59BD9B4E019ULL + (h << 6) +
+         (h >> 2);
     return h;
   }
 };
@@ -123,8 +123,7 @@ void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_ca
     if (!stack.empty() && parent != stack.back()) ++out.stats.ranges_improperly_nested;
     auto& r = trace.ranges[item.index];
     r.parent = parent;
-    out.contexts[item.index] =
-        extend(parent >= 0 ? &out.contexts[parent] : nullptr, r, item.index);
+    out.contexts[item.index] = extend(parent >= 0 ? &out.contexts[parent] : nullptr, r, item.index);
     stack.push_back(item.index);
   }
 }
@@ -276,9 +275,7 @@ Correlation correlate(Trace& trace) {
     std::vector<int32_t> count(trace.ranges.size(), 0);
     for (int32_t i : by_launch) {
       Attribution& a = by_activity[i];
-      int32_t instance = a.dir == Direction::kBackward ? a.node
-                         : a.op >= 0                   ? a.op
-                                                       : -1;
+      int32_t instance = a.dir == Direction::kBackward ? a.node : a.op >= 0 ? a.op : -1;
       if (instance >= 0) a.sub = count[instance]++;
     }
     out.attributions.resize(n_act);

@@ -44,27 +44,27 @@ struct Attribution {
   int32_t module = -1;     // module range: of the forward op for bprop records
   int32_t trace = -1;      // legacy trace marker
   int64_t seq = -1;
-  int32_t sub = 0;         // index of this activity among those of the same op instance
+  int32_t sub = 0;  // index of this activity among those of the same op instance
   Direction dir = Direction::kNone;
-  bool paired = false;     // bprop and its forward op was found
+  bool paired = false;  // bprop and its forward op was found
 };
 
 struct CorrelationStats {
-  int64_t without_launch = 0;      // correlationId with no API call of the same process
-  int64_t outside_ranges = 0;      // launched outside every range
-  int64_t no_op = 0;               // inside ranges, but none is an op
-  int64_t attributed = 0;          // has an op (or a backward node)
-  int64_t backward = 0;            // bprop
+  int64_t without_launch = 0;  // correlationId with no API call of the same process
+  int64_t outside_ranges = 0;  // launched outside every range
+  int64_t no_op = 0;           // inside ranges, but none is an op
+  int64_t attributed = 0;      // has an op (or a backward node)
+  int64_t backward = 0;        // bprop
   int64_t backward_paired = 0;
   int64_t ranges_improperly_nested = 0;
 };
 
 struct Correlation {
-  std::vector<RangeContext> contexts;    // per range
-  std::vector<int32_t> order;            // activities (or op ranges) in output order
-  std::vector<Attribution> attributions; // per entry of `order`
-  std::vector<int64_t> self_time;        // CPU-only: per range, own time minus child ops
-  bool cpu_only = false;                 // no GPU activity: records are op instances
+  std::vector<RangeContext> contexts;     // per range
+  std::vector<int32_t> order;             // activities (or op ranges) in output order
+  std::vector<Attribution> attributions;  // per entry of `order`
+  std::vector<int64_t> self_time;         // CPU-only: per range, own time minus child ops
+  bool cpu_only = false;                  // no GPU activity: records are op instances
   CorrelationStats stats;
 };
 

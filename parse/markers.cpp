@@ -10,6 +10,8 @@
 #include <new>
 #include <system_error>
 
+#include "common/json_writer.h"
+
 namespace pyprof::parse {
 namespace {
 
@@ -177,64 +179,10 @@ void append_escaped_code_point(std::string& out, uint32_t cp) {
   }
 }
 
-// Length of the well-formed UTF-8 sequence at s[i], 0 if there is none.
-size_t utf8_sequence_length(std::string_view s, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = byte(i);
-  size_t len;
-  uint32_t min_code;
-  if (c < 0x80) return 1;
-  if ((c & 0xE0) == 0xC0) {
-    len = 2;
-    min_code = 0x80;
-  } else if ((c & 0xF0) == 0xE0) {
-    len = 3;
-    min_code = 0x800;
-  } else if ((c & 0xF8) == 0xF0) {
-    len = 4;
-    min_code = 0x10000;
-  } else {
-    return 0;
-  }
-  if (i + len > s.size()) return 0;
-  uint32_t code = c & (0x7F >> len);
-  for (size_t k = 1; k < len; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    code = (code << 6) | (byte(i + k) & 0x3F);
-  }
-  if (code < min_code || (code >= 0xD800 && code <= 0xDFFF) || code > 0x10FFFF) return 0;
-  return len;
-}
-
-// Appends raw bytes as JSON string content. NVTX text can be any bytes, so invalid UTF-8 becomes
-// U+FFFD: simdjson (and every other consumer) rejects strings that are not UTF-8.
+// Appends raw bytes as JSON string content. NVTX text can be any bytes; JsonWriter replaces
+// invalid UTF-8 by U+FFFD, since simdjson (and every other consumer) rejects it.
 void append_escaped_bytes(std::string& out, std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    size_t run = i;
-    while (run < s.size()) {
-      const unsigned char c = static_cast<unsigned char>(s[run]);
-      if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') break;
-      ++run;
-    }
-    out.append(s.data() + i, run - i);
-    i = run;
-    if (i == s.size()) break;
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      append_escaped_code_point(out, c);
-      ++i;
-      continue;
-    }
-    const size_t len = utf8_sequence_length(s, i);
-    if (len == 0) {
-      append_escaped_code_point(out, 0xFFFD);
-      ++i;
-    } else {
-      out.append(s.data() + i, len);
-      i += len;
-    }
-  }
+  JsonWriter::append_escaped(out, s, std::numeric_limits<size_t>::max());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -61,11 +61,11 @@ struct Marker {
   //                  arrays, None/True/False become null/true/false, quotes are re-escaped.
   std::string args;
   std::vector<std::string> trace;  // kTrace: the frames ("file.py:57"), outermost first
-  int64_t op_id = 0;         // pyprof "id", emit_nvtx "op_id"; 0 = none
-  int64_t seq = -1;          // autograd sequence number; -1 = none
-  int64_t tid = -1;          // pyprof "tid" (RecordFunction thread id); -1 = unknown
-  int64_t fwd_tid = -1;      // pyprof "fwd_tid" of a backward node; -1 = unknown
-  int64_t args_dropped = 0;  // pyprof "args_dropped"
+  int64_t op_id = 0;               // pyprof "id", emit_nvtx "op_id"; 0 = none
+  int64_t seq = -1;                // autograd sequence number; -1 = none
+  int64_t tid = -1;                // pyprof "tid" (RecordFunction thread id); -1 = unknown
+  int64_t fwd_tid = -1;            // pyprof "fwd_tid" of a backward node; -1 = unknown
+  int64_t args_dropped = 0;        // pyprof "args_dropped"
   // Non-empty when the message looked like a known dialect but was malformed. The fields
   // above then hold what could still be read (kind may have been demoted to kUser).
   std::string error;

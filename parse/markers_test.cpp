@@ -643,7 +643,8 @@ TEST(PythonLiteral, Conversions) {
       {R"('\a\b\f\v\0\101\777')", "\"\\u0007\\b\\f\\u000b\\u0000A\xc7\xbf\""},
       {R"('\d\q')", R"("\\d\\q")"},
       {"'caf\xc3\xa9'", "\"caf\xc3\xa9\""},
-      {"'\xff\xfe'", "\"\xef\xbf\xbd\xef\xbf\xbd\""},
+      // Invalid UTF-8 in a string: U+FFFD per byte (escaped, as JsonWriter writes it).
+      {"'\xff\xfe'", "\"\\ufffd\\ufffd\""},
       {"'a\nb'", "\"a\\nb\""},
       {"'line\\\ncontinued'", "\"linecontinued\""},
       {"[]", "[]"},

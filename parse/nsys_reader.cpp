@@ -3,8 +3,8 @@
 #include <array>
 #include <functional>
 #include <future>
-#include <thread>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "common/nsys_schema.h"
@@ -75,28 +75,31 @@ bool step_error(const SqliteDb& db, const std::string& table, std::string& error
 
 }  // namespace
 
-uint32_t NsysReader::string_id(Trace& trace, int64_t id) {
-  auto it = string_ids_.find(id);
-  if (it != string_ids_.end()) return it->second;
+bool StringIdCache::open(const SqliteDb& db, std::string& error) {
+  if (!db.has_table("StringIds")) return true;
+  lookup_ = db.prepare("SELECT value FROM StringIds WHERE id = ?", error);
+  return lookup_.valid();
+}
+
+uint32_t StringIdCache::get(Trace& trace, int64_t id) {
+  auto it = ids_.find(id);
+  if (it != ids_.end()) return it->second;
   uint32_t pool_id = 0;
-  if (string_lookup_.valid()) {
-    string_lookup_.reset();
-    string_lookup_.bind_int64(1, id);
-    if (string_lookup_.step() == SQLITE_ROW) pool_id = trace.pool.intern(string_lookup_.text(0));
+  if (lookup_.valid()) {
+    lookup_.reset();
+    lookup_.bind_int64(1, id);
+    if (lookup_.step() == SQLITE_ROW) pool_id = trace.pool.intern(lookup_.text(0));
   }
   if (pool_id == 0 && id != 0) {
     trace.warn("missing string", "StringIds has no id " + std::to_string(id));
   }
-  string_ids_.emplace(id, pool_id);
+  ids_.emplace(id, pool_id);
   return pool_id;
 }
 
 bool NsysReader::read(Trace& trace, std::string& error) {
   trace.format = "nsys";
-  if (db_.has_table("StringIds")) {
-    string_lookup_ = db_.prepare("SELECT value FROM StringIds WHERE id = ?", error);
-    if (!string_lookup_.valid()) return false;
-  }
+  if (!strings_.open(db_, error)) return false;
   // The GPU and API tables are read while a second thread decodes part of NVTX_EVENTS.
   return read_metadata(trace, error) && read_ranges(trace, error, [&] {
            return read_kernels(trace, error) && read_copies(trace, error) &&
@@ -132,13 +135,28 @@ bool NsysReader::read_kernels(Trace& trace, std::string& error) {
   if (!db_.has_table(table)) return true;
   auto cols = db_.columns(table);
   if (!require_columns(cols, table, {"start", "end"}, error)) return false;
-  Statement s = db_.prepare(
-      select_columns(cols, table,
-                     {"start", "end", "deviceId", "contextId", "streamId", "correlationId",
-                      "globalPid", "demangledName", "shortName", "mangledName", "gridX", "gridY",
-                      "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
-                      "staticSharedMemory", "dynamicSharedMemory", "graphNodeId"}),
-      error);
+  Statement s = db_.prepare(select_columns(cols, table,
+                                           {"start",
+                                            "end",
+                                            "deviceId",
+                                            "contextId",
+                                            "streamId",
+                                            "correlationId",
+                                            "globalPid",
+                                            "demangledName",
+                                            "shortName",
+                                            "mangledName",
+                                            "gridX",
+                                            "gridY",
+                                            "gridZ",
+                                            "blockX",
+                                            "blockY",
+                                            "blockZ",
+                                            "registersPerThread",
+                                            "staticSharedMemory",
+                                            "dynamicSharedMemory",
+                                            "graphNodeId"}),
+                            error);
   if (!s.valid()) return false;
   std::unordered_map<uint32_t, uint32_t> short_of_long;  // demangled -> computed short name
   int rc;
@@ -189,8 +207,7 @@ bool NsysReader::read_kernels(Trace& trace, std::string& error) {
 
 bool NsysReader::read_copies(Trace& trace, std::string& error) {
   for (bool memcpy : {true, false}) {
-    const std::string table =
-        memcpy ? "CUPTI_ACTIVITY_KIND_MEMCPY" : "CUPTI_ACTIVITY_KIND_MEMSET";
+    const std::string table = memcpy ? "CUPTI_ACTIVITY_KIND_MEMCPY" : "CUPTI_ACTIVITY_KIND_MEMSET";
     if (!db_.has_table(table)) continue;
     auto cols = db_.columns(table);
     if (!require_columns(cols, table, {"start", "end"}, error)) return false;
@@ -255,8 +272,7 @@ bool NsysReader::read_api_calls(Trace& trace, std::string& error) {
     return false;
   }
   Statement s = db_.prepare(
-      select_columns(cols, table, {"start", "end", "globalTid", "correlationId", "nameId"}),
-      error);
+      select_columns(cols, table, {"start", "end", "globalTid", "correlationId", "nameId"}), error);
   if (!s.valid()) return false;
   std::unordered_map<int64_t, uint32_t> names;  // nameId -> stripped name
   int rc;
@@ -279,8 +295,8 @@ bool NsysReader::read_api_calls(Trace& trace, std::string& error) {
       auto it = names.find(name_id);
       if (it == names.end()) {
         uint32_t raw = string_id(trace, name_id);
-        it = names.emplace(name_id, trace.pool.intern(strip_api_version(trace.pool.get(raw))))
-                 .first;
+        it =
+            names.emplace(name_id, trace.pool.intern(strip_api_version(trace.pool.get(raw)))).first;
       }
       call.name = it->second;
     }
@@ -308,27 +324,9 @@ bool read_range_chunk(const SqliteDb& db, const std::string& select, int64_t lo,
   if (!s.valid()) return false;
   s.bind_int64(1, lo);
   s.bind_int64(2, hi);
-  Statement string_lookup;
-  if (db.has_table("StringIds")) {
-    string_lookup = db.prepare("SELECT value FROM StringIds WHERE id = ?", error);
-    if (!string_lookup.valid()) return false;
-  }
-  std::unordered_map<int64_t, uint32_t> string_ids;
-  auto string_id = [&](int64_t id) -> uint32_t {
-    auto it = string_ids.find(id);
-    if (it != string_ids.end()) return it->second;
-    uint32_t pool_id = 0;
-    if (string_lookup.valid()) {
-      string_lookup.reset();
-      string_lookup.bind_int64(1, id);
-      if (string_lookup.step() == SQLITE_ROW) pool_id = trace.pool.intern(string_lookup.text(0));
-    }
-    if (pool_id == 0 && id != 0) {
-      trace.warn("missing string", "StringIds has no id " + std::to_string(id));
-    }
-    string_ids.emplace(id, pool_id);
-    return pool_id;
-  };
+  StringIdCache strings;
+  if (!strings.open(db, error)) return false;
+  auto string_id = [&](int64_t id) { return strings.get(trace, id); };
   std::unordered_map<uint64_t, uint32_t> domains;  // domain_key -> pool id
   auto domain_of = [&](uint32_t pid, int64_t id) -> uint32_t {
     uint64_t key = domain_key(pid, id);
@@ -467,8 +465,8 @@ bool NsysReader::read_ranges(Trace& trace, std::string& error,
   }
   DomainNames domain_names;
   const std::string select = select_columns(
-      cols, table, {"rowid", "start", "end", "eventType", "globalTid", "domainId", "textId",
-                    "text"});
+      cols, table,
+      {"rowid", "start", "end", "eventType", "globalTid", "domainId", "textId", "text"});
   constexpr int64_t kParallelRows = 200000;
   if (hi < lo || hi - lo < kParallelRows) {
     return other_tables() && read_domain_names(db_, domain_names, error) &&
@@ -484,8 +482,8 @@ bool NsysReader::read_ranges(Trace& trace, std::string& error,
   std::promise<bool> names_ready;
   std::thread worker([&] {
     SqliteDb second;
-    bool ok = second.open(db_.path(), part_error) &&
-              read_domain_names(second, domain_names, part_error);
+    bool ok =
+        second.open(db_.path(), part_error) && read_domain_names(second, domain_names, part_error);
     names_ready.set_value(ok);
     part_ok = ok && read_range_chunk(second, select, mid + 1, hi, domain_names, part, part_error);
   });

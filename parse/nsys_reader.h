@@ -12,6 +12,18 @@
 
 namespace pyprof::parse {
 
+// StringIds id -> pool id, looked up on first use (exports hold many strings parse never
+// needs). One per connection.
+class StringIdCache {
+ public:
+  bool open(const SqliteDb& db, std::string& error);
+  uint32_t get(Trace& trace, int64_t id);
+
+ private:
+  Statement lookup_;
+  std::unordered_map<int64_t, uint32_t> ids_;
+};
+
 class NsysReader : public TraceReader {
  public:
   explicit NsysReader(const SqliteDb& db) : db_(db) {}
@@ -26,14 +38,12 @@ class NsysReader : public TraceReader {
   // Reads NVTX_EVENTS; `other_tables` runs on this thread while a second thread reads part
   // of a large NVTX table.
   bool read_ranges(Trace& trace, std::string& error, const std::function<bool()>& other_tables);
-  // StringIds id -> pool id, read on first use (exports hold many strings parse never needs).
-  uint32_t string_id(Trace& trace, int64_t id);
+  uint32_t string_id(Trace& trace, int64_t id) { return strings_.get(trace, id); }
 
   const SqliteDb& db_;
-  Statement string_lookup_;
+  StringIdCache strings_;
   Statement text_lookup_;
   std::string fetched_;
-  std::unordered_map<int64_t, uint32_t> string_ids_;
 };
 
 }  // namespace pyprof::parse

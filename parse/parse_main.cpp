@@ -1,16 +1,15 @@
 // pyprof-parse: `pyprof parse DB [-o FILE]` / `python -m pyprof.parse DB > net.dict`.
 // Exit codes: 0 ok, 1 bad input or unwritable output, 2 usage.
 #include <fmt/core.h>
+#include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
-
-#include <sys/stat.h>
 
 #include "parse/correlate.h"
 #include "parse/nsys_reader.h"
@@ -57,8 +56,8 @@ void print_summary(const std::string& path, const Trace& trace, const Correlatio
     fmt::print(stderr,
                "  attributed to an op: {} of {} ({:.1f}%); unattributed: {} ({} without a launch "
                "call, {} launched outside every range, {} in ranges that hold no op)\n",
-               c.attributed, records, percent(c.attributed, records),
-               records - c.attributed, c.without_launch, c.outside_ranges, c.no_op);
+               c.attributed, records, percent(c.attributed, records), records - c.attributed,
+               c.without_launch, c.outside_ranges, c.no_op);
   }
   if (c.backward > 0) {
     fmt::print(stderr, "  backward: {} records, {} paired with their forward op, {} unpaired\n",
@@ -72,8 +71,7 @@ void print_summary(const std::string& path, const Trace& trace, const Correlatio
              s.ranges, s.marks, by_dialect[static_cast<int>(Dialect::kPyprof)],
              by_dialect[static_cast<int>(Dialect::kEmitNvtx)],
              by_dialect[static_cast<int>(Dialect::kLegacyPyprof)],
-             by_dialect[static_cast<int>(Dialect::kUser)], s.malformed_markers,
-             s.ranges_unclosed);
+             by_dialect[static_cast<int>(Dialect::kUser)], s.malformed_markers, s.ranges_unclosed);
   if (!s.capture_stats.empty()) {
     std::string line;
     for (const auto& [name, value] : s.capture_stats) {

@@ -13,8 +13,8 @@ constexpr size_t kNoTruncation = size_t{1} << 30;
 constexpr size_t kFlushBytes = size_t{1} << 20;
 
 const char* copy_kind_name(uint8_t kind) {
-  static const char* const kNames[] = {"unknown", "HtoD", "DtoH",    "HtoA",    "AtoH",
-                                       "AtoA",    "AtoD", "DtoA",    "DtoD",    "HtoH",
+  static const char* const kNames[] = {"unknown", "HtoD",     "DtoH",     "HtoA",    "AtoH",
+                                       "AtoA",    "AtoD",     "DtoA",     "DtoD",    "HtoH",
                                        "PtoP",    "UVM HtoD", "UVM DtoH", "UVM DtoD"};
   return kind < std::size(kNames) ? kNames[kind] : "unknown";
 }

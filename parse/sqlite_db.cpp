@@ -29,15 +29,15 @@ bool SqliteDb::open(const std::string& path, std::string& error) {
   // immutable=1: never take locks or look for a journal (the file may sit on read-only media
   // or belong to another user); the profile is not being written while we read it.
   std::string uri = "file:" + path + "?immutable=1";
-  int rc = sqlite3_open_v2(uri.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+  int rc = sqlite3_open_v2(uri.c_str(), &db_,
+                           SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     error = path + ": cannot open database: " + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
     return false;
   }
   sqlite3_stmt* stmt = nullptr;
-  rc = sqlite3_prepare_v2(db_, "SELECT name FROM sqlite_master WHERE type IN ('table','view')",
-                          -1, &stmt, nullptr);
+  rc = sqlite3_prepare_v2(db_, "SELECT name FROM sqlite_master WHERE type IN ('table','view')", -1,
+                          &stmt, nullptr);
   if (rc != SQLITE_OK) {
     error = path + ": corrupt or unreadable database: " + sqlite3_errmsg(db_);
     return false;

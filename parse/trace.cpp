@@ -31,9 +31,7 @@ namespace {
 // User-range and name text is interned; a hostile megabyte label is kept up to this size.
 constexpr size_t kMaxNameBytes = 4096;
 
-int32_t clamp_tid(int64_t v) {
-  return (v < 0 || v > INT32_MAX) ? -1 : static_cast<int32_t>(v);
-}
+int32_t clamp_tid(int64_t v) { return (v < 0 || v > INT32_MAX) ? -1 : static_cast<int32_t>(v); }
 
 uint32_t intern_bounded(Trace& trace, std::string_view s) {
   if (s.size() <= kMaxNameBytes) return trace.pool.intern(s);
@@ -95,8 +93,8 @@ void add_range(Trace& trace, RangeRecord r, std::string_view text, TextRef ref, 
   if (r.end != kOpenEnd && r.end < r.start) {
     ++trace.stats.ranges_end_before_start;
     trace.warn("range ends before it starts",
-               "range \"" + std::string(trace.pool.get(r.name).substr(0, 60)) +
-                   "\" start " + std::to_string(r.start) + " end " + std::to_string(r.end) +
+               "range \"" + std::string(trace.pool.get(r.name).substr(0, 60)) + "\" start " +
+                   std::to_string(r.start) + " end " + std::to_string(r.end) +
                    ": kept as an empty range at its start");
     r.end = r.start;
   }

@@ -64,7 +64,7 @@ struct GpuActivity {
   int32_t dynamic_shared = -1;  // bytes
   int64_t bytes = -1;           // memcpy / memset size
   int64_t memset_value = 0;
-  int64_t graph_node_id = -1;   // CUDA graph node, -1 when not a graph launch
+  int64_t graph_node_id = -1;  // CUDA graph node, -1 when not a graph launch
 };
 
 // One CUDA runtime or driver API call (the launch of a GPU activity, or anything else).
@@ -96,15 +96,15 @@ struct RangeRecord {
   int64_t seq = -1;
   TextRef text;
   uint32_t pid = 0;
-  uint32_t tid = 0;        // OS thread that pushed/started it
-  int32_t rf_tid = -1;     // pyprof: RecordFunction thread id ("tid"); else -1
-  int32_t fwd_tid = -1;    // pyprof backward node: "fwd_tid"; else -1
-  uint32_t name = 0;       // pool id: Marker::name (op, node, module path, user text)
-  uint32_t domain = 0;     // pool id of the NVTX domain name; 0 = default domain
-  uint32_t detail = 0;     // pool id: module type (kModule), legacy 'mod' (legacy kOp),
-                           // joined frames (kTrace)
-  uint32_t stack = 0;      // pool id: pyprof call site
-  int32_t parent = -1;     // filled by correlation: tightest enclosing range, same thread
+  uint32_t tid = 0;      // OS thread that pushed/started it
+  int32_t rf_tid = -1;   // pyprof: RecordFunction thread id ("tid"); else -1
+  int32_t fwd_tid = -1;  // pyprof backward node: "fwd_tid"; else -1
+  uint32_t name = 0;     // pool id: Marker::name (op, node, module path, user text)
+  uint32_t domain = 0;   // pool id of the NVTX domain name; 0 = default domain
+  uint32_t detail = 0;   // pool id: module type (kModule), legacy 'mod' (legacy kOp),
+                         // joined frames (kTrace)
+  uint32_t stack = 0;    // pool id: pyprof call site
+  int32_t parent = -1;   // filled by correlation: tightest enclosing range, same thread
   // pyprof markers: where the "args" object lies in the message, so that writing a record
   // copies it from the re-fetched text instead of decoding the marker again. 0/0: unknown.
   uint32_t args_offset = 0;
@@ -127,8 +127,8 @@ struct ReadStats {
 };
 
 struct Trace {
-  std::string format;  // "pyprof", "nsys", "nvprof"
-  std::string version; // tool version when the file says it, else ""
+  std::string format;   // "pyprof", "nsys", "nvprof"
+  std::string version;  // tool version when the file says it, else ""
   StringPool pool;
   std::vector<GpuActivity> activities;
   std::vector<ApiCall> api_calls;
@@ -159,7 +159,6 @@ class TraceReader {
 // Adds one range to the trace: decodes `text` with `marker` (reused scratch), interns what the
 // record keeps, counts malformed markers. `ref` says how to fetch the text again; a reader may
 // pass TextRef::kPool with the interned id when the text is short or already pooled.
-void add_range(Trace& trace, RangeRecord base, std::string_view text, TextRef ref,
-               Marker& marker);
+void add_range(Trace& trace, RangeRecord base, std::string_view text, TextRef ref, Marker& marker);
 
 }  // namespace pyprof::parse
