@@ -1,0 +1,373 @@
+#include "models/op_model.h"
+
+#include <simdjson.h>
+
+#include <cmath>
+
+namespace pyprof::models {
+
+int64_t Tensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d < 0 ? 0 : d;
+  return n;
+}
+
+int64_t Tensor::dim(int d) const {
+  int r = rank();
+  if (d < 0) d += r;
+  return (d < 0 || d >= r) ? 1 : shape[d];
+}
+
+namespace {
+
+namespace dom = simdjson::dom;
+
+bool read_int_array(dom::array a, std::vector<int64_t>& out) {
+  out.clear();
+  for (dom::element e : a) {
+    int64_t v;
+    if (e.get_int64().get(v) != simdjson::SUCCESS) return false;
+    out.push_back(v);
+  }
+  return true;
+}
+
+// {"shape":[...],"dtype":"float32","stride":[...]} (pyprof, emit_nvtx) or the legacy
+// {"type":"tensor","shape":[...],"dtype":...} form.
+bool read_tensor(dom::object o, Tensor& t) {
+  dom::array shape;
+  if (o["shape"].get_array().get(shape) != simdjson::SUCCESS) return false;
+  if (!read_int_array(shape, t.shape)) return false;
+  std::string_view dtype;
+  if (o["dtype"].get_string().get(dtype) == simdjson::SUCCESS) t.dtype = dtype;
+  dom::array stride;
+  if (o["stride"].get_array().get(stride) == simdjson::SUCCESS) read_int_array(stride, t.stride);
+  return true;
+}
+
+Value read_value(dom::element e) {
+  Value v;
+  switch (e.type()) {
+    case dom::element_type::NULL_VALUE:
+      v.kind = Value::Kind::kNone;
+      break;
+    case dom::element_type::BOOL:
+      v.kind = Value::Kind::kBool;
+      v.i = e.get_bool().value_unsafe() ? 1 : 0;
+      v.d = static_cast<double>(v.i);
+      break;
+    case dom::element_type::INT64:
+      v.kind = Value::Kind::kInt;
+      v.i = e.get_int64().value_unsafe();
+      v.d = static_cast<double>(v.i);
+      break;
+    case dom::element_type::UINT64:
+      v.kind = Value::Kind::kDouble;
+      v.d = static_cast<double>(e.get_uint64().value_unsafe());
+      break;
+    case dom::element_type::DOUBLE:
+      v.kind = Value::Kind::kDouble;
+      v.d = e.get_double().value_unsafe();
+      break;
+    case dom::element_type::STRING: {
+      v.kind = Value::Kind::kString;
+      v.s = std::string(e.get_string().value_unsafe());
+      // Non-finite floats are written as strings (docs/formats.md §1.1).
+      if (v.s == "inf") v.d = INFINITY;
+      if (v.s == "-inf") v.d = -INFINITY;
+      if (v.s == "nan") v.d = NAN;
+      break;
+    }
+    case dom::element_type::OBJECT: {
+      dom::object o = e.get_object().value_unsafe();
+      if (read_tensor(o, v.tensor)) {
+        v.kind = Value::Kind::kTensor;
+      } else {
+        v.kind = Value::Kind::kOther;
+      }
+      break;
+    }
+    case dom::element_type::ARRAY: {
+      dom::array a = e.get_array().value_unsafe();
+      if (read_int_array(a, v.ints)) {
+        v.kind = Value::Kind::kIntList;
+        break;
+      }
+      v.ints.clear();
+      bool tensors = true;
+      for (dom::element item : a) {
+        if (item.type() == dom::element_type::NULL_VALUE) continue;
+        dom::object o;
+        Tensor t;
+        if (item.get_object().get(o) != simdjson::SUCCESS || !read_tensor(o, t)) {
+          tensors = false;
+          break;
+        }
+        v.tensors.push_back(std::move(t));
+      }
+      v.kind = tensors ? Value::Kind::kTensorList : Value::Kind::kOther;
+      if (!tensors) v.tensors.clear();
+      break;
+    }
+  }
+  return v;
+}
+
+// Legacy PyProf argument: {"name":"","type":"tensor"|"int"|"float"|"bool"|"tuple"|...,
+// "shape":..., "dtype":..., "value":...}.
+Value read_legacy_value(dom::object o) {
+  std::string_view type;
+  if (o["type"].get_string().get(type) != simdjson::SUCCESS) return Value::of(Value::Kind::kOther);
+  if (type == "tensor" || type == "ndarray") {
+    Value v;
+    v.kind = read_tensor(o, v.tensor) ? Value::Kind::kTensor : Value::Kind::kOther;
+    return v;
+  }
+  dom::element value;
+  if (o["value"].get(value) != simdjson::SUCCESS) return Value::of(Value::Kind::kNone);
+  return read_value(value);
+}
+
+}  // namespace
+
+OpArgs OpArgs::from_json(std::string_view json) {
+  OpArgs args;
+  if (json.empty()) return args;
+  thread_local dom::parser parser;
+  dom::element root;
+  if (parser.parse(json.data(), json.size()).get(root) != simdjson::SUCCESS) return args;
+  dom::object object;
+  dom::array array;
+  if (root.get_object().get(object) == simdjson::SUCCESS) {
+    for (auto field : object) args.add(std::string(field.key), read_value(field.value));
+  } else if (root.get_array().get(array) == simdjson::SUCCESS) {
+    for (dom::element e : array) {
+      dom::object o;
+      std::string_view name;
+      if (e.get_object().get(o) != simdjson::SUCCESS) {
+        args.add("", Value::of(Value::Kind::kOther));
+        continue;
+      }
+      if (o["name"].get_string().get(name) != simdjson::SUCCESS) name = "";
+      args.add(std::string(name), read_legacy_value(o));
+    }
+  }
+  return args;
+}
+
+void OpArgs::add(std::string name, Value value) {
+  names_.push_back(std::move(name));
+  values_.push_back(std::move(value));
+}
+
+const Value* OpArgs::at(size_t position) const {
+  return position < values_.size() ? &values_[position] : nullptr;
+}
+
+const Value* OpArgs::get(std::string_view name) const {
+  if (name.empty()) return nullptr;
+  for (size_t i = 0; i < names_.size(); ++i) {
+    if (names_[i] == name) return &values_[i];
+  }
+  return nullptr;
+}
+
+const Value* OpArgs::arg(std::string_view name, size_t position) const {
+  if (const Value* v = get(name)) return v;
+  // Positional access only when the record carries no schema names (emit_nvtx, legacy
+  // positional arguments): names "0", "1", ... or "".
+  if (position < names_.size()) {
+    const std::string& n = names_[position];
+    if (n.empty() || (n[0] >= '0' && n[0] <= '9')) return &values_[position];
+  }
+  return nullptr;
+}
+
+const Tensor* OpArgs::tensor(std::string_view name, size_t position) const {
+  const Value* v = arg(name, position);
+  return v && v->is_tensor() ? &v->tensor : nullptr;
+}
+
+std::vector<const Tensor*> OpArgs::tensors() const {
+  std::vector<const Tensor*> out;
+  for (const Value& v : values_) {
+    if (v.kind == Value::Kind::kTensor) out.push_back(&v.tensor);
+    if (v.kind == Value::Kind::kTensorList) {
+      for (const Tensor& t : v.tensors) out.push_back(&t);
+    }
+  }
+  return out;
+}
+
+int64_t OpArgs::int_or(std::string_view name, size_t position, int64_t fallback) const {
+  const Value* v = arg(name, position);
+  if (!v) return fallback;
+  if (v->kind == Value::Kind::kInt || v->kind == Value::Kind::kBool) return v->i;
+  if (v->kind == Value::Kind::kIntList && v->ints.size() == 1) return v->ints[0];
+  return fallback;
+}
+
+double OpArgs::double_or(std::string_view name, size_t position, double fallback) const {
+  const Value* v = arg(name, position);
+  if (!v) return fallback;
+  if (v->kind == Value::Kind::kInt || v->kind == Value::Kind::kDouble ||
+      v->kind == Value::Kind::kBool) {
+    return v->d;
+  }
+  return fallback;
+}
+
+std::vector<int64_t> OpArgs::ints_or(std::string_view name, size_t position,
+                                     std::vector<int64_t> fallback) const {
+  const Value* v = arg(name, position);
+  if (!v) return fallback;
+  if (v->kind == Value::Kind::kIntList) return v->ints;
+  if (v->kind == Value::Kind::kInt) return {v->i};
+  return fallback;
+}
+
+bool OpArgs::bool_or(std::string_view name, size_t position, bool fallback) const {
+  const Value* v = arg(name, position);
+  if (!v) return fallback;
+  if (v->kind == Value::Kind::kBool || v->kind == Value::Kind::kInt) return v->i != 0;
+  return fallback;
+}
+
+int dtype_size(std::string_view dtype) {
+  static const std::map<std::string, int, std::less<>> kSizes = {
+      {"float64", 8},
+      {"float32", 4},
+      {"float16", 2},
+      {"bfloat16", 2},
+      {"complex32", 4},
+      {"complex64", 8},
+      {"complex128", 16},
+      {"uint8", 1},
+      {"int8", 1},
+      {"int16", 2},
+      {"int32", 4},
+      {"int64", 8},
+      {"bool", 1},
+      {"uint16", 2},
+      {"uint32", 4},
+      {"uint64", 8},
+      {"float8_e5m2", 1},
+      {"float8_e4m3fn", 1},
+      {"float8_e5m2fnuz", 1},
+      {"float8_e4m3fnuz", 1},
+      {"float8_e8m0fnu", 1},
+      {"float4_e2m1fn_x2", 1},
+      {"qint8", 1},
+      {"quint8", 1},
+      {"qint32", 4},
+      {"quint4x2", 1},
+      {"quint2x4", 1},
+      // Legacy PyProf and older torch spellings.
+      {"float", 4},
+      {"double", 8},
+      {"half", 2},
+      {"long", 8},
+      {"int", 4},
+      {"short", 2},
+      {"byte", 1},
+      {"char", 1},
+  };
+  auto it = kSizes.find(dtype);
+  return it == kSizes.end() ? 0 : it->second;
+}
+
+double tensor_bytes(const Tensor& t) {
+  int size = dtype_size(t.dtype);
+  return static_cast<double>(t.numel()) * (size == 0 ? 4 : size);
+}
+
+std::string short_dtype(std::string_view dtype) {
+  static const std::map<std::string, std::string, std::less<>> kShort = {
+      {"float16", "fp16"},        {"bfloat16", "bf16"},       {"float32", "fp32"},
+      {"float64", "fp64"},        {"float8_e5m2", "fp8"},     {"float8_e4m3fn", "fp8"},
+      {"float8_e5m2fnuz", "fp8"}, {"float8_e4m3fnuz", "fp8"}, {"int8", "int8"},
+      {"uint8", "uint8"},         {"int32", "int32"},         {"int64", "int64"},
+      {"bool", "bool"},           {"complex64", "c64"},       {"complex128", "c128"},
+  };
+  auto it = kShort.find(dtype);
+  return it == kShort.end() ? std::string(dtype) : it->second;
+}
+
+bool tc_eligible(std::string_view dtype, int64_t m, int64_t n, int64_t k, bool allow_tf32) {
+  int align;
+  if (dtype == "float16" || dtype == "bfloat16") {
+    align = 8;
+  } else if (dtype.starts_with("float8") || dtype == "int8" || dtype == "uint8") {
+    align = 16;
+  } else if (dtype == "float32" && allow_tf32) {
+    align = 4;
+  } else {
+    return false;
+  }
+  return m > 0 && n > 0 && k > 0 && m % align == 0 && n % align == 0 && k % align == 0;
+}
+
+void Registry::add(std::string op, std::string family, ModelFn fn) {
+  models_[std::move(op)] = {std::move(family), std::move(fn)};
+}
+
+const ModelFn* Registry::find(std::string_view op, std::string* family) const {
+  auto it = models_.find(op);
+  if (it == models_.end()) return nullptr;
+  if (family) *family = it->second.first;
+  return &it->second.second;
+}
+
+std::vector<std::string> Registry::ops() const {
+  std::vector<std::string> out;
+  for (const auto& [name, _] : models_) out.push_back(name);
+  return out;
+}
+
+const Registry& registry() {
+  static const Registry r = [] {
+    Registry reg;
+    register_matmul(reg);
+    register_conv(reg);
+    register_attention(reg);
+    register_rnn(reg);
+    register_optim(reg);
+    register_collectives(reg);
+    register_norm(reg);
+    register_softmax(reg);
+    register_pointwise(reg);
+    register_reduction(reg);
+    register_loss(reg);
+    register_embedding(reg);
+    register_pooling(reg);
+    register_dropout(reg);
+    register_upsample(reg);
+    register_movement(reg);
+    return reg;
+  }();
+  return r;
+}
+
+OpCost op_cost(std::string_view op, const OpArgs& args) {
+  // "aten::addmm" / "torch.nn.functional.linear" -> "addmm" / "linear".
+  size_t colon = op.rfind("::");
+  if (colon != std::string_view::npos) op.remove_prefix(colon + 2);
+  size_t dot = op.rfind('.');
+  if (dot != std::string_view::npos) op.remove_prefix(dot + 1);
+  OpCost cost;
+  std::string family;
+  const ModelFn* fn = registry().find(op, &family);
+  if (!fn && op.size() > 1 && op.back() == '_' && op[op.size() - 2] != '_') {
+    fn = registry().find(op.substr(0, op.size() - 1), &family);  // in-place variant
+  }
+  if (!fn) return cost;
+  cost.family = family;
+  cost.modeled = (*fn)(args, cost);
+  if (!cost.modeled) {
+    cost.flops = 0;
+    cost.bytes = 0;
+  }
+  return cost;
+}
+
+}  // namespace pyprof::models

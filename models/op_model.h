@@ -1,0 +1,160 @@
+// Per-op cost models: FLOPs, ideal DRAM bytes and Tensor Core eligibility of one op call, from
+// the arguments parse wrote for it (docs/formats.md §3). Every formula lives in exactly one
+// function here and is listed in docs/ops.md.
+//
+// Conventions (stated in docs/ops.md and in prof's column headers):
+// - a multiply-add is 2 FLOPs;
+// - bytes are the ideal DRAM traffic: each input read once, each output written once,
+//   broadcasting honoured (a broadcast input is read at its own size), dtype sizes exact
+//   (bool 1, bf16 2, fp8 1, complex64 8, ...);
+// - an op with no model is `modeled = false` (prof prints "na"), never an error;
+// - FLOPs are those of the op itself: composite ops that call modelled ops (aten::linear ->
+//   aten::addmm) have no model of their own, so a call tree is counted once (prof adds costs
+//   only at the outermost op that has a model).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pyprof::models {
+
+// One tensor argument. dtype "" when the source did not say (emit_nvtx shapes).
+struct Tensor {
+  std::vector<int64_t> shape;
+  std::string dtype;
+  std::vector<int64_t> stride;  // empty when unknown
+  int64_t numel() const;
+  int rank() const { return static_cast<int>(shape.size()); }
+  // Size of dimension d, negative d counted from the end; 1 when out of range.
+  int64_t dim(int d) const;
+};
+
+// One argument value.
+struct Value {
+  enum class Kind : uint8_t {
+    kNone,
+    kTensor,
+    kTensorList,
+    kInt,
+    kIntList,
+    kDouble,
+    kBool,
+    kString,
+    kOther
+  };
+  Kind kind = Kind::kNone;
+  Tensor tensor;                // kTensor
+  std::vector<Tensor> tensors;  // kTensorList (undefined tensors in a list are skipped)
+  int64_t i = 0;                // kInt; kBool: 0/1
+  std::vector<int64_t> ints;    // kIntList
+  double d = 0;                 // kDouble (also set for kInt)
+  std::string s;                // kString (dtype/layout names, "mean", reduction strings)
+  bool is_tensor() const { return kind == Kind::kTensor; }
+  static Value of(Kind k) {
+    Value v;
+    v.kind = k;
+    return v;
+  }
+};
+
+// The arguments of one op call, in the order parse wrote them.
+//   pyprof: {"self":{...},"mat2":{...},"alpha":1}  -> names and positions
+//   emit_nvtx: {"0":{"shape":[5,3]},"1":{"shape":[]}} -> positions; shapes only, no dtypes
+//   legacy PyProf: [{"name":"","type":"tensor","shape":[..],"dtype":".."},...] -> positions,
+//                  keyword arguments also by name
+class OpArgs {
+ public:
+  // Decodes parse's "args" JSON; anything unreadable becomes kOther values (never throws).
+  static OpArgs from_json(std::string_view json);
+  void add(std::string name, Value value);
+
+  size_t size() const { return values_.size(); }
+  const Value* at(size_t position) const;
+  const Value* get(std::string_view name) const;
+  // By schema name when present, else by position (emit_nvtx and legacy records have no
+  // names): the usual way to read an argument.
+  const Value* arg(std::string_view name, size_t position) const;
+  const Tensor* tensor(std::string_view name, size_t position) const;
+  // Every tensor argument (tensor lists flattened), in order.
+  std::vector<const Tensor*> tensors() const;
+  int64_t int_or(std::string_view name, size_t position, int64_t fallback) const;
+  double double_or(std::string_view name, size_t position, double fallback) const;
+  std::vector<int64_t> ints_or(std::string_view name, size_t position,
+                               std::vector<int64_t> fallback) const;
+  bool bool_or(std::string_view name, size_t position, bool fallback) const;
+  const std::string& name_at(size_t position) const { return names_[position]; }
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<Value> values_;
+};
+
+struct OpCost {
+  bool modeled = false;      // false: no model for this op ("na")
+  double flops = 0;          // multiply-add = 2
+  double bytes = 0;          // ideal DRAM traffic
+  bool tc_eligible = false;  // Tensor Core eligible: dtype and alignment (see tc_eligible())
+  std::string dtype;         // the op's compute dtype ("float16"), "" when unknown
+  std::string params;        // short description for the Params column: "M=256,N=32,K=128,fp16"
+  std::string family;        // the docs/ops.md family: "matmul", "conv", "pointwise", ...
+};
+
+// Size in bytes of one element of `dtype` (PyTorch names, docs/formats.md §1.1); 0 when
+// unknown ("" or an unrecognised name). float4_e2m1fn_x2 is 1 (two values per byte).
+int dtype_size(std::string_view dtype);
+// Bytes of a tensor: numel * dtype_size; unknown dtype counts as 4 bytes (float32, PyTorch's
+// default) so that emit_nvtx shapes still give an estimate.
+double tensor_bytes(const Tensor& t);
+// "fp16", "bf16", "fp32", "fp8", "int8", ... as PyProf printed dtypes.
+std::string short_dtype(std::string_view dtype);
+// Tensor Core eligibility of a GEMM-like op: fp16/bf16 with M, N, K multiples of 8; fp8/int8
+// with multiples of 16; fp32 when TF32 is allowed (allow_tf32) with multiples of 4.
+bool tc_eligible(std::string_view dtype, int64_t m, int64_t n, int64_t k, bool allow_tf32);
+
+// The model of one op: returns false when the arguments do not fit the model (then the op is
+// reported unmodeled, with the reason in `cost.params`).
+using ModelFn = std::function<bool(const OpArgs& args, OpCost& cost)>;
+
+class Registry {
+ public:
+  // `op` without the "aten::" prefix and overload ("addmm", "convolution_backward").
+  void add(std::string op, std::string family, ModelFn fn);
+  const ModelFn* find(std::string_view op, std::string* family) const;
+  std::vector<std::string> ops() const;
+
+ private:
+  std::map<std::string, std::pair<std::string, ModelFn>, std::less<>> models_;
+};
+
+// All models. Built once.
+const Registry& registry();
+
+// The cost of one call of `op` ("aten::addmm", "addmm", legacy "linear", "torch.nn.functional.
+// linear"): looks the bare name up in the registry (namespace and "_" in-place suffix
+// variants map to the same model: "add_" uses "add").
+OpCost op_cost(std::string_view op, const OpArgs& args);
+
+// Families register their ops here; each lives in its own file (models/<family>.cpp).
+void register_matmul(Registry& r);     // mm addmm bmm baddbmm matmul linear addmv mv dot _scaled_mm
+void register_conv(Registry& r);       // convolution*, conv*d, convolution_backward, cudnn/mkldnn
+void register_attention(Registry& r);  // scaled_dot_product_attention and variants, fwd + bwd
+void register_rnn(Registry& r);        // lstm/gru/rnn cells, _cudnn_rnn, lstm, gru
+void register_optim(Registry& r);      // _foreach_*, _fused_adam(w)_, _fused_sgd_
+void register_collectives(Registry& r);  // c10d / _c10d_functional / nccl (bytes only)
+void register_norm(Registry& r);         // batch/layer/group/rms norm, fwd + bwd
+void register_softmax(Registry& r);      // softmax, log_softmax, fwd + bwd
+void register_pointwise(Registry& r);    // unary/binary/ternary, activations, fwd + bwd
+void register_reduction(Registry& r);    // sum mean max min amax norm var std ...
+void register_loss(Registry& r);         // nll_loss, cross_entropy, mse_loss, ... fwd + bwd
+void register_embedding(Registry& r);    // embedding, embedding_dense_backward, embedding_bag
+void register_pooling(Registry& r);      // max/avg/adaptive pool, fwd + bwd
+void register_dropout(Registry& r);      // dropout, native_dropout(_backward)
+void register_upsample(Registry& r);     // upsample_*, interpolate, fwd + bwd
+void register_movement(Registry& r);     // copy_, _to_copy, cat, stack, index*, gather, scatter,
+                                         // clone, contiguous, fill, zero
+
+}  // namespace pyprof::models

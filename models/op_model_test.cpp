@@ -1,0 +1,74 @@
+#include "models/op_model.h"
+
+#include <gtest/gtest.h>
+
+namespace pyprof::models {
+namespace {
+
+TEST(OpArgs, PyprofNamedArguments) {
+  OpArgs a = OpArgs::from_json(
+      R"({"self":{"shape":[256],"dtype":"float16","stride":[1],"device":"cuda:0"},)"
+      R"("mat1":{"shape":[32,128],"dtype":"float16"},"mat2":{"shape":[128,256],"dtype":"float16"},)"
+      R"("beta":1,"alpha":2.5,"flag":true,"dims":[0,2],"none":null,"s":"mean"})");
+  ASSERT_EQ(a.size(), 9u);
+  EXPECT_EQ(a.tensor("mat1", 1)->shape, (std::vector<int64_t>{32, 128}));
+  EXPECT_EQ(a.tensor("self", 0)->dtype, "float16");
+  EXPECT_EQ(a.tensor("self", 0)->stride, (std::vector<int64_t>{1}));
+  EXPECT_EQ(a.int_or("beta", 3, 0), 1);
+  EXPECT_DOUBLE_EQ(a.double_or("alpha", 4, 0), 2.5);
+  EXPECT_TRUE(a.bool_or("flag", 5, false));
+  EXPECT_EQ(a.ints_or("dims", 6, {}), (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(a.get("none")->kind, Value::Kind::kNone);
+  EXPECT_EQ(a.get("s")->s, "mean");
+  // Named records are not read by position.
+  EXPECT_EQ(a.tensor("input", 1), nullptr);
+  EXPECT_EQ(a.tensors().size(), 3u);
+}
+
+TEST(OpArgs, EmitNvtxPositionalShapes) {
+  OpArgs a = OpArgs::from_json(R"({"0":{"shape":[5,3]},"1":{"shape":[3,64]},"2":{"shape":[]}})");
+  EXPECT_EQ(a.tensor("self", 0)->shape, (std::vector<int64_t>{5, 3}));
+  EXPECT_EQ(a.tensor("mat2", 1)->dtype, "");
+  EXPECT_EQ(a.tensor("x", 2)->numel(), 1);
+  EXPECT_DOUBLE_EQ(tensor_bytes(*a.tensor("self", 0)), 5 * 3 * 4);  // unknown dtype: 4 bytes
+}
+
+TEST(OpArgs, LegacyPyprofList) {
+  OpArgs a = OpArgs::from_json(
+      R"([{"name":"","type":"tensor","shape":[32,128],"dtype":"float16"},)"
+      R"({"name":"","type":"tensor","shape":[256,128],"dtype":"float16"},)"
+      R"({"name":"stride","type":"tuple","value":[2,2]},{"name":"","type":"float","value":2.0}])");
+  EXPECT_EQ(a.tensor("input", 0)->shape, (std::vector<int64_t>{32, 128}));
+  EXPECT_EQ(a.ints_or("stride", 99, {}), (std::vector<int64_t>{2, 2}));
+  EXPECT_DOUBLE_EQ(a.double_or("p", 3, 0), 2.0);
+}
+
+TEST(OpArgs, GarbageIsHarmless) {
+  for (const char* json : {"", "{", "[1,2", "nope", "{\"a\":{\"shape\":\"x\"}}", "[1,{}]"}) {
+    OpArgs a = OpArgs::from_json(json);
+    EXPECT_EQ(a.tensors().size(), 0u) << json;
+  }
+}
+
+TEST(Dtypes, SizesAndTensorCoreAlignment) {
+  EXPECT_EQ(dtype_size("bfloat16"), 2);
+  EXPECT_EQ(dtype_size("float8_e4m3fn"), 1);
+  EXPECT_EQ(dtype_size("complex64"), 8);
+  EXPECT_EQ(dtype_size("bool"), 1);
+  EXPECT_EQ(dtype_size("weird"), 0);
+  EXPECT_TRUE(tc_eligible("float16", 64, 128, 256, false));
+  EXPECT_FALSE(tc_eligible("float16", 64, 127, 256, false));
+  EXPECT_FALSE(tc_eligible("float32", 64, 128, 256, false));
+  EXPECT_TRUE(tc_eligible("float32", 64, 128, 256, true));
+  EXPECT_FALSE(tc_eligible("float8_e4m3fn", 64, 8, 256, false));
+  EXPECT_TRUE(tc_eligible("float8_e4m3fn", 64, 16, 256, false));
+}
+
+TEST(Registry, UnknownOpIsUnmodeled) {
+  OpCost c = op_cost("aten::definitely_not_an_op", OpArgs{});
+  EXPECT_FALSE(c.modeled);
+  EXPECT_EQ(c.flops, 0);
+}
+
+}  // namespace
+}  // namespace pyprof::models
