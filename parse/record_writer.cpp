@@ -397,6 +397,13 @@ void RecordWriter::write_op_instance(int32_t index, const Attribution& a) {
       w.raw_key("id");
       w.integer(r.op_id);
     }
+    // The op or backward node this one runs inside, so that a consumer can count a call tree
+    // once (aten::linear -> aten::addmm).
+    int32_t outer = r.parent >= 0 ? corr_.contexts[r.parent].op_or_node : -1;
+    if (outer >= 0 && trace_.ranges[outer].op_id != 0) {
+      w.raw_key("parent_id");
+      w.integer(trace_.ranges[outer].op_id);
+    }
     write_attribution(w, a);
     write_user_ranges(w, a);
     w.end_object();

@@ -120,6 +120,8 @@ def test_self_time(parsed):
     by_id = {rec["id"]: rec for rec in records}
     for r in op_ranges:
         rec = by_id[r.marker["id"]]
+        p = parent[id(r)]
+        assert rec.get("parent_id") == (p.marker["id"] if p is not None else None)
         assert rec["self_duration"] == rec["duration"] - child_time.get(r.marker["id"], 0)
         assert 0 <= rec["self_duration"] <= rec["duration"]
 
