@@ -18,7 +18,8 @@ from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 # Binary parts CMake writes into the package folder, beside the Python sources.
-BINARY_PARTS = ["bin/pyprof-profile", "bin/pyprof-parse", "lib/libpyprof_collect.so"]
+BINARY_PARTS = ["bin/pyprof-profile", "bin/pyprof-parse", "bin/pyprof-prof",
+                "lib/libpyprof_collect.so"]
 
 
 class CMakeBuild(build_ext):

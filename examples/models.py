@@ -84,8 +84,29 @@ class LSTMClassifier(nn.Module):
         return self.head(out[:, -1])
 
 
+class ResNetBlock(nn.Module):
+    """A ResNet basic block (two 3x3 conv + batch norm, identity shortcut) and a classifier."""
+
+    def __init__(self, channels: int = 16, num_classes: int = 10):
+        super().__init__()
+        self.stem = nn.Conv2d(3, channels, 3, padding=1, bias=False)
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(channels)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(channels, num_classes)
+
+    def forward(self, x):
+        x = self.stem(x)
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        x = F.relu(x + y)
+        return self.fc(torch.flatten(self.pool(x), 1))
+
+
 def make(name: str, batch: int = 8):
-    """Returns (model, example input, target) for one of: lenet, mlp, transformer, lstm."""
+    """Returns (model, example input, target) for one of MODELS."""
     g = torch.Generator().manual_seed(0)
     target = torch.randint(0, 10, (batch,), generator=g)
     if name == "lenet":
@@ -96,10 +117,12 @@ def make(name: str, batch: int = 8):
         return TransformerEncoderLayer(), torch.randn(batch, 16, 64, generator=g), target
     if name == "lstm":
         return LSTMClassifier(), torch.randint(0, 100, (batch, 12), generator=g), target
+    if name == "resnet_block":
+        return ResNetBlock(), torch.randn(batch, 3, 16, 16, generator=g), target
     raise ValueError(f"unknown model {name!r}")
 
 
-MODELS = ("lenet", "mlp", "transformer", "lstm")
+MODELS = ("lenet", "mlp", "transformer", "lstm", "resnet_block")
 
 
 def train_step(model, optimizer, x, target):

@@ -210,6 +210,13 @@ void RecordWriter::write_attribution(JsonWriter& w, const Attribution& a) {
   w.integer(a.seq);
   w.raw_key("sub");
   w.integer(a.sub);
+  // Which op instance this record belongs to (the op range, or the backward node for bprop):
+  // a number unique within the file, present even when markers carry no op ids.
+  int32_t instance = a.dir == Direction::kBackward ? a.node : a.op;
+  if (instance >= 0) {
+    w.raw_key("instance");
+    w.integer(instance + 1);
+  }
   if (a.op >= 0 && ranges[a.op].has_args) {
     const std::string& args = args_of(a.op);
     if (!args.empty()) {

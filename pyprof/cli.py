@@ -12,7 +12,8 @@ commands:
             (pyprof profile -o NAME [--force] [--delay S] [--duration S] -- CMD ...)
   parse     attribute every kernel to its op, module and direction; JSON Lines out
             (pyprof parse DB [-o FILE]; also python -m pyprof.parse DB > net.dict)
-  prof      FLOPs, bytes and Tensor Core use (python -m pyprof.prof)    [not yet available]
+  prof      FLOPs, bytes, Tensor Core use per kernel or op, and reports
+            (pyprof prof [--csv|--json|-w N] [-c COLS] [--report op,module,...] net.dict)
 
 Run `pyprof <command> --help` for the options of one command.
 """
@@ -40,12 +41,6 @@ def run_tool(name: str, args: list[str]) -> int:
     return 1  # not reached
 
 
-def not_yet(stage: str, issue: int) -> int:
-    print(f"pyprof {stage}: not available yet (planned in issue #{issue}); "
-          "this build records databases with `pyprof profile`", file=sys.stderr)
-    return 2
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
@@ -57,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     if command == "parse":
         return run_tool("pyprof-parse", rest)
     if command == "prof":
-        return not_yet("prof", 4)
+        return run_tool("pyprof-prof", rest)
     print(f"pyprof: error: unknown command '{command}'\n\n{USAGE}", file=sys.stderr, end="")
     return 2
 

@@ -1,8 +1,12 @@
-"""`python -m pyprof.prof net.dict`: reserved for the prof stage (issue #4)."""
+"""`python -m pyprof.prof [options] net.dict`: the prof stage (C++: prof/ + models/, pyprof-prof).
+
+FLOPs, bytes, arithmetic intensity and Tensor Core use per kernel (or per op on a CPU-only
+profile), as PyProf's columns or DLProf-style reports. `--help` lists the options.
+"""
 
 import sys
 
-from pyprof.cli import not_yet
+from pyprof.cli import run_tool
 
 if __name__ == "__main__":
-    sys.exit(not_yet("prof", 4))
+    sys.exit(run_tool("pyprof-prof", sys.argv[1:]))

@@ -1,0 +1,177 @@
+// pyprof-prof: `pyprof prof [options] [net.dict]` / `python -m pyprof.prof ...`.
+// Reads parse's JSON Lines (a file or standard input), computes FLOPs, bytes and Tensor Core
+// use, and prints the per-kernel table (PyProf's columns and ours) or DLProf-style reports.
+// Exit codes: 0 ok, 1 bad input or unwritable output, 2 usage.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "prof/records.h"
+#include "prof/reports.h"
+#include "prof/table.h"
+
+namespace pyprof::prof {
+namespace {
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t comma = s.find(',', pos);
+    std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+int fail(const std::string& message, int code) {
+  fmt::print(stderr, "pyprof prof: error: {}\n", message);
+  return code;
+}
+
+}  // namespace
+}  // namespace pyprof::prof
+
+int main(int argc, char** argv) {
+  using namespace pyprof::prof;
+  CLI::App app{
+      "FLOPs, bytes, arithmetic intensity and Tensor Core use per kernel (or per op on a "
+      "CPU-only profile) from `pyprof parse` output, as PyProf's columns or DLProf-style "
+      "reports. Conventions: a multiply-add is 2 FLOPs; bytes are the ideal DRAM traffic "
+      "(docs/ops.md).",
+      "pyprof prof"};
+  std::string input = "-", columns, reports, formats = "text", output;
+  int width = 0, depth = 0;
+  bool csv = false, json = false, no_tf32 = false;
+  app.add_option("dict", input, "parse output (JSON Lines); - or nothing: standard input");
+  app.add_option("-c,--columns", columns,
+                 "columns to print, comma-separated, or 'all' (default "
+                 "idx,dir,sub,mod,op,kernel,params,sil)");
+  app.add_option("-w,--width", width, "fixed-width columns fitted to N characters")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--csv", csv, "CSV (every field quoted)");
+  app.add_flag("--json", json, "JSON Lines, one object per record");
+  app.add_option("--report", reports,
+                 "reports instead of the per-record table: kernel, op, instance, module, "
+                 "summary, tc (comma-separated)");
+  app.add_option("--formats", formats,
+                 "report formats: text, csv, json (comma-separated; several need -o PREFIX)");
+  app.add_option("--depth", depth, "module report: roll up to this depth (0: full paths)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--no-tf32", no_tf32, "fp32 GEMMs and convolutions are not Tensor Core eligible");
+  app.add_option("-o,--output", output,
+                 "write to this file (reports in several formats: to PREFIX.REPORT.FORMAT)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return fail(std::string(e.what()) + "\nRun with --help for usage.", 2);
+  }
+  if ((csv ? 1 : 0) + (json ? 1 : 0) + (width > 0 ? 1 : 0) > 1) {
+    return fail("--csv, --json and -w are mutually exclusive", 2);
+  }
+  std::vector<std::string> report_list = split(reports);
+  std::vector<std::string> format_list = split(formats);
+  std::vector<ReportFormat> report_formats;
+  for (const std::string& f : format_list) {
+    if (f == "text") {
+      report_formats.push_back(ReportFormat::kText);
+    } else if (f == "csv") {
+      report_formats.push_back(ReportFormat::kCsv);
+    } else if (f == "json") {
+      report_formats.push_back(ReportFormat::kJson);
+    } else {
+      return fail("unknown format '" + f + "' (formats: text, csv, json)", 2);
+    }
+  }
+  if (report_list.empty() && app.count("--formats")) {
+    return fail("--formats applies to --report", 2);
+  }
+  if (!report_list.empty() && report_formats.size() > 1 && output.empty()) {
+    return fail("several --formats need -o PREFIX (files PREFIX.REPORT.FORMAT)", 2);
+  }
+  for (const std::string& r : report_list) {
+    bool known = false;
+    for (const std::string& name : report_names()) known = known || name == r;
+    if (!known)
+      return fail("unknown report '" + r + "' (reports: kernel, op, instance, module, summary, tc)",
+                  2);
+  }
+  std::vector<const Column*> cols;
+  std::string error;
+  if (!select_columns(columns.empty() ? "idx,dir,sub,mod,op,kernel,params,sil" : columns, cols,
+                      error)) {
+    return fail(error, 2);
+  }
+
+  std::FILE* in = stdin;
+  if (input != "-") {
+    in = std::fopen(input.c_str(), "rb");
+    if (!in) return fail("cannot open " + input + ": " + std::strerror(errno), 1);
+  }
+  ReadOptions options;
+  options.allow_tf32 = !no_tf32;
+  ReadResult data;
+  bool ok = read_dict(in, options, data, error);
+  if (in != stdin) std::fclose(in);
+  if (!ok) return fail((input == "-" ? std::string("standard input") : input) + ": " + error, 1);
+  assign_costs(data);
+  for (const std::string& w : data.warnings) fmt::print(stderr, "pyprof prof: warning: {}\n", w);
+  if (data.skipped_lines > 0) {
+    fmt::print(stderr, "pyprof prof: warning: {} unreadable lines skipped\n", data.skipped_lines);
+  }
+
+  auto open_out = [&](const std::string& path) -> std::FILE* {
+    if (path.empty() || path == "-") return stdout;
+    return std::fopen(path.c_str(), "wb");
+  };
+  auto close_out = [&](std::FILE* f, const std::string& path) {
+    bool good = std::fflush(f) == 0 && !std::ferror(f);
+    if (f != stdout) good = std::fclose(f) == 0 && good;
+    if (!good)
+      fail("writing " + (path.empty() ? std::string("standard output") : path) +
+               " failed: " + std::strerror(errno),
+           1);
+    return good;
+  };
+
+  if (!report_list.empty()) {
+    std::vector<ReportTable> tables;
+    for (const std::string& r : report_list) {
+      if (!build_report(r, data, depth, tables, error)) return fail(error, 2);
+    }
+    if (report_formats.size() == 1) {
+      std::FILE* out = open_out(output);
+      if (!out) return fail("cannot write " + output + ": " + std::strerror(errno), 1);
+      write_report(out, tables, report_formats[0]);
+      return close_out(out, output) ? 0 : 1;
+    }
+    for (size_t i = 0; i < report_formats.size(); ++i) {
+      for (size_t k = 0; k < tables.size(); ++k) {
+        std::string path = fmt::format("{}.{}.{}", output, report_list[k], format_list[i]);
+        std::FILE* out = open_out(path);
+        if (!out) return fail("cannot write " + path + ": " + std::strerror(errno), 1);
+        write_report(out, {tables[k]}, report_formats[i]);
+        if (!close_out(out, path)) return 1;
+      }
+    }
+    return 0;
+  }
+  TableFormat format = csv         ? TableFormat::kCsv
+                       : json      ? TableFormat::kJson
+                       : width > 0 ? TableFormat::kWidth
+                                   : TableFormat::kColumns;
+  std::FILE* out = open_out(output);
+  if (!out) return fail("cannot write " + output + ": " + std::strerror(errno), 1);
+  if (!write_table(out, data, cols, format, width, error)) {
+    if (out != stdout) std::fclose(out);
+    return fail(error, 2);
+  }
+  return close_out(out, output) ? 0 : 1;
+}

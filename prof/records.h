@@ -1,0 +1,91 @@
+// prof's view of parse's output: one ProfRecord per line of net.dict (docs/formats.md §3),
+// with the op's cost from models/ and the kernel's Tensor Core use, ready for the per-kernel
+// table and the reports. Strings are interned: a million records must fit in well under 1 GB.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace pyprof::prof {
+
+class Strings {
+ public:
+  Strings() { intern(""); }
+  uint32_t intern(std::string_view s);
+  std::string_view get(uint32_t id) const { return *strings_[id]; }
+
+ private:
+  std::vector<std::unique_ptr<std::string>> strings_;
+  std::unordered_map<std::string_view, uint32_t> index_;
+};
+
+enum class Kind : uint8_t { kKernel, kMemcpy, kMemset, kOp };
+enum class Dir : uint8_t { kNone, kFprop, kBprop };
+
+struct ProfRecord {
+  Kind kind = Kind::kKernel;
+  Dir dir = Dir::kNone;
+  int8_t tc = -1;        // kernel used Tensor Cores: 1, 0; -1 not a kernel
+  bool modeled = false;  // the op has a FLOP/byte model
+  bool counted = false;  // this record carries its op's cost (see assign_costs)
+  bool tc_eligible = false;
+  int32_t device = -1;
+  int64_t stream = -1;
+  int32_t grid[3] = {0, 0, 0};
+  int32_t block[3] = {0, 0, 0};
+  int64_t start = 0;
+  int64_t duration = 0;  // ns; CPU records: self time is in self_duration
+  int64_t self_duration = 0;
+  int64_t tid = -1;
+  int64_t seq = -1;
+  int32_t sub = 0;
+  int64_t op_id = 0;         // fprop: op_id; bprop: the forward op's id
+  int64_t instance = 0;      // the op instance this record belongs to (0: none)
+  int64_t parent_id = 0;     // CPU records: enclosing op
+  int64_t bytes_moved = -1;  // memcpy / memset size
+  double flops = 0;          // this record's share of its op instance's FLOPs
+  double bytes = 0;          // and of its bytes
+  double op_flops = 0;       // the whole op's FLOPs, counted or not (checks against oracles)
+  double op_bytes = 0;
+  uint32_t name = 0;  // kernel short name / op record name
+  uint32_t long_name = 0;
+  uint32_t op = 0;       // the op (forward op for bprop)
+  uint32_t cost_op = 0;  // the op whose cost was computed (bprop: bwd_op)
+  uint32_t mod = 0;      // PyProf's "mod": legacy namespace, else the op's namespace
+  uint32_t module = 0;   // module path
+  uint32_t layer = 0;    // user ranges joined by ":" (PyProf "layer")
+  uint32_t trace = 0;    // call site / legacy trace, comma-joined
+  uint32_t params = 0;
+  uint32_t dtype = 0;
+  uint32_t shapes = 0;  // input shapes "[32,128],[128,256]"
+  uint32_t family = 0;
+};
+
+struct ReadResult {
+  std::vector<ProfRecord> records;
+  Strings strings;
+  bool cpu_only = false;
+  int64_t lines = 0;
+  int64_t skipped_lines = 0;  // unreadable lines (each warned)
+  std::vector<std::string> warnings;
+  std::string source;
+};
+
+struct ReadOptions {
+  bool allow_tf32 = true;  // fp32 GEMMs count as Tensor Core eligible (TF32)
+};
+
+// Reads parse's JSON Lines from `in` (a file or stdin). Returns false with `error` set when
+// the input is not a parse output at all (no header line).
+bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::string& error);
+
+// Turns per-record op costs into counted costs: GPU records share their op instance's cost by
+// duration; CPU records count a call tree once, at its outermost modelled op.
+void assign_costs(ReadResult& result);
+
+}  // namespace pyprof::prof

@@ -1,0 +1,378 @@
+#include "prof/reports.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <unordered_map>
+
+#include "prof/table.h"
+
+namespace pyprof::prof {
+
+const std::vector<std::string>& report_names() {
+  static const std::vector<std::string> kNames = {"kernel", "op",      "instance",
+                                                  "module", "summary", "tc"};
+  return kNames;
+}
+
+namespace {
+
+int64_t time_of(const ProfRecord& r, bool cpu_only) {
+  return cpu_only ? r.self_duration : r.duration;
+}
+
+const char* dir_name(Dir d) {
+  return d == Dir::kFprop ? "fprop" : d == Dir::kBprop ? "bprop" : "-";
+}
+
+std::string num(double v) { return fmt::format("{:.0f}", v); }
+std::string rate(double flops, int64_t ns) {
+  return ns > 0 ? fmt::format("{:.3f}", flops / static_cast<double>(ns) / 1e3) : "na";
+}
+std::string pct(double part, double whole) {
+  return whole > 0 ? fmt::format("{:.1f}", 100.0 * part / whole) : "na";
+}
+
+struct Agg {
+  int64_t count = 0;
+  int64_t total = 0;
+  int64_t min = std::numeric_limits<int64_t>::max();
+  int64_t max = 0;
+  double flops = 0;
+  double bytes = 0;
+  int64_t modeled_time = 0;
+  int64_t tc_time = 0;
+  void add(const ProfRecord& r, int64_t t) {
+    ++count;
+    total += t;
+    min = std::min(min, t);
+    max = std::max(max, t);
+    if (r.counted) {
+      flops += r.flops;
+      bytes += r.bytes;
+    }
+    if (r.modeled) modeled_time += t;
+    if (r.tc == 1) tc_time += t;
+  }
+};
+
+template <typename Key>
+std::vector<std::pair<Key, Agg>> sorted_by_time(const std::map<Key, Agg>& groups) {
+  std::vector<std::pair<Key, Agg>> v(groups.begin(), groups.end());
+  std::stable_sort(v.begin(), v.end(),
+                   [](const auto& a, const auto& b) { return a.second.total > b.second.total; });
+  return v;
+}
+
+ReportTable kernel_report(const ReadResult& data) {
+  ReportTable t{"kernels by total time",
+                {"Kernel", "Count", "Total(ns)", "Avg(ns)", "Min(ns)", "Max(ns)", "TC",
+                 "FLOPs(FMA=2)", "Bytes(ideal DRAM)", "TFLOP/s"},
+                {false, true, true, true, true, true, false, true, true, true},
+                {}};
+  std::map<uint32_t, Agg> groups;
+  std::map<uint32_t, int> tc;
+  for (const ProfRecord& r : data.records) {
+    groups[r.name].add(r, time_of(r, data.cpu_only));
+    tc[r.name] = r.tc;
+  }
+  for (const auto& [name, a] : sorted_by_time(groups)) {
+    t.rows.push_back({std::string(data.strings.get(name)), std::to_string(a.count),
+                      std::to_string(a.total), std::to_string(a.total / a.count),
+                      std::to_string(a.min), std::to_string(a.max),
+                      tc[name] < 0 ? "-" : std::to_string(tc[name]), num(a.flops), num(a.bytes),
+                      rate(a.flops, a.total)});
+  }
+  return t;
+}
+
+ReportTable op_report(const ReadResult& data) {
+  ReportTable t{"ops by total time (per op type and direction)",
+                {"Op", "Direction", "Instances", "Records", "Total(ns)", "Avg/instance(ns)",
+                 "Min/instance(ns)", "Max/instance(ns)", "FLOPs(FMA=2)", "Bytes(ideal DRAM)",
+                 "TFLOP/s", "GB/s", "Modeled"},
+                {false, false, true, true, true, true, true, true, true, true, true, true, false},
+                {}};
+  // Instance times first, so that min/max/avg are per op instance, not per kernel.
+  std::unordered_map<int64_t, int64_t> instance_time;
+  for (const ProfRecord& r : data.records) {
+    if (r.instance) instance_time[r.instance] += time_of(r, data.cpu_only);
+  }
+  std::map<std::pair<uint32_t, int>, Agg> groups;
+  std::map<std::pair<uint32_t, int>, Agg> per_instance;
+  std::map<std::pair<uint32_t, int>, std::unordered_map<int64_t, bool>> seen;
+  std::map<std::pair<uint32_t, int>, bool> modeled;
+  for (const ProfRecord& r : data.records) {
+    auto key = std::make_pair(r.op, static_cast<int>(r.dir));
+    groups[key].add(r, time_of(r, data.cpu_only));
+    modeled[key] = modeled[key] || r.modeled;
+    if (r.instance && !seen[key][r.instance]) {
+      seen[key][r.instance] = true;
+      Agg& a = per_instance[key];
+      int64_t it = instance_time[r.instance];
+      ++a.count;
+      a.min = std::min(a.min, it);
+      a.max = std::max(a.max, it);
+    }
+  }
+  for (const auto& [key, a] : sorted_by_time(groups)) {
+    const Agg& inst = per_instance[key];
+    int64_t n = inst.count ? inst.count : a.count;
+    std::string op(data.strings.get(key.first));
+    t.rows.push_back(
+        {op.empty() ? "(unattributed)" : op, dir_name(static_cast<Dir>(key.second)),
+         std::to_string(inst.count), std::to_string(a.count), std::to_string(a.total),
+         std::to_string(a.total / std::max<int64_t>(n, 1)),
+         inst.count ? std::to_string(inst.min) : "-", inst.count ? std::to_string(inst.max) : "-",
+         num(a.flops), num(a.bytes), rate(a.flops, a.total),
+         a.total > 0 ? fmt::format("{:.1f}", a.bytes / static_cast<double>(a.total)) : "na",
+         modeled[key] ? "yes" : "na"});
+  }
+  return t;
+}
+
+ReportTable instance_report(const ReadResult& data) {
+  ReportTable t{"op instances by total time",
+                {"Op", "Direction", "Seq", "Module", "Records", "Total(ns)", "FLOPs(FMA=2)",
+                 "Bytes(ideal DRAM)", "TFLOP/s", "Params"},
+                {false, false, true, false, true, true, true, true, true, false},
+                {}};
+  struct Inst {
+    const ProfRecord* first = nullptr;
+    Agg agg;
+  };
+  std::unordered_map<int64_t, Inst> groups;
+  std::vector<int64_t> order;
+  for (const ProfRecord& r : data.records) {
+    if (!r.instance) continue;
+    Inst& i = groups[r.instance];
+    if (!i.first) {
+      i.first = &r;
+      order.push_back(r.instance);
+    }
+    i.agg.add(r, time_of(r, data.cpu_only));
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return groups[a].agg.total > groups[b].agg.total; });
+  for (int64_t id : order) {
+    const Inst& i = groups[id];
+    const ProfRecord& r = *i.first;
+    t.rows.push_back({std::string(data.strings.get(r.op)), dir_name(r.dir),
+                      r.seq >= 0 ? std::to_string(r.seq) : "-",
+                      std::string(data.strings.get(r.module)), std::to_string(i.agg.count),
+                      std::to_string(i.agg.total), num(i.agg.flops), num(i.agg.bytes),
+                      rate(i.agg.flops, i.agg.total),
+                      r.modeled ? std::string(data.strings.get(r.params)) : "na"});
+  }
+  return t;
+}
+
+ReportTable module_report(const ReadResult& data, int depth) {
+  ReportTable t{
+      depth > 0 ? fmt::format("modules (rolled up, depth {})", depth) : "modules (rolled up)",
+      {"Module", "Fprop(ns)", "Bprop(ns)", "Total(ns)", "Fprop FLOPs", "Bprop FLOPs", "TFLOP/s"},
+      {false, true, true, true, true, true, true},
+      {}};
+  struct M {
+    int64_t f = 0, b = 0;
+    double ff = 0, bf = 0;
+  };
+  std::map<std::string, M> mods;
+  for (const ProfRecord& r : data.records) {
+    std::string_view path = data.strings.get(r.module);
+    if (path.empty()) continue;
+    int64_t time = time_of(r, data.cpu_only);
+    double flops = r.counted ? r.flops : 0;
+    // Every ancestor path gets the time too: "LeNet" includes "LeNet.conv1".
+    int level = 0;
+    for (size_t pos = 0;; ++level) {
+      size_t dot = path.find('.', pos);
+      std::string prefix(path.substr(0, dot));
+      if (depth > 0 && level >= depth) break;
+      M& m = mods[prefix];
+      if (r.dir == Dir::kBprop) {
+        m.b += time;
+        m.bf += flops;
+      } else {
+        m.f += time;
+        m.ff += flops;
+      }
+      if (dot == std::string_view::npos) break;
+      pos = dot + 1;
+    }
+  }
+  for (const auto& [path, m] : mods) {
+    t.rows.push_back({path, std::to_string(m.f), std::to_string(m.b), std::to_string(m.f + m.b),
+                      num(m.ff), num(m.bf), rate(m.ff + m.bf, m.f + m.b)});
+  }
+  return t;
+}
+
+ReportTable summary_report(const ReadResult& data) {
+  ReportTable t{"summary", {"Metric", "Value"}, {false, false}, {}};
+  int64_t first = std::numeric_limits<int64_t>::max(), last = 0, total = 0, kernel_time = 0;
+  int64_t tc_time = 0, modeled_time = 0, records = 0;
+  double flops = 0, bytes = 0;
+  std::vector<std::pair<int64_t, int64_t>> intervals;
+  for (const ProfRecord& r : data.records) {
+    ++records;
+    int64_t time = time_of(r, data.cpu_only);
+    total += time;
+    first = std::min(first, r.start);
+    last = std::max(last, r.start + r.duration);
+    if (r.kind == Kind::kKernel) {
+      kernel_time += time;
+      if (r.tc == 1) tc_time += time;
+    }
+    if (r.modeled) modeled_time += time;
+    if (r.counted) {
+      flops += r.flops;
+      bytes += r.bytes;
+    }
+    if (!data.cpu_only) intervals.emplace_back(r.start, r.start + r.duration);
+  }
+  int64_t wall = records ? last - first : 0;
+  // GPU busy: the union of activity intervals (streams overlap).
+  std::sort(intervals.begin(), intervals.end());
+  int64_t busy = 0, cur_start = 0, cur_end = -1;
+  for (const auto& [s, e] : intervals) {
+    if (s > cur_end) {
+      if (cur_end >= cur_start) busy += cur_end - cur_start;
+      cur_start = s;
+      cur_end = e;
+    } else {
+      cur_end = std::max(cur_end, e);
+    }
+  }
+  if (cur_end >= cur_start && !intervals.empty()) busy += cur_end - cur_start;
+  auto row = [&](std::string k, std::string v) { t.rows.push_back({std::move(k), std::move(v)}); };
+  row("records", std::to_string(records));
+  row(data.cpu_only ? "profile" : "profile", data.cpu_only ? "CPU only (op records)" : "GPU");
+  row("wall time (ns)", std::to_string(wall));
+  if (!data.cpu_only) {
+    row("GPU busy (ns)", std::to_string(busy));
+    row("GPU busy %", pct(static_cast<double>(busy), static_cast<double>(wall)));
+    row("kernel time (ns)", std::to_string(kernel_time));
+    row("Tensor Core kernel time %",
+        pct(static_cast<double>(tc_time), static_cast<double>(kernel_time)));
+  } else {
+    row("op self time (ns)", std::to_string(total));
+  }
+  row("time covered by a FLOP model %",
+      pct(static_cast<double>(modeled_time), static_cast<double>(total)));
+  row("FLOPs (FMA=2)", num(flops));
+  row("bytes (ideal DRAM)", num(bytes));
+  row("achieved TFLOP/s (over modelled time)", rate(flops, modeled_time));
+  ReportTable ops = op_report(data);
+  for (size_t i = 0; i < ops.rows.size() && i < 10; ++i) {
+    row(fmt::format("top op {}", i + 1),
+        fmt::format("{} {} {} ns ({}%)", ops.rows[i][0], ops.rows[i][1], ops.rows[i][4],
+                    pct(std::stod(ops.rows[i][4]), static_cast<double>(total))));
+  }
+  return t;
+}
+
+ReportTable tc_report(const ReadResult& data) {
+  ReportTable t{"Tensor Core use of eligible ops",
+                {"Op", "Direction", "Eligible kernels", "Eligible time(ns)", "TC time(ns)",
+                 "Non-TC time(ns)", "Using TC %", "Verdict"},
+                {false, false, true, true, true, true, true, false},
+                {}};
+  std::map<std::pair<uint32_t, int>, Agg> groups;
+  for (const ProfRecord& r : data.records) {
+    if (r.kind != Kind::kKernel || !r.tc_eligible) continue;
+    groups[{r.op, static_cast<int>(r.dir)}].add(r, r.duration);
+  }
+  for (const auto& [key, a] : sorted_by_time(groups)) {
+    int64_t non_tc = a.total - a.tc_time;
+    t.rows.push_back({std::string(data.strings.get(key.first)),
+                      dir_name(static_cast<Dir>(key.second)), std::to_string(a.count),
+                      std::to_string(a.total), std::to_string(a.tc_time), std::to_string(non_tc),
+                      pct(static_cast<double>(a.tc_time), static_cast<double>(a.total)),
+                      a.tc_time == a.total ? "using TC"
+                      : a.tc_time == 0     ? "eligible, not using TC"
+                                           : "partly"});
+  }
+  return t;
+}
+
+}  // namespace
+
+bool build_report(const std::string& name, const ReadResult& data, int depth,
+                  std::vector<ReportTable>& out, std::string& error) {
+  if (name == "kernel") {
+    out.push_back(kernel_report(data));
+  } else if (name == "op") {
+    out.push_back(op_report(data));
+  } else if (name == "instance") {
+    out.push_back(instance_report(data));
+  } else if (name == "module") {
+    out.push_back(module_report(data, depth));
+  } else if (name == "summary") {
+    out.push_back(summary_report(data));
+  } else if (name == "tc") {
+    out.push_back(tc_report(data));
+  } else {
+    error = "unknown report '" + name + "' (reports: kernel, op, instance, module, summary, tc)";
+    return false;
+  }
+  return true;
+}
+
+void write_report(std::FILE* out, const std::vector<ReportTable>& tables, ReportFormat format) {
+  for (const ReportTable& t : tables) {
+    if (format == ReportFormat::kJson) {
+      for (const auto& row : t.rows) {
+        std::string line = "{\"report\":" + json_string(t.title);
+        for (size_t i = 0; i < row.size(); ++i) {
+          line += ',' + json_string(t.headers[i]) + ':';
+          bool numeric = t.numeric[i] && row[i] != "na" && row[i] != "-" && !row[i].empty();
+          line += numeric ? row[i] : (row[i] == "na" ? "null" : json_string(row[i]));
+        }
+        line += "}\n";
+        std::fputs(line.c_str(), out);
+      }
+      continue;
+    }
+    if (format == ReportFormat::kCsv) {
+      std::string line;
+      for (size_t i = 0; i < t.headers.size(); ++i) {
+        line += (i ? "," : "") + csv_field(t.headers[i]);
+      }
+      std::fputs((line + "\n").c_str(), out);
+      for (const auto& row : t.rows) {
+        line.clear();
+        for (size_t i = 0; i < row.size(); ++i) line += (i ? "," : "") + csv_field(row[i]);
+        std::fputs((line + "\n").c_str(), out);
+      }
+      continue;
+    }
+    std::vector<size_t> w(t.headers.size());
+    for (size_t i = 0; i < w.size(); ++i) w[i] = t.headers[i].size();
+    for (const auto& row : t.rows) {
+      for (size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], row[i].size());
+    }
+    fmt::print(out, "{}\n", t.title);
+    std::string line;
+    for (size_t i = 0; i < w.size(); ++i) {
+      line += t.numeric[i] ? fmt::format("{:>{}}", t.headers[i], w[i])
+                           : fmt::format("{:<{}}", t.headers[i], w[i]);
+      line += i + 1 < w.size() ? "  " : "";
+    }
+    fmt::print(out, "{}\n", line);
+    for (const auto& row : t.rows) {
+      line.clear();
+      for (size_t i = 0; i < row.size(); ++i) {
+        line += t.numeric[i] ? fmt::format("{:>{}}", row[i], w[i])
+                             : fmt::format("{:<{}}", row[i], w[i]);
+        line += i + 1 < row.size() ? "  " : "";
+      }
+      fmt::print(out, "{}\n", line);
+    }
+    fmt::print(out, "\n");
+  }
+}
+
+}  // namespace pyprof::prof

@@ -1,0 +1,31 @@
+// DLProf-style reports over prof's records: kernel, op (per op type), instance (per op
+// instance), module (rolled up the module tree), summary, tc (Tensor Core use of eligible ops).
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "prof/records.h"
+
+namespace pyprof::prof {
+
+enum class ReportFormat { kText, kCsv, kJson };
+
+// A report's rows before rendering.
+struct ReportTable {
+  std::string title;
+  std::vector<std::string> headers;
+  std::vector<bool> numeric;
+  std::vector<std::vector<std::string>> rows;
+};
+
+// The report names prof knows.
+const std::vector<std::string>& report_names();
+// Builds report `name`; false with `error` for an unknown name. `depth`: module report depth
+// (0 = full paths).
+bool build_report(const std::string& name, const ReadResult& data, int depth,
+                  std::vector<ReportTable>& out, std::string& error);
+void write_report(std::FILE* out, const std::vector<ReportTable>& tables, ReportFormat format);
+
+}  // namespace pyprof::prof

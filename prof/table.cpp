@@ -1,0 +1,243 @@
+#include "prof/table.h"
+
+#include <fmt/core.h>
+
+#include <cmath>
+
+#include "common/json_writer.h"
+
+namespace pyprof::prof {
+
+const std::vector<Column>& all_columns() {
+  static const std::vector<Column> kColumns = {
+      // PyProf's 20 columns, with its headers and minimum widths.
+      {"idx", "Idx", 7, true},
+      {"seq", "SeqId", 7, false},
+      {"altseq", "AltSeqId", 7, false},
+      {"tid", "TId", 12, true},
+      {"layer", "Layer", 10, false},
+      {"trace", "Trace", 25, false},
+      {"dir", "Direction", 5, false},
+      {"sub", "Sub", 3, true},
+      {"mod", "Module", 15, false},
+      {"op", "Op", 15, false},
+      {"kernel", "Kernel", 0, false},
+      {"params", "Params", 0, false},
+      {"sil", "Sil(ns)", 10, true},
+      {"tc", "TC", 2, true},
+      {"device", "Device", 3, true},
+      {"stream", "Stream", 3, true},
+      {"grid", "Grid", 12, false},
+      {"block", "Block", 12, false},
+      {"flops", "FLOPs(FMA=2)", 12, true},
+      {"bytes", "Bytes(ideal DRAM)", 12, true},
+      // Ours.
+      {"duration", "Duration(ns)", 10, true},
+      {"tflops", "TFLOP/s", 8, true},
+      {"gbps", "GB/s", 8, true},
+      {"ai", "FLOP/Byte", 9, true},
+      {"tc_eligible", "TCEligible", 2, true},
+      {"module", "ModulePath", 20, false},
+      {"dtype", "DType", 8, false},
+      {"shapes", "Shapes", 16, false},
+      {"family", "Family", 10, false},
+      {"op_flops", "OpFLOPs(FMA=2)", 12, true},
+      {"op_bytes", "OpBytes(ideal DRAM)", 12, true},
+  };
+  return kColumns;
+}
+
+std::vector<std::string> default_columns() {
+  return {"idx", "dir", "sub", "mod", "op", "kernel", "params", "sil"};
+}
+
+bool select_columns(const std::string& list, std::vector<const Column*>& out, std::string& error) {
+  out.clear();
+  if (list == "all") {
+    for (const Column& c : all_columns()) out.push_back(&c);
+    return true;
+  }
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t comma = list.find(',', pos);
+    std::string key =
+        list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    pos = comma == std::string::npos ? list.size() + 1 : comma + 1;
+    if (key.empty()) continue;
+    const Column* found = nullptr;
+    for (const Column& c : all_columns()) {
+      if (key == c.key) found = &c;
+    }
+    if (!found) {
+      std::string keys;
+      for (const Column& c : all_columns()) keys += std::string(keys.empty() ? "" : ",") + c.key;
+      error = "unknown column '" + key + "' (columns: " + keys + ")";
+      return false;
+    }
+    out.push_back(found);
+  }
+  if (out.empty()) {
+    error = "no columns selected";
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+std::string or_dash(std::string_view s) { return s.empty() ? "-" : std::string(s); }
+
+std::string xyz(const int32_t v[3]) { return fmt::format("{},{},{}", v[0], v[1], v[2]); }
+
+int64_t time_of(const ProfRecord& r, const ReadResult& data) {
+  return data.cpu_only ? r.self_duration : r.duration;
+}
+
+std::string number(double v) {
+  if (!std::isfinite(v)) return "na";
+  return fmt::format("{:.0f}", v);
+}
+
+}  // namespace
+
+std::string cell(const Column& c, const ProfRecord& r, size_t index, const ReadResult& data) {
+  const Strings& s = data.strings;
+  std::string_view key = c.key;
+  bool kernel = r.kind == Kind::kKernel;
+  if (key == "idx") return std::to_string(index + 1);
+  if (key == "seq") return r.seq >= 0 ? std::to_string(r.seq) : "-";
+  if (key == "altseq") return "-";
+  if (key == "tid") return r.tid >= 0 ? std::to_string(r.tid) : "-";
+  if (key == "layer") return or_dash(s.get(r.layer));
+  if (key == "trace") return or_dash(s.get(r.trace));
+  if (key == "dir") return r.dir == Dir::kFprop ? "fprop" : r.dir == Dir::kBprop ? "bprop" : "-";
+  if (key == "sub") return std::to_string(r.sub);
+  if (key == "mod") return or_dash(s.get(r.mod));
+  if (key == "op") return or_dash(s.get(r.op));
+  if (key == "kernel") return or_dash(s.get(r.name));
+  if (key == "params") return r.modeled ? or_dash(s.get(r.params)) : "na";
+  if (key == "sil" || key == "duration") return std::to_string(time_of(r, data));
+  if (key == "tc") return kernel ? std::to_string(r.tc) : "-";
+  if (key == "device") return r.device >= 0 ? std::to_string(r.device) : "-";
+  if (key == "stream") return r.stream >= 0 ? std::to_string(r.stream) : "-";
+  if (key == "grid") return kernel ? xyz(r.grid) : "-";
+  if (key == "block") return kernel ? xyz(r.block) : "-";
+  if (key == "flops") return r.modeled ? number(r.flops) : "na";
+  if (key == "bytes") return r.modeled ? number(r.bytes) : "na";
+  if (key == "family") return or_dash(s.get(r.family));
+  if (key == "op_flops") return r.modeled ? number(r.op_flops) : "na";
+  if (key == "op_bytes") return r.modeled ? number(r.op_bytes) : "na";
+  int64_t t = time_of(r, data);
+  if (key == "tflops") {
+    return r.modeled && t > 0 ? fmt::format("{:.3f}", r.flops / static_cast<double>(t) / 1e3)
+                              : "na";
+  }
+  if (key == "gbps") {
+    return r.modeled && t > 0 ? fmt::format("{:.1f}", r.bytes / static_cast<double>(t)) : "na";
+  }
+  if (key == "ai") {
+    return r.modeled && r.bytes > 0 ? fmt::format("{:.2f}", r.flops / r.bytes) : "na";
+  }
+  if (key == "tc_eligible") return r.modeled ? (r.tc_eligible ? "1" : "0") : "na";
+  if (key == "module") return or_dash(s.get(r.module));
+  if (key == "dtype") return or_dash(s.get(r.dtype));
+  if (key == "shapes") return or_dash(s.get(r.shapes));
+  return "?";
+}
+
+std::string csv_field(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"') out += '"';
+    out += ch;
+  }
+  out += '"';
+  return out;
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  JsonWriter::append_escaped(out, s, s.size() + 1);
+  out += '"';
+  return out;
+}
+
+bool write_table(std::FILE* out, const ReadResult& data, const std::vector<const Column*>& cols,
+                 TableFormat format, int width, std::string& error) {
+  std::vector<int> widths;
+  if (format == TableFormat::kWidth) {
+    // PyProf's layout: fixed minimum widths, and the kernel and params columns share what is
+    // left of N after them (each cell is followed by one space, as PyProf printed it).
+    int fixed = 0, flexible = 0;
+    for (const Column* c : cols) {
+      if (c->min_width == 0) {
+        ++flexible;
+      } else {
+        fixed += c->min_width;
+      }
+    }
+    int share = flexible ? (width - fixed) / flexible : 0;
+    if (width < fixed || (flexible && share < 4)) {
+      error = fmt::format("-w {} is too narrow for these columns (they need at least {})", width,
+                          fixed + flexible * 4);
+      return false;
+    }
+    for (const Column* c : cols) widths.push_back(c->min_width ? c->min_width : share);
+  }
+  std::string line;
+  auto emit_row = [&](const std::vector<std::string>& cells, bool header) {
+    line.clear();
+    for (size_t i = 0; i < cells.size(); ++i) {
+      const Column& c = *cols[i];
+      switch (format) {
+        case TableFormat::kColumns:
+          if (i) line += ' ';
+          line += cells[i];
+          break;
+        case TableFormat::kCsv:
+          if (i) line += ',';
+          line += csv_field(cells[i]);
+          break;
+        case TableFormat::kWidth: {
+          std::string v = cells[i].substr(0, static_cast<size_t>(widths[i]));
+          line += (c.numeric && !header) ? fmt::format("{:>{}} ", v, widths[i])
+                                         : fmt::format("{:<{}} ", v, widths[i]);
+          break;
+        }
+        case TableFormat::kJson:
+          break;
+      }
+    }
+    line += '\n';
+    std::fputs(line.c_str(), out);
+  };
+  if (format == TableFormat::kJson) {
+    std::vector<std::string> cells(cols.size());
+    for (size_t k = 0; k < data.records.size(); ++k) {
+      line = "{";
+      for (size_t i = 0; i < cols.size(); ++i) {
+        const Column& c = *cols[i];
+        std::string v = cell(c, data.records[k], k, data);
+        if (i) line += ',';
+        line += json_string(c.key);
+        line += ':';
+        bool numeric = c.numeric && v != "na" && v != "-";
+        line += numeric ? v : (v == "na" || v == "-") ? "null" : json_string(v);
+      }
+      line += "}\n";
+      std::fputs(line.c_str(), out);
+    }
+    return !std::ferror(out);
+  }
+  std::vector<std::string> cells;
+  for (const Column* c : cols) cells.push_back(c->header);
+  emit_row(cells, true);
+  for (size_t k = 0; k < data.records.size(); ++k) {
+    cells.clear();
+    for (const Column* c : cols) cells.push_back(cell(*c, data.records[k], k, data));
+    emit_row(cells, false);
+  }
+  return !std::ferror(out);
+}
+
+}  // namespace pyprof::prof
