@@ -12,6 +12,7 @@
 #include "prof/records.h"
 #include "prof/reports.h"
 #include "prof/table.h"
+#include "prof/tensor_cores.h"
 
 namespace pyprof::prof {
 namespace {
@@ -64,6 +65,9 @@ int main(int argc, char** argv) {
   app.add_option("--depth", depth, "module report: roll up to this depth (0: full paths)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-tf32", no_tf32, "fp32 GEMMs and convolutions are not Tensor Core eligible");
+  std::string explain_tc;
+  app.add_option("--explain-tc", explain_tc,
+                 "print which Tensor Core rule decides for this kernel name, then exit");
   app.add_option("-o,--output", output,
                  "write to this file (reports in several formats: to PREFIX.REPORT.FORMAT)");
   try {
@@ -72,6 +76,10 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     return fail(std::string(e.what()) + "\nRun with --help for usage.", 2);
+  }
+  if (!explain_tc.empty()) {
+    fmt::print("{}\n", TensorCoreRules::builtin().explain(explain_tc, explain_tc));
+    return 0;
   }
   if ((csv ? 1 : 0) + (json ? 1 : 0) + (width > 0 ? 1 : 0) > 1) {
     return fail("--csv, --json and -w are mutually exclusive", 2);

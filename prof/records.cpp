@@ -21,36 +21,6 @@ uint32_t Strings::intern(std::string_view s) {
 
 namespace {
 
-namespace dom = simdjson::dom;
-
-int64_t int_or(dom::object o, std::string_view key, int64_t fallback) {
-  int64_t v;
-  return o[key].get_int64().get(v) == simdjson::SUCCESS ? v : fallback;
-}
-
-std::string_view str_or(dom::object o, std::string_view key) {
-  std::string_view v;
-  return o[key].get_string().get(v) == simdjson::SUCCESS ? v : std::string_view();
-}
-
-// The JSON of o[key], minified ("" when absent or null).
-std::string raw_or(dom::object o, std::string_view key) {
-  dom::element e;
-  if (o[key].get(e) != simdjson::SUCCESS || e.is_null()) return {};
-  return simdjson::minify(e);
-}
-
-void xyz(dom::object o, std::string_view key, int32_t out[3]) {
-  dom::array a;
-  if (o[key].get_array().get(a) != simdjson::SUCCESS) return;
-  int i = 0;
-  for (dom::element e : a) {
-    int64_t v;
-    if (i < 3 && e.get_int64().get(v) == simdjson::SUCCESS) out[i] = static_cast<int32_t>(v);
-    ++i;
-  }
-}
-
 std::string shapes_of(const models::OpArgs& args) {
   std::string out;
   for (const models::Tensor* t : args.tensors()) {
@@ -72,8 +42,194 @@ struct CachedCost {
 
 }  // namespace
 
+namespace {
+
+// One line of net.dict, as views into the parser's buffer (valid until the next line).
+struct Fields {
+  bool header = false;
+  int64_t version = 0;
+  std::string_view records, source, kind, dir, name, long_name, op, legacy_mod, module, stack,
+      bwd_op, args, bwd_args;
+  int64_t device = -1, stream = -1, start = 0, duration = 0, self_duration = -1, tid = -1, seq = -1,
+          sub = 0, parent_id = 0, pid = 0, op_id = 0, fwd_op_id = 0, bwd_op_id = 0, bwd_node_id = 0,
+          instance = 0, id = 0, bytes = -1;
+  int32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  std::string layer;  // user ranges joined by ':'
+  std::string trace;  // legacy trace frames joined by ','
+};
+
+namespace od = simdjson::ondemand;
+
+void read_xyz(od::value v, int32_t out[3]) {
+  od::array a;
+  if (v.get_array().get(a) != simdjson::SUCCESS) return;
+  int i = 0;
+  for (auto e : a) {
+    int64_t x;
+    if (i < 3 && e.get_int64().get(x) == simdjson::SUCCESS) out[i] = static_cast<int32_t>(x);
+    ++i;
+  }
+}
+
+// One pass over the object's fields (On-Demand): no tape of the whole record, and `args` comes
+// back as its raw JSON text.
+bool read_fields(od::object o, Fields& f) {
+  for (auto field : o) {
+    std::string_view key;
+    if (field.unescaped_key().get(key) != simdjson::SUCCESS) return false;
+    od::value v = field.value();
+    auto str = [&](std::string_view& out) {
+      if (v.get_string().get(out) != simdjson::SUCCESS) out = {};
+    };
+    auto num = [&](int64_t& out) {
+      int64_t x;
+      if (v.get_int64().get(x) == simdjson::SUCCESS) out = x;
+    };
+    // parse writes args as an object (pyprof, emit_nvtx) or an array (legacy PyProf).
+    auto raw = [&](std::string_view& out) {
+      out = {};
+      od::json_type type;
+      if (v.type().get(type) != simdjson::SUCCESS) return;
+      if (type == od::json_type::object) {
+        od::object obj;
+        if (v.get_object().get(obj) == simdjson::SUCCESS &&
+            obj.raw_json().get(out) != simdjson::SUCCESS)
+          out = {};
+      } else if (type == od::json_type::array) {
+        od::array arr;
+        if (v.get_array().get(arr) == simdjson::SUCCESS &&
+            arr.raw_json().get(out) != simdjson::SUCCESS)
+          out = {};
+      }
+    };
+    switch (key.empty() ? '\0' : key[0]) {
+      case 'a':
+        if (key == "args") raw(f.args);
+        break;
+      case 'b':
+        if (key == "bwd_op")
+          str(f.bwd_op);
+        else if (key == "bwd_args")
+          raw(f.bwd_args);
+        else if (key == "bwd_op_id")
+          num(f.bwd_op_id);
+        else if (key == "bwd_node_id")
+          num(f.bwd_node_id);
+        else if (key == "block")
+          read_xyz(v, f.block);
+        else if (key == "bytes")
+          num(f.bytes);
+        break;
+      case 'd':
+        if (key == "dir")
+          str(f.dir);
+        else if (key == "duration")
+          num(f.duration);
+        else if (key == "device")
+          num(f.device);
+        break;
+      case 'f':
+        if (key == "fwd_op_id") num(f.fwd_op_id);
+        break;
+      case 'g':
+        if (key == "grid") read_xyz(v, f.grid);
+        break;
+      case 'i':
+        if (key == "instance")
+          num(f.instance);
+        else if (key == "id")
+          num(f.id);
+        break;
+      case 'k':
+        if (key == "kind") str(f.kind);
+        break;
+      case 'l':
+        if (key == "long_name")
+          str(f.long_name);
+        else if (key == "legacy_mod")
+          str(f.legacy_mod);
+        break;
+      case 'm':
+        if (key == "module") str(f.module);
+        break;
+      case 'n':
+        if (key == "name") str(f.name);
+        break;
+      case 'o':
+        if (key == "op")
+          str(f.op);
+        else if (key == "op_id")
+          num(f.op_id);
+        break;
+      case 'p':
+        if (key == "pid")
+          num(f.pid);
+        else if (key == "parent_id")
+          num(f.parent_id);
+        else if (key == "pyprof_dict") {
+          f.header = true;
+          num(f.version);
+        }
+        break;
+      case 'r':
+        if (key == "records") str(f.records);
+        break;
+      case 's':
+        if (key == "start")
+          num(f.start);
+        else if (key == "stream")
+          num(f.stream);
+        else if (key == "seq")
+          num(f.seq);
+        else if (key == "sub")
+          num(f.sub);
+        else if (key == "self_duration")
+          num(f.self_duration);
+        else if (key == "stack")
+          str(f.stack);
+        else if (key == "source")
+          str(f.source);
+        break;
+      case 't':
+        if (key == "tid")
+          num(f.tid);
+        else if (key == "trace") {
+          od::array a;
+          if (v.get_array().get(a) == simdjson::SUCCESS) {
+            for (auto e : a) {
+              std::string_view frame;
+              if (e.get_string().get(frame) != simdjson::SUCCESS) continue;
+              if (!f.trace.empty()) f.trace += ',';
+              f.trace += frame;
+            }
+          }
+        }
+        break;
+      case 'u':
+        if (key == "user_ranges") {
+          od::array a;
+          if (v.get_array().get(a) == simdjson::SUCCESS) {
+            for (auto e : a) {
+              std::string_view u;
+              if (e.get_string().get(u) != simdjson::SUCCESS) continue;
+              if (u.starts_with("layer:")) u.remove_prefix(6);
+              if (!f.layer.empty()) f.layer += ':';
+              f.layer += u;
+            }
+          }
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::string& error) {
-  dom::parser parser;
+  od::parser parser;
   char* line = nullptr;
   size_t capacity = 0;
   ssize_t n;
@@ -82,30 +238,38 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
   std::vector<int8_t> tc_cache;                       // long-name id -> 1/0, -1 unknown
   const TensorCoreRules& rules = TensorCoreRules::builtin();
   std::string key;
+  std::string padded;
+  static char in_buffer[1 << 20];
+  std::setvbuf(in, in_buffer, _IOFBF, sizeof in_buffer);
+  Fields f;
   while ((n = getline(&line, &capacity, in)) > 0) {
     ++out.lines;
     std::string_view text(line, static_cast<size_t>(n));
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
     if (text.empty()) continue;
-    dom::element root;
-    dom::object o;
-    if (parser.parse(text.data(), text.size(), true).get(root) != simdjson::SUCCESS ||
-        root.get_object().get(o) != simdjson::SUCCESS) {
+    padded.assign(text);
+    padded.reserve(text.size() + simdjson::SIMDJSON_PADDING);
+    f = Fields{};
+    od::document doc;
+    od::object o;
+    bool ok = parser.iterate(padded.data(), padded.size(), padded.capacity()).get(doc) ==
+                  simdjson::SUCCESS &&
+              doc.get_object().get(o) == simdjson::SUCCESS && read_fields(o, f);
+    if (!ok) {
       ++out.skipped_lines;
       if (out.warnings.size() < 5) {
         out.warnings.push_back("line " + std::to_string(out.lines) + ": not a JSON object");
       }
       continue;
     }
-    int64_t version;
-    if (o["pyprof_dict"].get_int64().get(version) == simdjson::SUCCESS) {
-      if (version > 1) {
-        out.warnings.push_back("net.dict version " + std::to_string(version) +
+    if (f.header) {
+      if (f.version > 1) {
+        out.warnings.push_back("net.dict version " + std::to_string(f.version) +
                                " is newer than this prof (1): unknown keys are ignored");
       }
       header_seen = true;
-      out.cpu_only = str_or(o, "records") == "op";
-      out.source = std::string(str_or(o, "source"));
+      out.cpu_only = f.records == "op";
+      out.source = std::string(f.source);
       continue;
     }
     if (!header_seen) {
@@ -115,98 +279,73 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
       return false;
     }
     ProfRecord r;
-    std::string_view kind = str_or(o, "kind");
+    std::string_view kind = f.kind;
     r.kind = kind == "kernel"   ? Kind::kKernel
              : kind == "memcpy" ? Kind::kMemcpy
              : kind == "memset" ? Kind::kMemset
                                 : Kind::kOp;
-    std::string_view dir = str_or(o, "dir");
-    r.dir = dir == "fprop" ? Dir::kFprop : dir == "bprop" ? Dir::kBprop : Dir::kNone;
+    r.dir = f.dir == "fprop" ? Dir::kFprop : f.dir == "bprop" ? Dir::kBprop : Dir::kNone;
     Strings& s = out.strings;
-    r.name = s.intern(str_or(o, "name"));
-    r.long_name = s.intern(str_or(o, "long_name"));
-    r.device = static_cast<int32_t>(int_or(o, "device", -1));
-    r.stream = int_or(o, "stream", -1);
-    xyz(o, "grid", r.grid);
-    xyz(o, "block", r.block);
-    r.start = int_or(o, "start", 0);
-    r.duration = int_or(o, "duration", 0);
-    r.self_duration = int_or(o, "self_duration", r.duration);
-    r.tid = int_or(o, "tid", -1);
-    r.seq = int_or(o, "seq", -1);
-    r.sub = static_cast<int32_t>(int_or(o, "sub", 0));
-    r.parent_id = int_or(o, "parent_id", 0);
-    int64_t pid = int_or(o, "pid", 0);
-    std::string_view op = str_or(o, "op");
+    r.name = s.intern(f.name);
+    r.long_name = s.intern(f.long_name);
+    r.device = static_cast<int32_t>(f.device);
+    r.stream = f.stream;
+    std::copy(f.grid, f.grid + 3, r.grid);
+    std::copy(f.block, f.block + 3, r.block);
+    r.start = f.start;
+    r.duration = f.duration;
+    r.self_duration = f.self_duration >= 0 ? f.self_duration : f.duration;
+    r.tid = f.tid;
+    r.seq = f.seq;
+    r.sub = static_cast<int32_t>(f.sub);
+    r.parent_id = f.parent_id;
+    int64_t pid = f.pid;
+    std::string_view op = f.op;
     r.op = s.intern(op);
-    std::string_view legacy_mod = str_or(o, "legacy_mod");
     size_t colon = op.rfind("::");
-    r.mod = s.intern(!legacy_mod.empty()               ? legacy_mod
+    r.mod = s.intern(!f.legacy_mod.empty()             ? f.legacy_mod
                      : colon != std::string_view::npos ? op.substr(0, colon)
                                                        : std::string_view());
-    r.module = s.intern(str_or(o, "module"));
-    {
-      std::string layer;
-      dom::array ranges;
-      if (o["user_ranges"].get_array().get(ranges) == simdjson::SUCCESS) {
-        for (dom::element e : ranges) {
-          std::string_view u;
-          if (e.get_string().get(u) != simdjson::SUCCESS) continue;
-          if (u.starts_with("layer:")) u.remove_prefix(6);
-          if (!layer.empty()) layer += ':';
-          layer += u;
-        }
-      }
-      r.layer = s.intern(layer);
-      std::string trace(str_or(o, "stack"));
-      dom::array frames;
-      if (o["trace"].get_array().get(frames) == simdjson::SUCCESS) {
-        for (dom::element e : frames) {
-          std::string_view f;
-          if (e.get_string().get(f) != simdjson::SUCCESS) continue;
-          if (!trace.empty()) trace += ',';
-          trace += f;
-        }
-      }
-      r.trace = s.intern(trace);
-    }
+    r.module = s.intern(f.module);
+    r.layer = s.intern(f.layer);
+    r.trace = s.intern(f.stack.empty() ? std::string_view(f.trace) : f.stack);
 
     // Which op's cost this record carries: its own op (CPU records: the record's name), or
     // for bprop the op that ran inside the backward node.
-    std::string_view cost_op = r.kind == Kind::kOp ? str_or(o, "name") : op;
-    std::string args = raw_or(o, "args");
+    std::string_view cost_op = r.kind == Kind::kOp ? f.name : op;
+    std::string_view args = f.args;
     bool backward_estimate = false;
     if (r.dir == Dir::kBprop) {
-      std::string_view bwd_op = str_or(o, "bwd_op");
+      std::string_view bwd_op = f.bwd_op;
       if (!bwd_op.empty()) {
         cost_op = bwd_op;
-        args = raw_or(o, "bwd_args");
+        args = f.bwd_args;
       } else if (r.kind == Kind::kOp) {
         cost_op = {};  // a backward node's own record: its ops carry the cost
       } else {
         backward_estimate = true;
       }
-      r.op_id = int_or(o, "fwd_op_id", 0);
-      int64_t inner = int_or(o, "bwd_op_id", int_or(o, "bwd_node_id", 0));
+      r.op_id = f.fwd_op_id;
+      int64_t inner = f.bwd_op_id ? f.bwd_op_id : f.bwd_node_id;
       r.instance = inner ? (pid << 40) ^ inner : 0;
     } else {
-      r.op_id = int_or(o, "op_id", 0);
+      r.op_id = f.op_id;
       r.instance = r.op_id ? (pid << 40) ^ r.op_id : 0;
     }
-    if (int64_t instance = int_or(o, "instance", 0); instance != 0 && r.kind != Kind::kOp) {
+    if (int64_t instance = f.instance; instance != 0 && r.kind != Kind::kOp) {
       r.instance = instance;  // parse's own numbering: present for every dialect
     }
-    if (r.kind == Kind::kOp) r.instance = (pid << 40) ^ int_or(o, "id", 0);
+    if (r.kind == Kind::kOp) r.instance = (pid << 40) ^ f.id;
     r.cost_op = s.intern(cost_op);
 
     if (r.kind == Kind::kMemcpy || r.kind == Kind::kMemset) {
-      r.bytes_moved = int_or(o, "bytes", -1);
+      r.bytes_moved = f.bytes;
       r.modeled = r.bytes_moved >= 0;
       r.bytes = r.op_bytes = r.bytes_moved >= 0 ? static_cast<double>(r.bytes_moved) : 0;
       r.family = s.intern(r.kind == Kind::kMemcpy ? "memcpy" : "memset");
       r.instance = 0;  // a copy is its own instance
     } else if (!cost_op.empty()) {
-      auto lookup = [&](std::string_view name, const std::string& json) -> const CachedCost& {
+      auto lookup = [&](std::string_view name, std::string_view json) -> const CachedCost& {
         key.assign(name);
         key += '\n';
         key += json;
@@ -222,7 +361,7 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
       if (!cached->cost.modeled && r.dir == Dir::kBprop && r.kind != Kind::kOp && cost_op != op) {
         // The backward op's arguments are unknown (emit_nvtx without record_shapes): estimate
         // from the forward op.
-        const CachedCost& forward = lookup(op, raw_or(o, "args"));
+        const CachedCost& forward = lookup(op, f.args);
         if (forward.cost.modeled) {
           cached = &forward;
           backward_estimate = true;
