@@ -1,8 +1,367 @@
-// Placeholder: the attention family's models are being written.
+// The attention family: scaled_dot_product_attention and the kernels it dispatches to (flash,
+// flash for CPU, memory-efficient, cuDNN, math, overrideable) with their backward ops, and the
+// raw _flash_attention_* / _efficient_attention_* / _cudnn_attention_* ops. Formulas and
+// deviations: docs/ops.md "attention".
+//
+// FLOPs follow FlopCounterMode's sdpa_flop_count / sdpa_backward_flop_count: the two (forward)
+// or five (backward) batched GEMMs, 2 FLOPs per multiply-add, dense (a causal mask does not
+// halve the count), softmax/scaling/dropout not counted:
+//   forward  2 * B*Hq * Sq * Sk * (D + Dv)
+//   backward 2 * B*Hq * Sq * Sk * (3*D + 2*Dv)
+// (grouped-query attention: Hq query heads share Hkv key/value heads; the count uses Hq).
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "models/op_model.h"
 
 namespace pyprof::models {
+namespace {
 
-void register_attention(Registry&) {}
+// ",fp16"; nothing when the dtype is unknown.
+std::string dtype_suffix(std::string_view dtype) {
+  std::string s;
+  if (!dtype.empty()) {
+    s.push_back(',');
+    s.append(short_dtype(dtype));
+  }
+  return s;
+}
+
+bool fail(OpCost& cost, std::string reason) {
+  cost.params = std::move(reason);
+  return false;
+}
+
+double elem_size(std::string_view dtype) {
+  int s = dtype_size(dtype);
+  return s == 0 ? 4 : s;
+}
+
+// Where an attention op keeps its arguments; -1: not an argument of this op.
+struct Spec {
+  bool bshd = false;      // raw kernels: [B, S, H, D] (varlen: [T, H, D] / [1, T, H, D])
+  bool backward = false;  // grad_out first, then query, key, value
+  const char* causal_name = "is_causal";
+  int causal = -1;
+  // Variable-length (nested/jagged) batches: cumulative sequence offsets and max lengths.
+  const char* cum_q_name = "cum_seq_q";
+  const char* cum_k_name = "cum_seq_k";
+  const char* max_q_name = "max_q";
+  const char* max_k_name = "max_k";
+  int cum_q = -1, cum_k = -1, max_q = -1, max_k = -1;
+  // The logsumexp output: 0 none, 1 always, 2 when the flag argument is true.
+  int lse = 0;
+  const char* lse_flag_name = "compute_log_sumexp";
+  int lse_flag = -1;
+  bool writes_attn = false;  // _scaled_dot_product_attention_math returns the attention matrix
+  const char* grad_mask_name = "grad_input_mask";
+  int grad_mask = -1;  // backward: which of grad_q, grad_k, grad_v(, grad_bias) are written
+};
+
+struct Shape {
+  double bh = 0;  // batch * query heads
+  int64_t b = 0, hq = 0, hkv = 0, sq = 0, sk = 0, d = 0, dv = 0;
+  double pairs = 0;  // sum over sequences of Sq*Sk (B*Hq*pairs query-key products per head dim)
+  bool varlen = false;
+};
+
+bool read_shape(const OpArgs& args, const Spec& s, const Tensor& q, const Tensor& k,
+                const Tensor& v, Shape& sh, std::string& why) {
+  const Tensor* cum_q =
+      s.cum_q >= 0 ? args.tensor(s.cum_q_name, static_cast<size_t>(s.cum_q)) : nullptr;
+  sh.varlen = s.bshd && cum_q && cum_q->rank() == 1 && cum_q->shape[0] >= 2;
+  if (sh.varlen) {
+    // q [Tq, Hq, D] (flash) or [1, Tq, Hq, D] (efficient); sequence lengths are not in the args:
+    // sum_i Sq_i*Sk_i <= min(Tq*max_k, max_q*Tk), an upper bound (FlopCounterMode's worst case
+    // with fake tensors is nseq*max_q*max_k, larger still).
+    if (q.rank() < 3 || k.rank() != q.rank() || v.rank() != q.rank()) {
+      why = "attention: varlen q/k/v must be [T, H, D]";
+      return false;
+    }
+    int64_t nseq = cum_q->shape[0] - 1;
+    sh.sq = q.dim(-3);
+    sh.sk = k.dim(-3);
+    sh.hq = q.dim(-2);
+    sh.hkv = k.dim(-2);
+    sh.d = q.dim(-1);
+    sh.dv = v.dim(-1);
+    sh.b = nseq;
+    sh.bh = static_cast<double>(sh.hq);
+    int64_t max_q = s.max_q >= 0 ? args.int_or(s.max_q_name, static_cast<size_t>(s.max_q), 0) : 0;
+    int64_t max_k = s.max_k >= 0 ? args.int_or(s.max_k_name, static_cast<size_t>(s.max_k), 0) : 0;
+    double tq = static_cast<double>(sh.sq), tk = static_cast<double>(sh.sk);
+    if (max_q > 0 && max_k > 0) {
+      sh.pairs = std::min(tq * static_cast<double>(max_k), static_cast<double>(max_q) * tk);
+    } else {
+      sh.pairs = tq * tk / static_cast<double>(nseq > 0 ? nseq : 1);
+    }
+  } else if (s.bshd) {
+    if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4) {
+      why = "attention: q/k/v must be [B, S, H, D]";
+      return false;
+    }
+    sh.b = q.shape[0];
+    sh.sq = q.shape[1];
+    sh.hq = q.shape[2];
+    sh.sk = k.shape[1];
+    sh.hkv = k.shape[2];
+    sh.d = q.shape[3];
+    sh.dv = v.shape[3];
+    sh.bh = static_cast<double>(sh.b) * static_cast<double>(sh.hq);
+    sh.pairs = static_cast<double>(sh.sq) * static_cast<double>(sh.sk);
+    if (k.shape[3] != sh.d || v.shape[1] != sh.sk) {
+      why = "attention: q/k/v shapes differ";
+      return false;
+    }
+  } else {
+    // [..., H, S, D]: any number of leading batch dims.
+    if (q.rank() < 2 || k.rank() < 2 || v.rank() < 2) {
+      why = "attention: q/k/v must be [..., S, D]";
+      return false;
+    }
+    sh.bh = 1;
+    for (int i = 0; i + 2 < q.rank(); ++i) sh.bh *= static_cast<double>(q.shape[i]);
+    sh.b = q.rank() >= 4 ? q.dim(-4) : 0;
+    sh.hq = q.rank() >= 3 ? q.dim(-3) : 1;
+    sh.hkv = k.rank() >= 3 ? k.dim(-3) : 1;
+    sh.sq = q.dim(-2);
+    sh.d = q.dim(-1);
+    sh.sk = k.dim(-2);
+    sh.dv = v.dim(-1);
+    sh.pairs = static_cast<double>(sh.sq) * static_cast<double>(sh.sk);
+    if (k.dim(-1) != sh.d || v.dim(-2) != sh.sk) {
+      why = "attention: q/k/v shapes differ";
+      return false;
+    }
+  }
+  if (sh.hkv <= 0 || sh.hq % sh.hkv != 0) {
+    why = "attention: query heads are not a multiple of key/value heads";
+    return false;
+  }
+  return true;
+}
+
+bool attention(const OpArgs& args, OpCost& cost, const Spec& s) {
+  size_t base = s.backward ? 1 : 0;
+  const Tensor* go = s.backward ? args.tensor("grad_out", 0) : nullptr;
+  if (s.backward && !go) go = args.tensor("grad_out_", 0);
+  const Tensor* q = args.tensor("query", base);
+  const Tensor* k = args.tensor("key", base + 1);
+  const Tensor* v = args.tensor("value", base + 2);
+  if (!q || !k || !v || (s.backward && !go))
+    return fail(cost, "attention: needs query, key, value");
+  Shape sh;
+  std::string why;
+  if (!read_shape(args, s, *q, *k, *v, sh, why)) return fail(cost, why);
+  double dd = static_cast<double>(sh.d), dv = static_cast<double>(sh.dv);
+  double per = sh.bh * sh.pairs;  // query-key products
+  cost.flops = s.backward ? 2 * per * (3 * dd + 2 * dv) : 2 * per * (dd + dv);
+
+  // Bytes: every tensor argument is read once (query, key, value, mask/bias, and in backward
+  // grad_out, out, logsumexp); rank-0 values are emit_nvtx placeholders or scalars, skipped.
+  double bytes = 0;
+  for (const Tensor* t : args.tensors()) {
+    if (t->rank() > 0) bytes += tensor_bytes(*t);
+  }
+  std::string dt = q->dtype;
+  double rows = sh.bh * static_cast<double>(sh.sq);  // query rows (varlen: Hq * Tq)
+  if (!s.backward) {
+    bytes += rows * dv * elem_size(dt);  // out
+    bool lse = s.lse == 1 || (s.lse == 2 && args.bool_or(s.lse_flag_name,
+                                                         static_cast<size_t>(s.lse_flag), false));
+    if (lse) bytes += rows * 4;  // logsumexp, float32
+    if (s.writes_attn) bytes += per * elem_size(dt);
+  } else {
+    std::vector<int64_t> mask = {1, 1, 1, 0};
+    if (s.grad_mask >= 0) {
+      mask = args.ints_or(s.grad_mask_name, static_cast<size_t>(s.grad_mask), mask);
+      mask.resize(4, 0);
+    }
+    if (mask[0]) bytes += tensor_bytes(*q);
+    if (mask[1]) bytes += tensor_bytes(*k);
+    if (mask[2]) bytes += tensor_bytes(*v);
+  }
+  bool causal = false;
+  if (s.causal >= 0) {
+    const Value* c = args.arg(s.causal_name, static_cast<size_t>(s.causal));
+    causal = c && (c->kind == Value::Kind::kBool || c->kind == Value::Kind::kInt) && c->i != 0;
+  }
+  cost.bytes = bytes;
+  cost.dtype = dt;
+  // Tensor Cores: fp16/bf16 (fp8) attention with a head dim multiple of 8 (16); fp32 through
+  // TF32 in the math path.
+  cost.tc_eligible = tc_eligible(dt, sh.d, sh.dv, sh.d, /*allow_tf32=*/true);
+  std::string p;
+  if (sh.varlen) {
+    p = "varlen,seqs=" + std::to_string(sh.b) + ",H=" + std::to_string(sh.hq);
+  } else if (sh.b > 0) {
+    p = "B=" + std::to_string(sh.b) + ",H=" + std::to_string(sh.hq);
+  } else {
+    p = "BH=" + std::to_string(static_cast<int64_t>(sh.bh));
+  }
+  if (sh.hkv != sh.hq) p += ",Hkv=" + std::to_string(sh.hkv);
+  p += sh.varlen ? ",Tq=" : ",Sq=";
+  p += std::to_string(sh.sq) + (sh.varlen ? ",Tk=" : ",Sk=") + std::to_string(sh.sk) +
+       ",D=" + std::to_string(sh.d);
+  if (sh.dv != sh.d) p += ",Dv=" + std::to_string(sh.dv);
+  p += dtype_suffix(dt);
+  if (causal) p += ",causal";
+  cost.params = std::move(p);
+  return true;
+}
+
+ModelFn model(Spec s) {
+  return [s](const OpArgs& args, OpCost& cost) { return attention(args, cost, s); };
+}
+
+}  // namespace
+
+void register_attention(Registry& r) {
+  const std::string f = "attention";
+  // ---- forward, [..., H, S, D] ----
+  Spec sdpa;  // (query, key, value, attn_mask, dropout_p, is_causal, *, scale, enable_gqa)
+  sdpa.causal = 5;
+  r.add("scaled_dot_product_attention", f, model(sdpa));
+  Spec math = sdpa;  // (..., attn_mask, dropout_p, is_causal, dropout_mask, *, scale, enable_gqa)
+  math.writes_attn = true;
+  r.add("_scaled_dot_product_attention_math", f, model(math));
+  Spec flash;  // (query, key, value, dropout_p, is_causal, return_debug_mask, *, scale)
+  flash.causal = 4;
+  flash.lse = 1;
+  r.add("_scaled_dot_product_flash_attention", f, model(flash));
+  r.add("_scaled_dot_product_flash_attention_for_cpu", f, model(flash));
+  Spec eff;  // (query, key, value, attn_bias, compute_log_sumexp, dropout_p, is_causal, ...)
+  eff.causal = 6;
+  eff.lse = 2;
+  eff.lse_flag = 4;
+  r.add("_scaled_dot_product_efficient_attention", f, model(eff));
+  r.add("_scaled_dot_product_cudnn_attention", f, model(eff));
+  Spec over;  // (query, key, value, attn_bias, dropout_p, is_causal, return_debug_mask, *, scale)
+  over.causal = 5;
+  over.lse = 1;
+  r.add("_scaled_dot_product_fused_attention_overrideable", f, model(over));
+  // _cudnn_attention_forward(query, key, value, attn_bias, cum_seq_q, cum_seq_k, max_q, max_k,
+  // compute_log_sumexp, dropout_p, is_causal, ...): [B, H, S, D], or [T, H, D] with offsets.
+  Spec cudnn_raw;
+  cudnn_raw.cum_q = 4;
+  cudnn_raw.cum_k = 5;
+  cudnn_raw.max_q = 6;
+  cudnn_raw.max_k = 7;
+  cudnn_raw.lse = 2;
+  cudnn_raw.lse_flag = 8;
+  cudnn_raw.causal = 10;
+  {
+    Spec c = cudnn_raw;
+    r.add("_cudnn_attention_forward", f, [c](const OpArgs& args, OpCost& cost) {
+      // Dense calls are [B, H, S, D]; with offsets the layout is [T, H, D].
+      Spec s = c;
+      const Tensor* cq = args.tensor(s.cum_q_name, static_cast<size_t>(s.cum_q));
+      s.bshd = cq && cq->rank() == 1 && cq->shape[0] >= 2;
+      return attention(args, cost, s);
+    });
+  }
+  // ---- forward, raw kernels, [B, S, H, D] ----
+  // _flash_attention_forward(query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p,
+  // is_causal, return_debug_mask, ...)
+  Spec flash_raw;
+  flash_raw.bshd = true;
+  flash_raw.cum_q = 3;
+  flash_raw.cum_k = 4;
+  flash_raw.max_q = 5;
+  flash_raw.max_k = 6;
+  flash_raw.causal = 8;
+  flash_raw.lse = 1;
+  r.add("_flash_attention_forward", f, model(flash_raw));
+  // _efficient_attention_forward(query, key, value, bias, cu_seqlens_q, cu_seqlens_k,
+  // max_seqlen_q, max_seqlen_k, dropout_p, custom_mask_type, compute_log_sumexp, ...)
+  Spec eff_raw;
+  eff_raw.bshd = true;
+  eff_raw.cum_q_name = "cu_seqlens_q";
+  eff_raw.cum_k_name = "cu_seqlens_k";
+  eff_raw.max_q_name = "max_seqlen_q";
+  eff_raw.max_k_name = "max_seqlen_k";
+  eff_raw.cum_q = 4;
+  eff_raw.cum_k = 5;
+  eff_raw.max_q = 6;
+  eff_raw.max_k = 7;
+  eff_raw.causal_name = "custom_mask_type";  // 0 none, 1/2 causal (upper-left/lower-right)
+  eff_raw.causal = 9;
+  eff_raw.lse = 2;
+  eff_raw.lse_flag = 10;
+  r.add("_efficient_attention_forward", f, model(eff_raw));
+
+  // ---- backward (grad_out, query, key, value, ...) ----
+  // _scaled_dot_product_flash_attention_backward(grad_out, query, key, value, out, logsumexp,
+  // cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, ...)
+  Spec flash_b;
+  flash_b.backward = true;
+  flash_b.causal = 11;
+  r.add("_scaled_dot_product_flash_attention_backward", f, model(flash_b));
+  // _scaled_dot_product_flash_attention_for_cpu_backward(grad_out, query, key, value, out,
+  // logsumexp, dropout_p, is_causal, *, attn_mask, scale)
+  Spec cpu_b;
+  cpu_b.backward = true;
+  cpu_b.causal = 7;
+  r.add("_scaled_dot_product_flash_attention_for_cpu_backward", f, model(cpu_b));
+  // _scaled_dot_product_efficient_attention_backward(grad_out_, query, key, value, attn_bias,
+  // out, logsumexp, philox_seed, philox_offset, dropout_p, grad_input_mask, is_causal, ...)
+  Spec eff_b;
+  eff_b.backward = true;
+  eff_b.grad_mask = 10;
+  eff_b.causal = 11;
+  r.add("_scaled_dot_product_efficient_attention_backward", f, model(eff_b));
+  // _scaled_dot_product_cudnn_attention_backward(grad_out, query, key, value, out, logsumexp,
+  // philox_seed, philox_offset, attn_bias, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p,
+  // is_causal, ...)
+  Spec cudnn_b;
+  cudnn_b.backward = true;
+  cudnn_b.causal = 14;
+  r.add("_scaled_dot_product_cudnn_attention_backward", f, model(cudnn_b));
+  {
+    Spec c = cudnn_b;
+    c.cum_q = 9;
+    c.cum_k = 10;
+    c.max_q = 11;
+    c.max_k = 12;
+    r.add("_cudnn_attention_backward", f, [c](const OpArgs& args, OpCost& cost) {
+      Spec s = c;
+      const Tensor* cq = args.tensor(s.cum_q_name, static_cast<size_t>(s.cum_q));
+      s.bshd = cq && cq->rank() == 1 && cq->shape[0] >= 2;
+      return attention(args, cost, s);
+    });
+  }
+  // _scaled_dot_product_fused_attention_overrideable_backward(grad_out, query, key, value,
+  // attn_bias, grad_input_mask, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p,
+  // is_causal, ...)
+  Spec over_b;
+  over_b.backward = true;
+  over_b.grad_mask = 5;
+  over_b.causal = 13;
+  r.add("_scaled_dot_product_fused_attention_overrideable_backward", f, model(over_b));
+  // _flash_attention_backward(grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k,
+  // max_q, max_k, dropout_p, is_causal, ...): [B, S, H, D]
+  Spec flash_raw_b = flash_raw;
+  flash_raw_b.backward = true;
+  flash_raw_b.cum_q = 6;
+  flash_raw_b.cum_k = 7;
+  flash_raw_b.max_q = 8;
+  flash_raw_b.max_k = 9;
+  flash_raw_b.causal = 11;
+  flash_raw_b.lse = 0;
+  r.add("_flash_attention_backward", f, model(flash_raw_b));
+  // _efficient_attention_backward(grad_out_, query, key, value, bias, out, cu_seqlens_q,
+  // cu_seqlens_k, max_seqlen_q, max_seqlen_k, logsumexp, dropout_p, philox_seed, philox_offset,
+  // custom_mask_type, bias_requires_grad, ...)
+  Spec eff_raw_b = eff_raw;
+  eff_raw_b.backward = true;
+  eff_raw_b.cum_q = 6;
+  eff_raw_b.cum_k = 7;
+  eff_raw_b.max_q = 8;
+  eff_raw_b.max_k = 9;
+  eff_raw_b.causal = 14;
+  eff_raw_b.lse = 0;
+  r.add("_efficient_attention_backward", f, model(eff_raw_b));
+}
 
 }  // namespace pyprof::models

@@ -1,8 +1,182 @@
-// Placeholder: the collectives family's models are being written.
+// The collectives family: c10d's process-group ops (c10d::allreduce_, allgather_, broadcast_,
+// reduce_scatter_, ...), the functional collectives (_c10d_functional::all_reduce,
+// all_gather_into_tensor, reduce_scatter_tensor, ...) and legacy PyProf's torch.distributed
+// calls. Bytes only: docs/ops.md "collectives".
+//
+// bytes = the payload: the bytes of the tensor data this rank puts into the collective (its send
+// buffer): allreduce/broadcast/reduce/send/recv: the tensors; all-gather: this rank's input
+// (group_size times smaller than the gathered output); reduce-scatter: the full input
+// (group_size times the output); all-to-all: the input. FLOPs are 0: the reduction's additions
+// (group_size - 1 per element for a sum) are not counted, as they run inside the communication
+// library and are bound by the links.
+#include <string>
+#include <vector>
+
 #include "models/op_model.h"
 
 namespace pyprof::models {
+namespace {
 
-void register_collectives(Registry&) {}
+// ",fp16"; nothing when the dtype is unknown.
+std::string dtype_suffix(std::string_view dtype) {
+  std::string s;
+  if (!dtype.empty()) {
+    s.push_back(',');
+    s.append(short_dtype(dtype));
+  }
+  return s;
+}
+
+bool fail(OpCost& cost, std::string reason) {
+  cost.params = std::move(reason);
+  return false;
+}
+
+// Payload of one argument: a tensor or a tensor list. -1 when unreadable: a list of lists
+// (Tensor[][]) is not decoded by OpArgs, and a rank-0 "tensor" is emit_nvtx's placeholder for any
+// non-tensor argument (tensor lists included); a real 0-dim payload is not worth the confusion.
+double payload(const Value* v, size_t* count, std::string* dtype) {
+  if (!v) return -1;
+  if (v->kind == Value::Kind::kTensor && v->tensor.rank() > 0) {
+    *count += 1;
+    if (dtype->empty()) *dtype = v->tensor.dtype;
+    return tensor_bytes(v->tensor);
+  }
+  if (v->kind == Value::Kind::kTensorList) {
+    double b = 0;
+    for (const Tensor& t : v->tensors) {
+      b += tensor_bytes(t);
+      if (dtype->empty()) *dtype = t.dtype;
+    }
+    *count += v->tensors.size();
+    return b;
+  }
+  return -1;
+}
+
+// The payload is the argument `name` (at `position` in positional records); `kind` names the
+// collective in the params column.
+struct Collective {
+  const char* kind;
+  const char* name;
+  size_t position;
+  const char* alt_name = nullptr;  // older schemas ("self" for "input")
+};
+
+bool collective(const OpArgs& args, OpCost& cost, const Collective& c) {
+  const Value* v = args.arg(c.name, c.position);
+  if (!v && c.alt_name) v = args.get(c.alt_name);
+  size_t count = 0;
+  std::string dtype;
+  double bytes = payload(v, &count, &dtype);
+  if (bytes < 0) return fail(cost, std::string(c.kind) + ": payload tensors unreadable");
+  cost.flops = 0;
+  cost.bytes = bytes;
+  cost.dtype = dtype;
+  cost.tc_eligible = false;
+  std::string p = c.kind;
+  if (count > 1) p += ",tensors=" + std::to_string(count);
+  p += ",bytes=" + std::to_string(static_cast<int64_t>(bytes));
+  int64_t group = args.int_or("group_size", SIZE_MAX, 0);
+  if (group > 0) p += ",group=" + std::to_string(group);
+  const Value* op = args.get("reduce_op");
+  if (op && op->kind == Value::Kind::kString && !op->s.starts_with('<')) {  // "sum", not "<...>"
+    p.push_back(',');
+    p.append(op->s);
+  }
+  p += dtype_suffix(dtype);
+  cost.params = std::move(p);
+  return true;
+}
+
+ModelFn model(Collective c) {
+  return [c](const OpArgs& args, OpCost& cost) { return collective(args, cost, c); };
+}
+
+// Legacy torch.distributed.all_gather(tensor_list, tensor, group, async_op): PyProf flattened
+// the output list into several arguments, so the input is the last tensor argument.
+bool legacy_all_gather(const OpArgs& args, OpCost& cost) {
+  const Value* in = args.get("tensor");
+  const Tensor* t = in && in->is_tensor() ? &in->tensor : nullptr;
+  if (!t) {
+    std::vector<const Tensor*> ts = args.tensors();
+    if (ts.empty()) return fail(cost, "all_gather: no tensors");
+    t = ts.back();
+  }
+  cost.flops = 0;
+  cost.bytes = tensor_bytes(*t);
+  cost.dtype = t->dtype;
+  cost.params = "all_gather,bytes=" + std::to_string(static_cast<int64_t>(cost.bytes)) +
+                dtype_suffix(t->dtype);
+  return true;
+}
+
+// "record_param_comms": the RecordFunction c10d's NCCL/Gloo backends open around each collective
+// (RECORD_PARAM_COMMS_DATA): no schema, positional inputs (input tensors, seq, process group
+// name, rank, collective name, split sizes, ...). Nested inside the c10d op, so it counts only
+// where no outer op is modelled. The older form without tensors first is unmodelled.
+bool param_comms(const OpArgs& args, OpCost& cost) {
+  size_t count = 0;
+  std::string dtype;
+  double bytes = payload(args.at(0), &count, &dtype);
+  if (bytes < 0) return fail(cost, "record_param_comms: no input tensors");
+  std::string kind = "comms";
+  for (size_t i = 1; i < args.size() && i < 7; ++i) {
+    const Value* v = args.at(i);
+    if (v->kind == Value::Kind::kString && !v->s.empty() && v->s[0] != '<') {
+      kind = v->s;
+      break;
+    }
+  }
+  cost.flops = 0;
+  cost.bytes = bytes;
+  cost.dtype = dtype;
+  cost.tc_eligible = false;
+  cost.params =
+      kind + ",bytes=" + std::to_string(static_cast<int64_t>(bytes)) + dtype_suffix(dtype);
+  return true;
+}
+
+}  // namespace
+
+void register_collectives(Registry& r) {
+  const std::string f = "collectives";
+  // c10d (ProcessGroup) ops. Their names end in "_" for real: registered exactly. c10d::scatter_
+  // and c10d::gather_ are left out: op_cost drops the namespace, and "scatter_" is also
+  // aten::scatter_ (the movement family's scatter).
+  r.add("allreduce_", f, model({"allreduce", "tensors", 0}));
+  r.add("allreduce_coalesced_", f, model({"allreduce", "tensors", 0}));
+  r.add("broadcast_", f, model({"broadcast", "tensors", 0}));
+  r.add("reduce_", f, model({"reduce", "tensors", 0}));
+  r.add("allgather_", f, model({"allgather", "input_tensors", 1}));
+  r.add("_allgather_base_", f, model({"allgather", "input_tensor", 1}));
+  r.add("allgather_coalesced_", f, model({"allgather", "input_list", 1}));
+  r.add("allgather_into_tensor_coalesced_", f, model({"allgather", "inputs", 1}));
+  // reduce_scatter_(output_tensors, input_tensors[][]): the input is a list of lists, which the
+  // args decoder does not read; counted when it becomes readable.
+  r.add("reduce_scatter_", f, model({"reduce_scatter", "input_tensors", 1}));
+  r.add("_reduce_scatter_base_", f, model({"reduce_scatter", "input_tensor", 1}));
+  r.add("reduce_scatter_tensor_coalesced_", f, model({"reduce_scatter", "inputs", 1}));
+  r.add("alltoall_", f, model({"alltoall", "input_tensors", 1}));
+  r.add("alltoall_base_", f, model({"alltoall", "input", 1}));
+  r.add("send", f, model({"send", "tensors", 0}));
+  r.add("recv_", f, model({"recv", "tensors", 0}));
+  r.add("recv_any_source_", f, model({"recv", "tensors", 0}));
+  // Functional collectives (_c10d_functional, _c10d_functional_autograd, and the older
+  // c10d_functional whose first argument is "self"); legacy PyProf torch.distributed.all_reduce
+  // and broadcast (tensor first).
+  r.add("all_reduce", f, model({"allreduce", "input", 0, "self"}));
+  r.add("all_reduce_coalesced", f, model({"allreduce", "inputs", 0, "self"}));
+  r.add("all_gather_into_tensor", f, model({"allgather", "input", 0, "self"}));
+  r.add("all_gather_into_tensor_coalesced", f, model({"allgather", "inputs", 0, "self"}));
+  r.add("reduce_scatter_tensor", f, model({"reduce_scatter", "input", 0, "self"}));
+  r.add("reduce_scatter_tensor_coalesced", f, model({"reduce_scatter", "inputs", 0, "self"}));
+  r.add("all_to_all_single", f, model({"alltoall", "input", 0, "self"}));
+  r.add("isend", f, model({"send", "tensor", 0}));
+  r.add("irecv", f, model({"recv", "tensor", 0}));
+  r.add("broadcast", f, model({"broadcast", "tensor", 0, "self"}));
+  r.add("all_gather", f, legacy_all_gather);
+  r.add("record_param_comms", f, param_comms);
+}
 
 }  // namespace pyprof::models

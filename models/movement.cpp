@@ -1,8 +1,886 @@
-// Placeholder: the movement family's models are being written.
+// Data-movement family: copies and dtype conversions, concatenation, indexing, gather/scatter,
+// masked ops, fills and factories, padding, repeats, and the metadata-only view ops
+// (docs/ops.md "movement").
+//
+// These ops do no arithmetic (0 FLOPs) except where they accumulate (scatter_add, index_add,
+// index_put with accumulate, pad backward) or select (masked_fill, as where: 1 per element).
+// Bytes: what is read and written once; gathers read only the gathered elements; out-of-place
+// scatter/index_put/index_add variants first copy self (read + write). View ops (t, transpose,
+// view, permute, expand, narrow, slice, select, squeeze, ...) only change metadata: 0 and 0.
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "models/op_model.h"
+#include "models/shape_util.h"
 
 namespace pyprof::models {
+namespace {
 
-void register_movement(Registry&) {}
+using namespace shape_util;
+
+const Tensor* self_of(const OpArgs& a) { return tensor_any(a, {"self", "input"}, 0); }
+
+std::string dtype_kwarg(const OpArgs& a) {
+  const Value* v = a.get("dtype");
+  return v && v->kind == Value::Kind::kString ? canonical_dtype(v->s) : std::string();
+}
+
+// Read `src` once, write `out_elems` elements of `out_dtype`.
+bool copy_cost(const Tensor& src, double out_elems, const std::string& out_dtype, OpCost& c) {
+  c.flops = 0;
+  c.bytes = tensor_bytes(src) + out_elems * elem_size(out_dtype);
+  c.dtype = canonical_dtype(out_dtype.empty() ? src.dtype : out_dtype);
+  c.params = describe(src);
+  if (!out_dtype.empty() && canonical_dtype(out_dtype) != canonical_dtype(src.dtype)) {
+    c.params += "->" + short_dtype(canonical_dtype(out_dtype));
+  }
+  return true;
+}
+bool copy_same(const Tensor& x, OpCost& c) {
+  return copy_cost(x, static_cast<double>(x.numel()), x.dtype, c);
+}
+
+bool zero_cost(const Tensor* x, OpCost& c, const char* what) {
+  c.flops = 0;
+  c.bytes = 0;
+  if (x) {
+    c.dtype = canonical_dtype(x->dtype);
+    c.params = describe(*x) + "," + what;
+  } else {
+    c.params = what;
+  }
+  return true;
+}
+
+// ---- copies and conversions ----
+
+// copy_(self, src, non_blocking): src (broadcast to self) read at its size, self written.
+// copy_.int/.float(self, other: scalar) is a fill.
+bool copy_(const OpArgs& a, OpCost& c) {
+  const Tensor* dst = self_of(a);
+  if (!dst) return unmodeled(c, "no self tensor");
+  const Value* src = a.get("src");
+  if (!src) src = a.arg("other", 1);
+  c.flops = 0;
+  c.dtype = canonical_dtype(dst->dtype);
+  if (!src || !src->is_tensor()) {
+    c.bytes = tensor_bytes(*dst);
+    c.params = describe(*dst);
+    return true;
+  }
+  c.bytes = tensor_bytes(src->tensor) + tensor_bytes(*dst);
+  c.params = describe(src->tensor) + "->" + describe(*dst);
+  return true;
+}
+
+// _copy_from(self, dst, non_blocking) / _copy_from_and_resize(self, dst): self copied into dst.
+bool copy_from(const OpArgs& a, OpCost& c) {
+  const Tensor* src = self_of(a);
+  const Tensor* dst = a.tensor("dst", 1);
+  if (!src) return unmodeled(c, "no self tensor");
+  return copy_cost(*src, static_cast<double>(src->numel()), dst ? dst->dtype : src->dtype, c);
+}
+
+// _to_copy(self, *, dtype, layout, device, ...): always a copy.
+bool to_copy(const OpArgs& a, OpCost& c) {
+  const Tensor* x = self_of(a);
+  if (!x) return unmodeled(c, "no self tensor");
+  std::string dt = dtype_kwarg(a);
+  return copy_cost(*x, static_cast<double>(x->numel()), dt.empty() ? x->dtype : dt, c);
+}
+
+// A memory_format argument that asks for a layout `x` does not have (strides known).
+// nullopt: cannot tell.
+std::optional<bool> needs_layout_change(const Tensor& x, const Value* mf) {
+  if (!mf || mf->kind != Value::Kind::kString || mf->s == "preserve_format") return false;
+  if (x.stride.empty()) return std::nullopt;
+  if (mf->s == "channels_last" || mf->s == "channels_last_3d") {
+    return !is_channels_last(x.shape, x.stride);
+  }
+  return !is_contiguous(x.shape, x.stride);
+}
+
+// to(self, dtype | device, dtype | other | *, dtype, device, ..., copy, memory_format): a
+// conversion copies; the same dtype with no device and copy=False returns self (0). A device
+// argument without a dtype change is left to the inner _to_copy (it may or may not move).
+// Legacy Tensor.to records lose the dtype (PyProf drops torch.dtype arguments): costed as a
+// same-size copy, as PyProf did.
+bool to(const OpArgs& a, OpCost& c) {
+  const Tensor* x = self_of(a);
+  if (!x) return unmodeled(c, "no self tensor");
+  if (is_legacy(a)) return copy_same(*x, c);
+  if (is_positional(a)) return unmodeled(c, "target unknown (costed by the inner _to_copy)");
+  std::string target = dtype_kwarg(a);
+  const Value* other = a.get("other");
+  if (target.empty() && other && other->is_tensor()) target = canonical_dtype(other->tensor.dtype);
+  const Value* device = a.get("device");
+  bool moves = (device && device->kind != Value::Kind::kNone) || (other && other->is_tensor());
+  bool copy = a.bool_or("copy", 99, false);
+  bool convert = !target.empty() && target != canonical_dtype(x->dtype);
+  if (convert || copy) {
+    return copy_cost(*x, static_cast<double>(x->numel()), target.empty() ? x->dtype : target, c);
+  }
+  if (moves) return unmodeled(c, "device move: costed by the inner _to_copy");
+  std::optional<bool> relayout = needs_layout_change(*x, a.get("memory_format"));
+  if (!relayout) return unmodeled(c, "strides unknown");
+  if (*relayout) return copy_same(*x, c);
+  return zero_cost(x, c, "no-op");
+}
+
+// Legacy dtype converters Tensor.float(), .half(), ...: a copy unless already that dtype.
+ModelFn convert_to(std::string dtype) {
+  return [dtype](const OpArgs& a, OpCost& c) {
+    const Tensor* x = self_of(a);
+    if (!x) return unmodeled(c, "no self tensor");
+    if (canonical_dtype(x->dtype) == dtype) return zero_cost(x, c, "no-op");
+    return copy_cost(*x, static_cast<double>(x->numel()), dtype, c);
+  };
+}
+
+// clone(self, memory_format): read and write.
+bool clone(const OpArgs& a, OpCost& c) {
+  const Tensor* x = self_of(a);
+  if (!x) return unmodeled(c, "no self tensor");
+  return copy_same(*x, c);
+}
+
+// contiguous(self, memory_format): returns self when already in that layout, else a copy.
+// Without strides (emit_nvtx, legacy) the inner clone, if any, is costed.
+bool contiguous(const OpArgs& a, OpCost& c) {
+  const Tensor* x = self_of(a);
+  if (!x) return unmodeled(c, "no self tensor");
+  if (x->stride.empty()) return unmodeled(c, "strides unknown (costed by the inner clone)");
+  const Value* mf = a.arg("memory_format", 1);
+  bool cl = mf && mf->kind == Value::Kind::kString &&
+            (mf->s == "channels_last" || mf->s == "channels_last_3d");
+  bool ok = cl ? is_channels_last(x->shape, x->stride) : is_contiguous(x->shape, x->stride);
+  return ok ? zero_cost(x, c, "no-op") : copy_same(*x, c);
+}
+
+// PyTorch's computeStride: whether `shape` can be viewed with `stride` as `target`.
+bool can_view(const std::vector<int64_t>& shape, const std::vector<int64_t>& stride,
+              const std::vector<int64_t>& target) {
+  if (shape.empty() || numel_of(shape) == 0) return true;
+  int64_t view_d = static_cast<int64_t>(target.size()) - 1;
+  int64_t chunk_base_stride = stride.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    tensor_numel *= shape[d];
+    if (d == 0 || (shape[d - 1] != 1 && stride[d - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || target[view_d] == 1)) {
+        view_numel *= target[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return false;
+      if (d > 0) {
+        chunk_base_stride = stride[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  return view_d == -1;
+}
+
+// A view when the strides allow it (0), else a copy; without strides the inner
+// clone/_unsafe_view, if any, is costed.
+bool reshape_to(const Tensor& x, std::vector<int64_t> target, OpCost& c) {
+  if (x.stride.size() != x.shape.size()) {
+    return unmodeled(c, "strides unknown (a copy is costed by the inner clone)");
+  }
+  int64_t known = 1;
+  int infer = -1;
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i] == -1) {
+      infer = static_cast<int>(i);
+    } else {
+      known *= target[i];
+    }
+  }
+  if (infer >= 0) target[infer] = known > 0 ? x.numel() / known : 0;
+  if (numel_of(target) != x.numel()) return unmodeled(c, "shape does not match");
+  if (can_view(x.shape, x.stride, target)) return zero_cost(&x, c, "view");
+  copy_same(x, c);
+  c.params += ",copy";
+  return true;
+}
+
+// reshape(self, shape)
+bool reshape(const OpArgs& a, OpCost& c) {
+  const Tensor* x = self_of(a);
+  if (!x) return unmodeled(c, "no self tensor");
+  auto shape = int_list(a.arg("shape", 1));
+  if (!shape) return unmodeled(c, "shape unknown");
+  return reshape_to(*x, *shape, c);
+}
+
+// flatten(self, start_dim, end_dim)
+bool flatten(const OpArgs& a, OpCost& c) {
+  const Tensor* x = self_of(a);
+  if (!x) return unmodeled(c, "no self tensor");
+  int r = x->rank();
+  if (r == 0) return zero_cost(x, c, "view");
+  int s = wrap_dim(a.int_or("start_dim", 1, 0), r);
+  int e = wrap_dim(a.int_or("end_dim", 2, -1), r);
+  if (s < 0 || e < 0 || s > e) return unmodeled(c, "bad dims");
+  std::vector<int64_t> target(x->shape.begin(), x->shape.begin() + s);
+  int64_t mid = 1;
+  for (int i = s; i <= e; ++i) mid *= x->shape[i];
+  target.push_back(mid);
+  target.insert(target.end(), x->shape.begin() + e + 1, x->shape.end());
+  return reshape_to(*x, target, c);
+}
+
+bool view_op(const OpArgs& a, OpCost& c) { return zero_cost(self_of(a), c, "view"); }
+bool alloc_op(const OpArgs& a, OpCost& c) { return zero_cost(self_of(a), c, "alloc"); }
+
+// ---- concatenation ----
+
+// The tensors of cat/stack: the `tensors` list (pyprof), the flattened positional tensors
+// (legacy); emit_nvtx records do not show tensor lists.
+std::vector<const Tensor*> list_tensors(const OpArgs& a) {
+  std::vector<const Tensor*> ts;
+  const Value* v = a.arg("tensors", 0);
+  if (v && v->kind == Value::Kind::kTensorList) {
+    for (const Tensor& t : v->tensors) ts.push_back(&t);
+  } else if (is_legacy(a)) {
+    ts = a.tensors();
+  }
+  return ts;
+}
+
+// cat/concat/concatenate/stack/hstack/vstack/dstack/column_stack(tensors, dim): every input
+// read, the output (their total size, promoted dtype) written.
+bool cat(const OpArgs& a, OpCost& c) {
+  std::vector<const Tensor*> ts = list_tensors(a);
+  if (ts.empty()) return unmodeled(c, "tensor list unknown");
+  TypeState types;
+  double in = 0, n = 0;
+  for (const Tensor* t : ts) {
+    types.add(*t);
+    in += tensor_bytes(*t);
+    n += static_cast<double>(t->numel());
+  }
+  c.dtype = types.result();
+  c.flops = 0;
+  c.bytes = in + n * elem_size(c.dtype);
+  c.params =
+      ts.size() <= 4 ? describe(ts) : describe(*ts.front()) + ",x" + std::to_string(ts.size());
+  return true;
+}
+
+// ---- indexing ----
+
+// Elements addressed by advanced indexing of `x` with `indices` (undefined entries are not in
+// the record): index tensors broadcast together; a bool/uint8 mask of rank r consumes r dims
+// and counts as all-true (upper bound). The indexed dims are placed where the masks' shapes
+// match, else first.
+std::optional<double> indexed_elems(const Tensor& x, const std::vector<const Tensor*>& idx) {
+  int consumed = 0;
+  std::vector<int64_t> bshape;
+  for (const Tensor* t : idx) {
+    bool mask = canonical_dtype(t->dtype) == "bool" || canonical_dtype(t->dtype) == "uint8";
+    consumed += mask ? std::max(t->rank(), 1) : 1;
+    std::vector<int64_t> s = mask ? std::vector<int64_t>{t->numel()} : t->shape;
+    if (!broadcast_into(bshape, s)) return std::nullopt;
+  }
+  if (consumed > std::max(x.rank(), 1)) return std::nullopt;
+  int lead = 0;
+  for (int l = 0; l + consumed <= x.rank(); ++l) {
+    bool match = true;
+    int d = l;
+    for (const Tensor* t : idx) {
+      bool mask = canonical_dtype(t->dtype) == "bool" || canonical_dtype(t->dtype) == "uint8";
+      if (!mask) {
+        ++d;
+        continue;
+      }
+      for (int i = 0; i < t->rank(); ++i, ++d) match = match && x.dim(d) == t->shape[i];
+    }
+    if (match) {
+      lead = l;
+      break;
+    }
+  }
+  double indexed = 1;
+  for (int d = lead; d < lead + consumed && d < x.rank(); ++d)
+    indexed *= static_cast<double>(x.dim(d));
+  double rest = indexed > 0 ? static_cast<double>(x.numel()) / indexed : 0;
+  return rest * static_cast<double>(numel_of(bshape));
+}
+
+std::vector<const Tensor*> index_list(const OpArgs& a) {
+  std::vector<const Tensor*> ts;
+  const Value* v = a.arg("indices", 1);
+  if (v && v->kind == Value::Kind::kTensorList) {
+    for (const Tensor& t : v->tensors) ts.push_back(&t);
+  } else if (v && v->is_tensor() && !v->tensor.dtype.empty()) {
+    ts.push_back(&v->tensor);
+  }
+  return ts;
+}
+
+double bytes_of(const std::vector<const Tensor*>& ts) {
+  double b = 0;
+  for (const Tensor* t : ts) b += tensor_bytes(*t);
+  return b;
+}
+
+// index(self, indices): read the indices and the addressed elements, write them.
+bool index(const OpArgs& a, OpCost& c) {
+  const Tensor* x = self_of(a);
+  if (!x) return unmodeled(c, "no self tensor");
+  std::vector<const Tensor*> idx = index_list(a);
+  if (idx.empty()) return unmodeled(c, "indices unknown");
+  auto n = indexed_elems(*x, idx);
+  if (!n) return unmodeled(c, "indices do not fit self");
+  c.flops = 0;
+  c.bytes = bytes_of(idx) + 2 * *n * elem_size(x->dtype);
+  c.dtype = canonical_dtype(x->dtype);
+  c.params = describe(*x) + "," + describe(idx);
+  return true;
+}
+
+// index_put(self, indices, values, accumulate) (out of place: self copied first) and the
+// in-place index_put_ / _index_put_impl_: read indices and values, write the W addressed
+// elements (accumulate: also read them and add, W FLOPs).
+ModelFn index_put(bool inplace) {
+  return [inplace](const OpArgs& a, OpCost& c) {
+    const Tensor* x = self_of(a);
+    const Tensor* values = a.tensor("values", 2);
+    if (!x || !values) return unmodeled(c, "needs self and values");
+    std::vector<const Tensor*> idx = index_list(a);
+    double w = static_cast<double>(values->numel());
+    if (auto n = indexed_elems(*x, idx); n && !idx.empty()) w = *n;
+    bool acc = a.bool_or("accumulate", 3, false);
+    double sz = elem_size(x->dtype);
+    c.flops = acc ? w * fl(1) : 0;
+    c.bytes = bytes_of(idx) + tensor_bytes(*values) + w * sz * (acc ? 2 : 1) +
+              (inplace ? 0 : 2 * tensor_bytes(*x));
+    c.dtype = canonical_dtype(x->dtype);
+    c.params = describe(*x) + "," + describe(*values) + (acc ? ",accumulate" : "");
+    return true;
+  };
+}
+
+// index_select(self, dim, index): index read, the selected slices read and written.
+bool index_select(const OpArgs& a, OpCost& c) {
+  const Tensor* x = self_of(a);
+  const Tensor* idx = a.tensor("index", 2);
+  if (!x || !idx) return unmodeled(c, "needs self and index");
+  int d = wrap_dim(a.int_or("dim", 1, 0), x->rank());
+  double len = static_cast<double>(d < 0 ? 1 : x->dim(d));
+  double out =
+      len > 0 ? static_cast<double>(x->numel()) / len * static_cast<double>(idx->numel()) : 0;
+  c.flops = 0;
+  c.bytes = tensor_bytes(*idx) + 2 * out * elem_size(x->dtype);
+  c.dtype = canonical_dtype(x->dtype);
+  c.params = describe({x, idx});
+  return true;
+}
+
+// gather(self, dim, index, sparse_grad) / take(self, index): the output has the index's shape;
+// index read, gathered elements read and written.
+ModelFn gather(size_t index_pos) {
+  return [index_pos](const OpArgs& a, OpCost& c) {
+    const Tensor* x = self_of(a);
+    const Tensor* idx = a.tensor("index", index_pos);
+    if (!x || !idx) return unmodeled(c, "needs self and index");
+    double out = static_cast<double>(idx->numel());
+    c.flops = 0;
+    c.bytes = tensor_bytes(*idx) + 2 * out * elem_size(x->dtype);
+    c.dtype = canonical_dtype(x->dtype);
+    c.params = describe({x, idx});
+    return true;
+  };
+}
+
+// scatter(self, dim, index, src|value, reduce), scatter_add(self, dim, index, src),
+// scatter_reduce(self, dim, index, src, reduce, include_self): W = index elements; read index
+// and W src elements, write W elements; reducing variants read the W destinations and do W
+// FLOPs. Out-of-place variants copy self first.
+ModelFn scatter(bool inplace, bool reduces) {
+  return [inplace, reduces](const OpArgs& a, OpCost& c) {
+    const Tensor* x = self_of(a);
+    const Tensor* idx = a.tensor("index", 2);
+    if (!x || !idx) return unmodeled(c, "needs self and index");
+    const Value* src = a.get("src");
+    if (!src) src = a.arg("value", 3);
+    bool reduce = reduces || (a.get("reduce") && a.get("reduce")->kind == Value::Kind::kString);
+    double w = static_cast<double>(idx->numel());
+    double sz = elem_size(x->dtype);
+    c.flops = reduce ? w * fl(1) : 0;
+    c.bytes = tensor_bytes(*idx) + w * sz * (reduce ? 2 : 1) +
+              (src && src->is_tensor() ? w * elem_size(src->tensor.dtype) : 0) +
+              (inplace ? 0 : 2 * tensor_bytes(*x));
+    c.dtype = canonical_dtype(x->dtype);
+    c.params = describe({x, idx});
+    return true;
+  };
+}
+
+// index_add(self, dim, index, source, alpha) / index_copy(self, dim, index, source) /
+// index_reduce(self, dim, index, source, reduce): W = source elements read and written into
+// self (index_add/index_reduce: read-modify-write, W FLOPs, +W when alpha != 1).
+ModelFn index_add(bool inplace, bool accumulate) {
+  return [inplace, accumulate](const OpArgs& a, OpCost& c) {
+    const Tensor* x = self_of(a);
+    const Tensor* idx = a.tensor("index", 2);
+    const Tensor* src = a.tensor("source", 3);
+    if (!x || !idx || !src) return unmodeled(c, "needs self, index, source");
+    double w = static_cast<double>(src->numel());
+    const Value* alpha = a.get("alpha");
+    bool scaled = alpha && is_number(alpha) && alpha->d != 1.0;
+    c.flops = accumulate ? w * fl(scaled ? 2 : 1) : 0;
+    c.bytes = tensor_bytes(*idx) + tensor_bytes(*src) +
+              w * elem_size(x->dtype) * (accumulate ? 2 : 1) + (inplace ? 0 : 2 * tensor_bytes(*x));
+    c.dtype = canonical_dtype(x->dtype);
+    c.params = describe({x, idx, src});
+    return true;
+  };
+}
+
+// index_fill(self, dim, index, value): the selected slices written.
+ModelFn index_fill(bool inplace) {
+  return [inplace](const OpArgs& a, OpCost& c) {
+    const Tensor* x = self_of(a);
+    const Tensor* idx = a.tensor("index", 2);
+    if (!x || !idx) return unmodeled(c, "needs self and index");
+    int d = wrap_dim(a.int_or("dim", 1, 0), x->rank());
+    double len = static_cast<double>(d < 0 ? 1 : x->dim(d));
+    double w =
+        len > 0 ? static_cast<double>(x->numel()) / len * static_cast<double>(idx->numel()) : 0;
+    c.flops = 0;
+    c.bytes = tensor_bytes(*idx) + w * elem_size(x->dtype) + (inplace ? 0 : 2 * tensor_bytes(*x));
+    c.dtype = canonical_dtype(x->dtype);
+    c.params = describe({x, idx});
+    return true;
+  };
+}
+
+// ---- masked ops ----
+
+// masked_fill(self, mask, value): where(mask, value, self): 1 select per element; self and
+// mask (own size) read, the output written.
+bool masked_fill(const OpArgs& a, OpCost& c) {
+  const Tensor* x = self_of(a);
+  const Tensor* mask = a.tensor("mask", 1);
+  if (!x || !mask) return unmodeled(c, "needs self and mask");
+  std::vector<int64_t> shape = x->shape;
+  if (!broadcast_into(shape, mask->shape)) return unmodeled(c, "shapes do not broadcast");
+  const Tensor* value = opt_tensor(a, "value", 2);
+  double out = static_cast<double>(numel_of(shape));
+  c.flops = out * fl(1);
+  c.bytes = tensor_bytes(*x) + tensor_bytes(*mask) + nbytes(value) + out * elem_size(x->dtype);
+  c.dtype = canonical_dtype(x->dtype);
+  c.params = describe({x, mask});
+  return true;
+}
+
+// masked_select(self, mask): the output size depends on the data; upper bound: every element
+// selected.
+bool masked_select(const OpArgs& a, OpCost& c) {
+  const Tensor* x = self_of(a);
+  const Tensor* mask = a.tensor("mask", 1);
+  if (!x || !mask) return unmodeled(c, "needs self and mask");
+  std::vector<int64_t> shape = x->shape;
+  if (!broadcast_into(shape, mask->shape)) return unmodeled(c, "shapes do not broadcast");
+  double out = static_cast<double>(numel_of(shape));
+  c.flops = 0;
+  c.bytes = tensor_bytes(*x) + tensor_bytes(*mask) + out * elem_size(x->dtype);
+  c.dtype = canonical_dtype(x->dtype);
+  c.params = describe({x, mask}) + ",upper bound";
+  return true;
+}
+
+// masked_scatter(self, mask, source): up to min(source, self) elements read and written
+// (upper bound); the out-of-place form copies self first.
+ModelFn masked_scatter(bool inplace) {
+  return [inplace](const OpArgs& a, OpCost& c) {
+    const Tensor* x = self_of(a);
+    const Tensor* mask = a.tensor("mask", 1);
+    const Tensor* src = a.tensor("source", 2);
+    if (!x || !mask || !src) return unmodeled(c, "needs self, mask, source");
+    std::vector<int64_t> shape = x->shape;
+    if (!broadcast_into(shape, mask->shape)) return unmodeled(c, "shapes do not broadcast");
+    double n = std::min(static_cast<double>(numel_of(shape)), static_cast<double>(src->numel()));
+    c.flops = 0;
+    c.bytes = tensor_bytes(*mask) + n * (elem_size(src->dtype) + elem_size(x->dtype)) +
+              (inplace ? 0 : 2 * tensor_bytes(*x));
+    c.dtype = canonical_dtype(x->dtype);
+    c.params = describe({x, mask, src}) + ",upper bound";
+    return true;
+  };
+}
+
+// ---- fills and factories (write only) ----
+
+// fill_/fill(self, value), zero_/zero(self): self written (a 0-dim value tensor read).
+bool fill(const OpArgs& a, OpCost& c) {
+  const Tensor* x = self_of(a);
+  if (!x) return unmodeled(c, "no self tensor");
+  const Value* v = a.arg("value", 1);
+  c.flops = 0;
+  c.bytes = tensor_bytes(*x) +
+            (v && v->is_tensor() && !v->tensor.dtype.empty() ? tensor_bytes(v->tensor) : 0);
+  c.dtype = canonical_dtype(x->dtype);
+  c.params = describe(*x);
+  return true;
+}
+
+// zeros_like/ones_like/full_like(self, [fill_value,] *, dtype, ...): self's size written in
+// dtype (default self's); self is not read.
+bool like(const OpArgs& a, OpCost& c) {
+  const Tensor* x = self_of(a);
+  if (!x) return unmodeled(c, "no self tensor");
+  std::string dt = dtype_kwarg(a);
+  if (dt.empty()) dt = canonical_dtype(x->dtype);
+  double n = static_cast<double>(x->numel());
+  c.flops = 0;
+  c.bytes = n * elem_size(dt);
+  c.dtype = dt;
+  c.params = shape_str(x->shape) + short_dtype(dt);
+  return true;
+}
+
+// The dtype torch.full infers from its fill value.
+std::string fill_dtype(const Value* v) {
+  if (!v) return "float32";
+  if (v->kind == Value::Kind::kBool) return "bool";
+  if (v->kind == Value::Kind::kInt) return "int64";
+  if (v->kind == Value::Kind::kOther) return "complex64";
+  return "float32";
+}
+
+// zeros/ones(size, *, dtype), full(size, fill_value, *, dtype): prod(size) elements written;
+// default dtype float32 (full: from the fill value). Legacy torch.zeros(2, 3) lists the sizes
+// as separate ints.
+ModelFn factory(bool has_fill) {
+  return [has_fill](const OpArgs& a, OpCost& c) {
+    const Value* v0 = a.arg("size", 0);
+    std::optional<std::vector<int64_t>> size;
+    if (v0 && v0->kind == Value::Kind::kIntList) size = v0->ints;
+    if (!size && !has_fill && is_legacy(a)) {
+      std::vector<int64_t> dims;
+      for (size_t i = 0; i < a.size() && a.name_at(i).empty(); ++i) {
+        if (a.at(i)->kind != Value::Kind::kInt) break;
+        dims.push_back(a.at(i)->i);
+      }
+      if (!dims.empty()) size = dims;
+    }
+    if (!size) return unmodeled(c, "size unknown");
+    std::string dt = dtype_kwarg(a);
+    if (dt.empty()) dt = has_fill ? fill_dtype(a.arg("fill_value", 1)) : "float32";
+    double n = static_cast<double>(numel_of(*size));
+    c.flops = 0;
+    c.bytes = n * elem_size(dt);
+    c.dtype = dt;
+    c.params = shape_str(*size) + short_dtype(dt);
+    return true;
+  };
+}
+
+// new_zeros/new_ones(self, size, *, dtype), new_full(self, size, fill_value, *, dtype):
+// prod(size) elements written in dtype (default self's).
+bool new_factory(const OpArgs& a, OpCost& c) {
+  const Tensor* x = self_of(a);
+  auto size = int_list(a.arg("size", 1));
+  if (!x || !size) return unmodeled(c, "needs self and size");
+  std::string dt = dtype_kwarg(a);
+  if (dt.empty()) dt = canonical_dtype(x->dtype);
+  double n = static_cast<double>(numel_of(*size));
+  c.flops = 0;
+  c.bytes = n * elem_size(dt);
+  c.dtype = dt;
+  c.params = shape_str(*size) + short_dtype(dt);
+  return true;
+}
+
+// ---- repeats, flips, padding ----
+
+// repeat(self, repeats) / tile(self, dims): self read, self * prod(repeats) written.
+bool repeat(const OpArgs& a, OpCost& c) {
+  const Tensor* x = self_of(a);
+  if (!x) return unmodeled(c, "no self tensor");
+  auto reps = int_list(a.get("dims") ? a.get("dims") : a.arg("repeats", 1));
+  if (!reps) return unmodeled(c, "repeats unknown");
+  double out = static_cast<double>(x->numel()) * static_cast<double>(numel_of(*reps));
+  copy_cost(*x, out, x->dtype, c);
+  c.params += ",x" + shape_str(*reps);
+  return true;
+}
+
+// repeat_interleave(self, repeats: int | Tensor, dim, *, output_size)
+bool repeat_interleave(const OpArgs& a, OpCost& c) {
+  const Tensor* x = self_of(a);
+  if (!x) return unmodeled(c, "no self tensor");
+  const Value* reps = a.arg("repeats", 1);
+  const Value* dimv = a.arg("dim", 2);
+  double n = static_cast<double>(x->numel());
+  double out;
+  if (reps && reps->kind == Value::Kind::kInt) {
+    out = n * static_cast<double>(reps->i);
+  } else if (const Value* os = a.get("output_size"); os && os->kind == Value::Kind::kInt) {
+    double len = 1;
+    if (dimv && dimv->kind == Value::Kind::kInt) {
+      int d = wrap_dim(dimv->i, x->rank());
+      len = static_cast<double>(d < 0 ? 1 : x->dim(d));
+    } else {
+      len = n;
+    }
+    out = len > 0 ? n / len * static_cast<double>(os->i) : 0;
+  } else {
+    return unmodeled(c, "output size depends on the data");
+  }
+  copy_cost(*x, out, x->dtype, c);
+  if (reps && reps->is_tensor()) c.bytes += tensor_bytes(reps->tensor);
+  return true;
+}
+
+// Padded output: pad = (left, right) pairs from the last dim backwards; negative pads crop.
+// Reads the kept input region, writes the output.
+bool pad(const OpArgs& a, OpCost& c) {
+  const Tensor* x = self_of(a);
+  if (!x) return unmodeled(c, "no self tensor");
+  const Value* pv = a.get("pad");
+  if (!pv) pv = a.get("padding");
+  if (!pv) pv = a.arg("pad", 1);
+  auto p = int_list(pv);
+  if (!p || p->size() % 2 != 0 || static_cast<int>(p->size() / 2) > x->rank()) {
+    return unmodeled(c, "pad unknown");
+  }
+  std::vector<int64_t> out = x->shape, read = x->shape;
+  for (size_t i = 0; i < p->size() / 2; ++i) {
+    size_t d = x->shape.size() - 1 - i;
+    int64_t l = (*p)[2 * i], r = (*p)[2 * i + 1];
+    out[d] = std::max<int64_t>(x->shape[d] + l + r, 0);
+    read[d] = std::max<int64_t>(x->shape[d] + std::min<int64_t>(l, 0) + std::min<int64_t>(r, 0), 0);
+  }
+  double sz = elem_size(x->dtype);
+  c.flops = 0;
+  c.bytes = static_cast<double>(numel_of(read)) * sz + static_cast<double>(numel_of(out)) * sz;
+  c.dtype = canonical_dtype(x->dtype);
+  c.params = describe(*x) + ",out=" + shape_str(out);
+  return true;
+}
+
+// reflection/replication_padNd_backward(grad_output, self, padding): every grad_output
+// element added into grad_input (1 per element), grad_input written once.
+bool pad_backward(const OpArgs& a, OpCost& c) {
+  const Tensor* g = a.tensor("grad_output", 0);
+  const Tensor* x = a.tensor("self", 1);
+  if (!g || !x) return unmodeled(c, "needs grad_output and self");
+  c.flops = static_cast<double>(g->numel()) * fl(1);
+  c.bytes = tensor_bytes(*g) + static_cast<double>(x->numel()) * elem_size(g->dtype);
+  c.dtype = canonical_dtype(g->dtype);
+  c.params = describe({g, x});
+  return true;
+}
+
+// nonzero/argwhere(self): self read; the int64 [count, ndim] output, upper bound count = E.
+bool nonzero(const OpArgs& a, OpCost& c) {
+  const Tensor* x = self_of(a);
+  if (!x) return unmodeled(c, "no self tensor");
+  c.flops = 0;
+  c.bytes = tensor_bytes(*x) + static_cast<double>(x->numel()) * std::max(x->rank(), 1) * 8;
+  c.dtype = canonical_dtype(x->dtype);
+  c.params = describe(*x) + ",upper bound";
+  return true;
+}
+
+// _local_scalar_dense(self) (Tensor.item()): one element read.
+bool item(const OpArgs& a, OpCost& c) {
+  const Tensor* x = self_of(a);
+  if (!x) return unmodeled(c, "no self tensor");
+  c.flops = 0;
+  c.bytes = elem_size(x->dtype);
+  c.dtype = canonical_dtype(x->dtype);
+  c.params = describe(*x);
+  return true;
+}
+
+// ---- gradients of view ops ----
+
+// slice/select/diagonal/as_strided_backward(grad_output, input_sizes, ...): grad_output copied
+// into a zero-filled tensor of input_sizes: grad read, grad_input written once.
+// index_select_backward(grad, self_sizes, dim, index) and unfold_backward(grad_in, input_sizes,
+// dim, size, step) accumulate: one add per grad element (+ the index read).
+ModelFn view_backward(bool accumulates) {
+  return [accumulates](const OpArgs& a, OpCost& c) {
+    const Tensor* g = tensor_any(a, {"grad_output", "grad", "grad_in"}, 0);
+    auto sizes = int_list(arg_any(a, {"input_sizes", "self_sizes", "sizes"}, 1));
+    if (!g || !sizes) return unmodeled(c, "needs grad and input_sizes");
+    const Tensor* idx = opt_tensor(a, "index", 3);
+    c.flops = accumulates ? static_cast<double>(g->numel()) * fl(1) : 0;
+    c.bytes = tensor_bytes(*g) + nbytes(idx) +
+              static_cast<double>(numel_of(*sizes)) * elem_size(g->dtype);
+    c.dtype = canonical_dtype(g->dtype);
+    c.params = describe(*g) + ",in=" + shape_str(*sizes);
+    return true;
+  };
+}
+
+// ---- random fills (write only; random-number generation is not counted as FLOPs) ----
+
+// bernoulli_/normal_/uniform_/random_/exponential_/...(self, ...): self written (a tensor p
+// read). Out-of-place bernoulli(self) reads its probabilities; bernoulli.p(self, p) does not.
+ModelFn rng_fill(bool inplace) {
+  return [inplace](const OpArgs& a, OpCost& c) {
+    const Tensor* x = self_of(a);
+    if (!x) return unmodeled(c, "no self tensor");
+    const Value* p = a.arg("p", 1);
+    bool p_tensor = p && p->is_tensor() && !p->tensor.dtype.empty();
+    c.flops = 0;
+    c.bytes = tensor_bytes(*x) + (p_tensor ? tensor_bytes(p->tensor) : 0) +
+              (!inplace && !(p && (p_tensor || is_number(p))) ? tensor_bytes(*x) : 0);
+    c.dtype = canonical_dtype(x->dtype);
+    c.params = describe(*x) + ",rng";
+    return true;
+  };
+}
+
+// rand/randn(size, *, dtype), randint([low,] high, size, *, dtype): prod(size) written
+// (default float32, randint int64). The size is the `size` list (legacy: the first int list,
+// or rand/randn's separate ints).
+ModelFn rng_factory(const char* default_dtype) {
+  std::string def = default_dtype;
+  return [def](const OpArgs& a, OpCost& c) {
+    std::optional<std::vector<int64_t>> size = int_list(a.get("size"));
+    if (!size && !is_positional(a)) {
+      for (size_t i = 0; i < a.size() && !size; ++i) {
+        if (a.at(i)->kind == Value::Kind::kIntList) size = a.at(i)->ints;
+      }
+      if (!size && def != "int64" && is_legacy(a)) {
+        std::vector<int64_t> dims;
+        for (size_t i = 0; i < a.size() && a.name_at(i).empty(); ++i) {
+          if (a.at(i)->kind != Value::Kind::kInt) break;
+          dims.push_back(a.at(i)->i);
+        }
+        if (!dims.empty()) size = dims;
+      }
+    }
+    if (!size) return unmodeled(c, "size unknown");
+    std::string dt = dtype_kwarg(a);
+    if (dt.empty()) dt = def;
+    c.flops = 0;
+    c.bytes = static_cast<double>(numel_of(*size)) * elem_size(dt);
+    c.dtype = dt;
+    c.params = shape_str(*size) + short_dtype(dt) + ",rng";
+    return true;
+  };
+}
+
+// rand_like/randn_like/randint_like(self, ..., *, dtype): self's size written.
+bool rng_like(const OpArgs& a, OpCost& c) {
+  if (!like(a, c)) return false;
+  c.params += ",rng";
+  return true;
+}
+
+// randperm(n, *, dtype=int64): n values written.
+bool randperm(const OpArgs& a, OpCost& c) {
+  const Value* n = a.arg("n", 0);
+  if (!n || n->kind != Value::Kind::kInt) return unmodeled(c, "n unknown");
+  std::string dt = dtype_kwarg(a);
+  if (dt.empty()) dt = "int64";
+  c.flops = 0;
+  c.bytes = static_cast<double>(n->i) * elem_size(dt);
+  c.dtype = dt;
+  c.params = "n=" + std::to_string(n->i) + short_dtype(dt) + ",rng";
+  return true;
+}
+
+}  // namespace
+
+void register_movement(Registry& r) {
+  const char* f = "movement";
+  add_ops(r, f, {"copy_", "copy"}, copy_);
+  add_ops(r, f, {"_copy_from", "_copy_from_and_resize"}, copy_from);
+  add_ops(r, f, {"_to_copy"}, to_copy);
+  add_ops(r, f, {"to"}, to);
+  const std::pair<const char*, const char*> converters[] = {
+      {"float", "float32"},     {"double", "float64"},   {"half", "float16"},
+      {"bfloat16", "bfloat16"}, {"long", "int64"},       {"int", "int32"},
+      {"short", "int16"},       {"char", "int8"},        {"byte", "uint8"},
+      {"bool", "bool"},         {"cfloat", "complex64"}, {"cdouble", "complex128"}};
+  for (const auto& [name, dtype] : converters) r.add(name, f, convert_to(dtype));
+  add_ops(r, f, {"clone"}, clone);
+  add_ops(r, f, {"contiguous"}, contiguous);
+  add_ops(r, f, {"reshape"}, reshape);
+  add_ops(r, f, {"flatten"}, flatten);
+  // Metadata only (views).
+  std::string_view views =
+      "t transpose permute view view_as expand expand_as narrow slice select squeeze "
+      "unsqueeze as_strided alias detach _unsafe_view _reshape_alias unflatten unbind "
+      "split split_with_sizes unsafe_split unsafe_split_with_sizes chunk unsafe_chunk "
+      "tensor_split unfold diagonal movedim moveaxis swapaxes swapdims numpy_T adjoint "
+      "real imag view_as_real view_as_complex lift_fresh _conj conj positive "
+      "broadcast_tensors";
+  while (!views.empty()) {
+    size_t sp = views.find(' ');
+    r.add(std::string(views.substr(0, sp)), f, view_op);
+    views = sp == std::string_view::npos ? std::string_view() : views.substr(sp + 1);
+  }
+  // Allocation without a kernel.
+  add_ops(r, f,
+          {"resize_", "resize_as_", "empty", "empty_like", "empty_strided", "new_empty",
+           "new_empty_strided"},
+          alloc_op);
+  add_ops(r, f,
+          {"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack"},
+          cat);
+  add_ops(r, f, {"index", "_unsafe_index"}, index);
+  add_ops(r, f, {"index_put", "_unsafe_index_put"}, index_put(false));
+  add_ops(r, f, {"index_put_", "_index_put_impl_"}, index_put(true));
+  add_ops(r, f, {"index_select"}, index_select);
+  add_ops(r, f, {"gather"}, gather(2));
+  add_ops(r, f, {"take"}, gather(1));
+  add_ops(r, f, {"scatter"}, scatter(false, false));
+  add_ops(r, f, {"scatter_"}, scatter(true, false));
+  add_ops(r, f, {"scatter_add", "scatter_reduce"}, scatter(false, true));
+  add_ops(r, f, {"scatter_add_", "scatter_reduce_"}, scatter(true, true));
+  add_ops(r, f, {"index_add", "index_reduce"}, index_add(false, true));
+  add_ops(r, f, {"index_add_", "index_reduce_"}, index_add(true, true));
+  add_ops(r, f, {"index_copy"}, index_add(false, false));
+  add_ops(r, f, {"index_copy_"}, index_add(true, false));
+  add_ops(r, f, {"index_fill"}, index_fill(false));
+  add_ops(r, f, {"index_fill_"}, index_fill(true));
+  add_ops(r, f, {"masked_fill"}, masked_fill);
+  add_ops(r, f, {"masked_select"}, masked_select);
+  add_ops(r, f, {"masked_scatter"}, masked_scatter(false));
+  add_ops(r, f, {"masked_scatter_"}, masked_scatter(true));
+  add_ops(r, f, {"fill", "fill_", "zero", "zero_"}, fill);
+  add_ops(r, f, {"zeros_like", "ones_like", "full_like"}, like);
+  add_ops(r, f, {"zeros", "ones"}, factory(false));
+  add_ops(r, f, {"full"}, factory(true));
+  add_ops(r, f, {"new_zeros", "new_ones", "new_full"}, new_factory);
+  add_ops(r, f, {"repeat", "tile"}, repeat);
+  add_ops(r, f, {"repeat_interleave"}, repeat_interleave);
+  add_ops(r, f, {"flip", "fliplr", "flipud", "roll", "rot90", "triu", "tril"}, clone);
+  add_ops(r, f,
+          {"constant_pad_nd", "pad", "reflection_pad1d", "reflection_pad2d", "reflection_pad3d",
+           "replication_pad1d", "replication_pad2d", "replication_pad3d", "_pad_enum"},
+          pad);
+  add_ops(
+      r, f,
+      {"reflection_pad1d_backward", "reflection_pad2d_backward", "reflection_pad3d_backward",
+       "replication_pad1d_backward", "replication_pad2d_backward", "replication_pad3d_backward"},
+      pad_backward);
+  add_ops(r, f, {"nonzero", "argwhere"}, nonzero);
+  add_ops(r, f, {"_local_scalar_dense", "item"}, item);
+  add_ops(r, f, {"slice_backward", "select_backward", "diagonal_backward"}, view_backward(false));
+  add_ops(r, f, {"index_select_backward", "unfold_backward"}, view_backward(true));
+  // Random fills: write-only data movement here (no family owns RNG; not counted as FLOPs).
+  add_ops(r, f,
+          {"bernoulli_", "normal_", "uniform_", "random_", "exponential_", "geometric_",
+           "log_normal_", "cauchy_"},
+          rng_fill(true));
+  add_ops(r, f, {"bernoulli"}, rng_fill(false));
+  add_ops(r, f, {"rand", "randn"}, rng_factory("float32"));
+  add_ops(r, f, {"randint"}, rng_factory("int64"));
+  add_ops(r, f, {"rand_like", "randn_like", "randint_like"}, rng_like);
+  add_ops(r, f, {"randperm"}, randperm);
+}
 
 }  // namespace pyprof::models

@@ -2,7 +2,9 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 namespace pyprof::models {
 
@@ -22,12 +24,19 @@ namespace {
 
 namespace dom = simdjson::dom;
 
+// Integer lists, and bool lists (output_mask) as 0/1.
 bool read_int_array(dom::array a, std::vector<int64_t>& out) {
   out.clear();
   for (dom::element e : a) {
     int64_t v;
-    if (e.get_int64().get(v) != simdjson::SUCCESS) return false;
-    out.push_back(v);
+    bool b;
+    if (e.get_int64().get(v) == simdjson::SUCCESS) {
+      out.push_back(v);
+    } else if (e.get_bool().get(b) == simdjson::SUCCESS) {
+      out.push_back(b ? 1 : 0);
+    } else {
+      return false;
+    }
   }
   return true;
 }
@@ -94,17 +103,38 @@ Value read_value(dom::element e) {
         break;
       }
       v.ints.clear();
+      // Tensor lists: undefined entries skipped, nested lists (Tensor[][]) flattened, and the
+      // "...+N" marker of a list the annotator cut short ignored (the listed tensors remain).
       bool tensors = true;
-      for (dom::element item : a) {
-        if (item.type() == dom::element_type::NULL_VALUE) continue;
-        dom::object o;
-        Tensor t;
-        if (item.get_object().get(o) != simdjson::SUCCESS || !read_tensor(o, t)) {
-          tensors = false;
-          break;
+      auto add_tensors = [&](auto& self, dom::array items, int depth) -> void {
+        for (dom::element item : items) {
+          if (!tensors) return;
+          if (item.type() == dom::element_type::NULL_VALUE) continue;
+          if (item.type() == dom::element_type::STRING) {
+            std::string_view text = item.get_string().value_unsafe();
+            if (text.starts_with("...+")) {
+              v.dropped += std::strtoll(std::string(text.substr(4)).c_str(), nullptr, 10);
+              continue;
+            }
+            tensors = false;
+            return;
+          }
+          dom::array inner;
+          if (depth < 2 && item.get_array().get(inner) == simdjson::SUCCESS) {
+            self(self, inner, depth + 1);
+            continue;
+          }
+          dom::object o;
+          Tensor t;
+          if (item.get_object().get(o) != simdjson::SUCCESS || !read_tensor(o, t)) {
+            tensors = false;
+            return;
+          }
+          v.tensors.push_back(std::move(t));
         }
-        v.tensors.push_back(std::move(t));
-      }
+      };
+      add_tensors(add_tensors, a, 0);
+      if (v.tensors.empty()) tensors = false;
       v.kind = tensors ? Value::Kind::kTensorList : Value::Kind::kOther;
       if (!tensors) v.tensors.clear();
       break;
@@ -366,6 +396,23 @@ OpCost op_cost(std::string_view op, const OpArgs& args) {
   if (!cost.modeled) {
     cost.flops = 0;
     cost.bytes = 0;
+    return cost;
+  }
+  // A tensor list the annotator cut short (over 256 tensors): the ops taking such lists
+  // (_foreach_*, fused optimizers, collectives) cost in proportion to the list, so the listed
+  // tensors stand in for the dropped ones, and the params say it is an estimate.
+  double scale = 1;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Value* v = args.at(i);
+    if (v->kind == Value::Kind::kTensorList && v->dropped > 0 && !v->tensors.empty()) {
+      double n = static_cast<double>(v->tensors.size());
+      scale = std::max(scale, (n + static_cast<double>(v->dropped)) / n);
+    }
+  }
+  if (scale > 1) {
+    cost.flops *= scale;
+    cost.bytes *= scale;
+    cost.params += ",list-est";
   }
   return cost;
 }

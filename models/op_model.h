@@ -8,9 +8,9 @@
 //   broadcasting honoured (a broadcast input is read at its own size), dtype sizes exact
 //   (bool 1, bf16 2, fp8 1, complex64 8, ...);
 // - an op with no model is `modeled = false` (prof prints "na"), never an error;
-// - FLOPs are those of the op itself: composite ops that call modelled ops (aten::linear ->
-//   aten::addmm) have no model of their own, so a call tree is counted once (prof adds costs
-//   only at the outermost op that has a model).
+// - composite ops (aten::linear, aten::conv2d, scaled_dot_product_attention) are modelled too,
+//   so that traces naming only them (emit_nvtx, legacy PyProf) get costs; prof counts a call
+//   tree once, at its outermost modelled op.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +49,7 @@ struct Value {
   Kind kind = Kind::kNone;
   Tensor tensor;                // kTensor
   std::vector<Tensor> tensors;  // kTensorList (undefined tensors in a list are skipped)
+  int64_t dropped = 0;          // kTensorList: tensors the annotator left out ("...+N")
   int64_t i = 0;                // kInt; kBool: 0/1
   std::vector<int64_t> ints;    // kIntList
   double d = 0;                 // kDouble (also set for kInt)

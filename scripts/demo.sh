@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job, end to end: set up, profile the LeNet example (3 training steps) under
-# `pyprof profile`, attribute every op with `pyprof parse`, and print a per-op and per-module
-# table. (FLOPs and bytes come with `pyprof prof`, issue #4.)
+# `pyprof profile`, attribute every op with `pyprof parse`, then print FLOPs, bytes and time per
+# op and per module with `pyprof prof`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -14,4 +14,4 @@ $PYTHON -m pyprof profile -o "out/$MODEL" --force -- \
 echo
 $PYTHON -m pyprof parse "out/$MODEL.sqlite" -o "out/$MODEL.dict"
 echo
-$PYTHON scripts/dict_summary.py "out/$MODEL.dict"
+$PYTHON -m pyprof prof --report summary,op,module --depth 2 "out/$MODEL.dict"
