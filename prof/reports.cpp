@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "prof/table.h"
 
@@ -100,22 +101,34 @@ ReportTable op_report(const ReadResult& data) {
   for (const ProfRecord& r : data.records) {
     if (r.instance) instance_time[r.instance] += time_of(r, data.cpu_only);
   }
-  std::map<std::pair<uint32_t, int>, Agg> groups;
-  std::map<std::pair<uint32_t, int>, Agg> per_instance;
-  std::map<std::pair<uint32_t, int>, std::unordered_map<int64_t, bool>> seen;
-  std::map<std::pair<uint32_t, int>, bool> modeled;
+  // Grouped by a dense key (op string id, direction) in a hash map: one lookup per record.
+  struct Group {
+    Agg all, per_instance;
+    bool modeled = false;
+  };
+  std::unordered_map<uint64_t, Group> by_key;
+  std::unordered_set<int64_t> seen;  // instances already counted (an instance has one op/dir)
   for (const ProfRecord& r : data.records) {
-    auto key = std::make_pair(r.op, static_cast<int>(r.dir));
-    groups[key].add(r, time_of(r, data.cpu_only));
-    modeled[key] = modeled[key] || r.modeled;
-    if (r.instance && !seen[key][r.instance]) {
-      seen[key][r.instance] = true;
-      Agg& a = per_instance[key];
+    uint64_t k = (uint64_t{r.op} << 2) | static_cast<uint64_t>(r.dir);
+    Group& g = by_key[k];
+    g.all.add(r, time_of(r, data.cpu_only));
+    g.modeled = g.modeled || r.modeled;
+    if (r.instance && seen.insert(r.instance).second) {
+      Agg& a = g.per_instance;
       int64_t it = instance_time[r.instance];
       ++a.count;
       a.min = std::min(a.min, it);
       a.max = std::max(a.max, it);
     }
+  }
+  std::map<std::pair<uint32_t, int>, Agg> groups;
+  std::map<std::pair<uint32_t, int>, Agg> per_instance;
+  std::map<std::pair<uint32_t, int>, bool> modeled;
+  for (const auto& [k, g] : by_key) {
+    auto key = std::make_pair(static_cast<uint32_t>(k >> 2), static_cast<int>(k & 3));
+    groups[key] = g.all;
+    per_instance[key] = g.per_instance;
+    modeled[key] = g.modeled;
   }
   for (const auto& [key, a] : sorted_by_time(groups)) {
     const Agg& inst = per_instance[key];
@@ -179,26 +192,34 @@ ReportTable module_report(const ReadResult& data, int depth) {
     int64_t f = 0, b = 0;
     double ff = 0, bf = 0;
   };
-  std::map<std::string, M> mods;
+  // Totals per module string first (one hash lookup per record), then rolled up the tree:
+  // every ancestor path gets its descendants' time ("LeNet" includes "LeNet.conv1").
+  std::unordered_map<uint32_t, M> direct;
   for (const ProfRecord& r : data.records) {
-    std::string_view path = data.strings.get(r.module);
-    if (path.empty()) continue;
+    if (r.module == 0) continue;
+    M& m = direct[r.module];
     int64_t time = time_of(r, data.cpu_only);
     double flops = r.counted ? r.flops : 0;
-    // Every ancestor path gets the time too: "LeNet" includes "LeNet.conv1".
+    if (r.dir == Dir::kBprop) {
+      m.b += time;
+      m.bf += flops;
+    } else {
+      m.f += time;
+      m.ff += flops;
+    }
+  }
+  std::map<std::string, M> mods;
+  for (const auto& [id, d] : direct) {
+    std::string_view path = data.strings.get(id);
     int level = 0;
     for (size_t pos = 0;; ++level) {
       size_t dot = path.find('.', pos);
-      std::string prefix(path.substr(0, dot));
       if (depth > 0 && level >= depth) break;
-      M& m = mods[prefix];
-      if (r.dir == Dir::kBprop) {
-        m.b += time;
-        m.bf += flops;
-      } else {
-        m.f += time;
-        m.ff += flops;
-      }
+      M& m = mods[std::string(path.substr(0, dot))];
+      m.f += d.f;
+      m.b += d.b;
+      m.ff += d.ff;
+      m.bf += d.bf;
       if (dot == std::string_view::npos) break;
       pos = dot + 1;
     }
@@ -325,9 +346,12 @@ void write_report(std::FILE* out, const std::vector<ReportTable>& tables, Report
   for (const ReportTable& t : tables) {
     if (format == ReportFormat::kJson) {
       for (const auto& row : t.rows) {
-        std::string line = "{\"report\":" + json_string(t.title);
+        std::string line = "{\"report\":";
+        line += json_string(t.title);
         for (size_t i = 0; i < row.size(); ++i) {
-          line += ',' + json_string(t.headers[i]) + ':';
+          line += ',';
+          line += json_string(t.headers[i]);
+          line += ':';
           bool numeric = t.numeric[i] && row[i] != "na" && row[i] != "-" && !row[i].empty();
           line += numeric ? row[i] : (row[i] == "na" ? "null" : json_string(row[i]));
         }
@@ -339,13 +363,19 @@ void write_report(std::FILE* out, const std::vector<ReportTable>& tables, Report
     if (format == ReportFormat::kCsv) {
       std::string line;
       for (size_t i = 0; i < t.headers.size(); ++i) {
-        line += (i ? "," : "") + csv_field(t.headers[i]);
+        if (i) line += ',';
+        line += csv_field(t.headers[i]);
       }
-      std::fputs((line + "\n").c_str(), out);
+      line += '\n';
+      std::fputs(line.c_str(), out);
       for (const auto& row : t.rows) {
         line.clear();
-        for (size_t i = 0; i < row.size(); ++i) line += (i ? "," : "") + csv_field(row[i]);
-        std::fputs((line + "\n").c_str(), out);
+        for (size_t i = 0; i < row.size(); ++i) {
+          if (i) line += ',';
+          line += csv_field(row[i]);
+        }
+        line += '\n';
+        std::fputs(line.c_str(), out);
       }
       continue;
     }

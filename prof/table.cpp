@@ -101,56 +101,122 @@ std::string number(double v) {
 }  // namespace
 
 std::string cell(const Column& c, const ProfRecord& r, size_t index, const ReadResult& data) {
+  // Columns are told apart by their position in all_columns(): one switch per cell, not a
+  // chain of string comparisons (a million records times thirty columns).
+  enum : size_t {
+    kIdx,
+    kSeq,
+    kAltseq,
+    kTid,
+    kLayer,
+    kTrace,
+    kDir,
+    kSub,
+    kMod,
+    kOp,
+    kKernel,
+    kParams,
+    kSil,
+    kTc,
+    kDevice,
+    kStream,
+    kGrid,
+    kBlock,
+    kFlops,
+    kBytes,
+    kDuration,
+    kTflops,
+    kGbps,
+    kAi,
+    kTcEligible,
+    kModule,
+    kDtype,
+    kShapes,
+    kFamily,
+    kOpFlops,
+    kOpBytes
+  };
   const Strings& s = data.strings;
-  std::string_view key = c.key;
   bool kernel = r.kind == Kind::kKernel;
-  if (key == "idx") return std::to_string(index + 1);
-  if (key == "seq") return r.seq >= 0 ? std::to_string(r.seq) : "-";
-  if (key == "altseq") return "-";
-  if (key == "tid") return r.tid >= 0 ? std::to_string(r.tid) : "-";
-  if (key == "layer") return or_dash(s.get(r.layer));
-  if (key == "trace") return or_dash(s.get(r.trace));
-  if (key == "dir") return r.dir == Dir::kFprop ? "fprop" : r.dir == Dir::kBprop ? "bprop" : "-";
-  if (key == "sub") return std::to_string(r.sub);
-  if (key == "mod") return or_dash(s.get(r.mod));
-  if (key == "op") return or_dash(s.get(r.op));
-  if (key == "kernel") return or_dash(s.get(r.name));
-  if (key == "params") return r.modeled ? or_dash(s.get(r.params)) : "na";
-  if (key == "sil" || key == "duration") return std::to_string(time_of(r, data));
-  if (key == "tc") return kernel ? std::to_string(r.tc) : "-";
-  if (key == "device") return r.device >= 0 ? std::to_string(r.device) : "-";
-  if (key == "stream") return r.stream >= 0 ? std::to_string(r.stream) : "-";
-  if (key == "grid") return kernel ? xyz(r.grid) : "-";
-  if (key == "block") return kernel ? xyz(r.block) : "-";
-  if (key == "flops") return r.modeled ? number(r.flops) : "na";
-  if (key == "bytes") return r.modeled ? number(r.bytes) : "na";
-  if (key == "family") return or_dash(s.get(r.family));
-  if (key == "op_flops") return r.modeled ? number(r.op_flops) : "na";
-  if (key == "op_bytes") return r.modeled ? number(r.op_bytes) : "na";
   int64_t t = time_of(r, data);
-  if (key == "tflops") {
-    return r.modeled && t > 0 ? fmt::format("{:.3f}", r.flops / static_cast<double>(t) / 1e3)
-                              : "na";
+  switch (static_cast<size_t>(&c - all_columns().data())) {
+    case kIdx:
+      return std::to_string(index + 1);
+    case kSeq:
+      return r.seq >= 0 ? std::to_string(r.seq) : "-";
+    case kAltseq:
+      return "-";
+    case kTid:
+      return r.tid >= 0 ? std::to_string(r.tid) : "-";
+    case kLayer:
+      return or_dash(s.get(r.layer));
+    case kTrace:
+      return or_dash(s.get(r.trace));
+    case kDir:
+      return r.dir == Dir::kFprop ? "fprop" : r.dir == Dir::kBprop ? "bprop" : "-";
+    case kSub:
+      return std::to_string(r.sub);
+    case kMod:
+      return or_dash(s.get(r.mod));
+    case kOp:
+      return or_dash(s.get(r.op));
+    case kKernel:
+      return or_dash(s.get(r.name));
+    case kParams:
+      return r.modeled ? or_dash(s.get(r.params)) : "na";
+    case kSil:
+    case kDuration:
+      return std::to_string(t);
+    case kTc:
+      return kernel ? std::to_string(r.tc) : "-";
+    case kDevice:
+      return r.device >= 0 ? std::to_string(r.device) : "-";
+    case kStream:
+      return r.stream >= 0 ? std::to_string(r.stream) : "-";
+    case kGrid:
+      return kernel ? xyz(r.grid) : "-";
+    case kBlock:
+      return kernel ? xyz(r.block) : "-";
+    case kFlops:
+      return r.modeled ? number(r.flops) : "na";
+    case kBytes:
+      return r.modeled ? number(r.bytes) : "na";
+    case kTflops:
+      return r.modeled && t > 0 ? fmt::format("{:.3f}", r.flops / static_cast<double>(t) / 1e3)
+                                : "na";
+    case kGbps:
+      return r.modeled && t > 0 ? fmt::format("{:.1f}", r.bytes / static_cast<double>(t)) : "na";
+    case kAi:
+      return r.modeled && r.bytes > 0 ? fmt::format("{:.2f}", r.flops / r.bytes) : "na";
+    case kTcEligible:
+      return r.modeled ? (r.tc_eligible ? "1" : "0") : "na";
+    case kModule:
+      return or_dash(s.get(r.module));
+    case kDtype:
+      return or_dash(s.get(r.dtype));
+    case kShapes:
+      return or_dash(s.get(r.shapes));
+    case kFamily:
+      return or_dash(s.get(r.family));
+    case kOpFlops:
+      return r.modeled ? number(r.op_flops) : "na";
+    case kOpBytes:
+      return r.modeled ? number(r.op_bytes) : "na";
+    default:
+      return "?";
   }
-  if (key == "gbps") {
-    return r.modeled && t > 0 ? fmt::format("{:.1f}", r.bytes / static_cast<double>(t)) : "na";
-  }
-  if (key == "ai") {
-    return r.modeled && r.bytes > 0 ? fmt::format("{:.2f}", r.flops / r.bytes) : "na";
-  }
-  if (key == "tc_eligible") return r.modeled ? (r.tc_eligible ? "1" : "0") : "na";
-  if (key == "module") return or_dash(s.get(r.module));
-  if (key == "dtype") return or_dash(s.get(r.dtype));
-  if (key == "shapes") return or_dash(s.get(r.shapes));
-  return "?";
 }
 
 std::string csv_field(const std::string& s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"') out += '"';
-    out += ch;
+  std::string out;
+  out.reserve(s.size() + 2);
+  out += '"';
+  size_t pos = 0;
+  for (size_t q; (q = s.find('"', pos)) != std::string::npos; pos = q + 1) {
+    out.append(s, pos, q + 1 - pos);
+    out += '"';  // a quote is doubled
   }
+  out.append(s, pos, std::string::npos);
   out += '"';
   return out;
 }
@@ -214,7 +280,7 @@ bool write_table(std::FILE* out, const ReadResult& data, const std::vector<const
   if (format == TableFormat::kJson) {
     std::vector<std::string> cells(cols.size());
     for (size_t k = 0; k < data.records.size(); ++k) {
-      line = "{";
+      line.assign(1, '{');
       for (size_t i = 0; i < cols.size(); ++i) {
         const Column& c = *cols[i];
         std::string v = cell(c, data.records[k], k, data);
