@@ -387,6 +387,19 @@ OpCost op_cost(std::string_view op, const OpArgs& args) {
   OpCost cost;
   std::string family;
   const ModelFn* fn = registry().find(op, &family);
+  // Legacy PyProf recorded the deprecated overloads add_(Scalar alpha, Tensor other),
+  // sub_(alpha, other) and addcmul_/addcdiv_(Scalar value, Tensor t1, Tensor t2) positionally:
+  // move the scalar after the tensors, where the schema (and the models) have it.
+  std::string_view base = op.ends_with("_") ? op.substr(0, op.size() - 1) : op;
+  if ((base == "add" || base == "sub" || base == "addcmul" || base == "addcdiv") &&
+      args.size() >= 3 && args.name_at(1).empty() && args.at(1)->kind != Value::Kind::kTensor &&
+      args.at(2)->is_tensor()) {
+    OpArgs reordered;
+    reordered.add("", *args.at(0));
+    for (size_t i = 2; i < args.size(); ++i) reordered.add("", *args.at(i));
+    reordered.add("", *args.at(1));
+    return op_cost(op, reordered);
+  }
   if (!fn && op.size() > 1 && op.back() == '_' && op[op.size() - 2] != '_') {
     fn = registry().find(op.substr(0, op.size() - 1), &family);  // in-place variant
   }

@@ -72,3 +72,29 @@ TEST(Registry, UnknownOpIsUnmodeled) {
 
 }  // namespace
 }  // namespace pyprof::models
+
+namespace pyprof::models {
+namespace {
+
+TEST(Registry, LegacyDeprecatedScalarFirstOverloads) {
+  // Tensor.add_(-20, grad), as legacy PyProf recorded it: [self, alpha, other].
+  OpCost legacy = op_cost(
+      "add_",
+      OpArgs::from_json(R"([{"name":"","type":"tensor","shape":[600,200],"dtype":"float32"},)"
+                        R"({"name":"","type":"int","value":-20},)"
+                        R"({"name":"","type":"tensor","shape":[600,200],"dtype":"float32"}])"));
+  // The same call by schema names: self += alpha * other.
+  OpCost named =
+      op_cost("aten::add_",
+              OpArgs::from_json(
+                  R"({"self":{"shape":[600,200],"dtype":"float32"},"other":{"shape":[600,200],)"
+                  R"("dtype":"float32"},"alpha":-20})"));
+  ASSERT_TRUE(legacy.modeled);
+  EXPECT_EQ(legacy.flops, named.flops);
+  EXPECT_EQ(legacy.bytes, named.bytes);
+  EXPECT_EQ(legacy.bytes, 3 * 600 * 200 * 4);  // read self and other, write self
+  EXPECT_EQ(legacy.flops, 2 * 600 * 200);      // a multiply (alpha != 1) and an add
+}
+
+}  // namespace
+}  // namespace pyprof::models

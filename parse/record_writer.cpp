@@ -263,6 +263,10 @@ void RecordWriter::write_attribution(JsonWriter& w, const Attribution& a) {
       w.raw_key("fwd_op_id");
       w.integer(ranges[a.op].op_id);
     }
+    if (a.paired && a.op >= 0) {
+      w.raw_key("fwd_instance");  // the forward op's `instance`, present without op ids too
+      w.integer(a.op + 1);
+    }
     if (a.bwd_op >= 0) {
       const RangeRecord& bop = ranges[a.bwd_op];
       w.raw_key("bwd_op");

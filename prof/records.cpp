@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <unordered_set>
 
 #include "models/op_model.h"
 #include "prof/tensor_cores.h"
@@ -52,7 +53,7 @@ struct Fields {
       bwd_op, args, bwd_args;
   int64_t device = -1, stream = -1, start = 0, duration = 0, self_duration = -1, tid = -1, seq = -1,
           sub = 0, parent_id = 0, pid = 0, op_id = 0, fwd_op_id = 0, bwd_op_id = 0, bwd_node_id = 0,
-          instance = 0, id = 0, bytes = -1;
+          fwd_instance = 0, instance = 0, id = 0, bytes = -1;
   int32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   std::string layer;  // user ranges joined by ':'
   std::string trace;  // legacy trace frames joined by ','
@@ -129,7 +130,10 @@ bool read_fields(od::object o, Fields& f) {
           num(f.device);
         break;
       case 'f':
-        if (key == "fwd_op_id") num(f.fwd_op_id);
+        if (key == "fwd_op_id")
+          num(f.fwd_op_id);
+        else if (key == "fwd_instance")
+          num(f.fwd_instance);
         break;
       case 'g':
         if (key == "grid") read_xyz(v, f.grid);
@@ -299,6 +303,7 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
     r.seq = f.seq;
     r.sub = static_cast<int32_t>(f.sub);
     r.parent_id = f.parent_id;
+    r.fwd_instance = f.fwd_instance;
     int64_t pid = f.pid;
     std::string_view op = f.op;
     r.op = s.intern(op);
@@ -375,6 +380,7 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
       if (backward_estimate && c.modeled) {
         scale = (c.family == "matmul" || c.family == "conv") ? 2 : 1;
       }
+      r.estimated = backward_estimate && c.modeled;
       r.flops = r.op_flops = c.flops * scale;
       r.bytes = r.op_bytes = c.bytes * scale;
       r.tc_eligible = c.tc_eligible && (options.allow_tf32 || c.dtype != "float32");
@@ -406,6 +412,24 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
 void assign_costs(ReadResult& result) {
   auto& records = result.records;
   if (!result.cpu_only) {
+    // A forward op whose backward is estimated from its own cost (no backward arguments) may
+    // have several backward nodes (cross_entropy: NllLossBackward and LogSoftmaxBackward): the
+    // estimate is split between them, so the backward is counted once.
+    std::unordered_map<int64_t, std::unordered_set<int64_t>> nodes;  // fwd instance -> nodes
+    for (const ProfRecord& r : records) {
+      if (r.estimated && r.fwd_instance && r.instance) nodes[r.fwd_instance].insert(r.instance);
+    }
+    for (ProfRecord& r : records) {
+      if (!r.estimated || !r.fwd_instance) continue;
+      size_t n = nodes[r.fwd_instance].size();
+      if (n > 1) {
+        double share = 1.0 / static_cast<double>(n);
+        r.flops *= share;
+        r.bytes *= share;
+        r.op_flops *= share;
+        r.op_bytes *= share;
+      }
+    }
     // An op instance's cost is spread over its kernels by duration, so that the instance is
     // counted once and each kernel shows the rate of the op it belongs to.
     std::unordered_map<int64_t, std::pair<int64_t, int64_t>> totals;  // duration, count

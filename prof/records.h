@@ -34,6 +34,7 @@ struct ProfRecord {
   bool modeled = false;  // the op has a FLOP/byte model
   bool counted = false;  // this record carries its op's cost (see assign_costs)
   bool tc_eligible = false;
+  bool estimated = false;  // bprop cost estimated from the forward op (no backward args)
   int32_t device = -1;
   int64_t stream = -1;
   int32_t grid[3] = {0, 0, 0};
@@ -47,6 +48,7 @@ struct ProfRecord {
   int64_t op_id = 0;         // fprop: op_id; bprop: the forward op's id
   int64_t instance = 0;      // the op instance this record belongs to (0: none)
   int64_t parent_id = 0;     // CPU records: enclosing op
+  int64_t fwd_instance = 0;  // bprop: parse's instance number of the forward op
   int64_t bytes_moved = -1;  // memcpy / memset size
   double flops = 0;          // this record's share of its op instance's FLOPs
   double bytes = 0;          // and of its bytes
