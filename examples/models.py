@@ -90,17 +90,17 @@ class ResNetBlock(nn.Module):
     def __init__(self, channels: int = 16, num_classes: int = 10):
         super().__init__()
         self.stem = nn.Conv2d(3, channels, 3, padding=1, bias=False)
-        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
-        self.bn1 = nn.BatchNorm2d(channels)
-        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
-        self.bn2 = nn.BatchNorm2d(channels)
+        self.conv_a = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn_a = nn.BatchNorm2d(channels)
+        self.conv_b = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn_b = nn.BatchNorm2d(channels)
         self.pool = nn.AdaptiveAvgPool2d(1)
         self.fc = nn.Linear(channels, num_classes)
 
     def forward(self, x):
         x = self.stem(x)
-        y = F.relu(self.bn1(self.conv1(x)))
-        y = self.bn2(self.conv2(y))
+        y = F.relu(self.bn_a(self.conv_a(x)))
+        y = self.bn_b(self.conv_b(y))
         x = F.relu(x + y)
         return self.fc(torch.flatten(self.pool(x), 1))
 

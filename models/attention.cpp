@@ -14,29 +14,14 @@
 #include <vector>
 
 #include "models/op_model.h"
+#include "models/shape_util.h"
 
 namespace pyprof::models {
 namespace {
 
-// ",fp16"; nothing when the dtype is unknown.
-std::string dtype_suffix(std::string_view dtype) {
-  std::string s;
-  if (!dtype.empty()) {
-    s.push_back(',');
-    s.append(short_dtype(dtype));
-  }
-  return s;
-}
-
-bool fail(OpCost& cost, std::string reason) {
-  cost.params = std::move(reason);
-  return false;
-}
-
-double elem_size(std::string_view dtype) {
-  int s = dtype_size(dtype);
-  return s == 0 ? 4 : s;
-}
+using shape_util::dtype_suffix;
+using shape_util::elem_size;
+using shape_util::unmodeled;
 
 // Where an attention op keeps its arguments; -1: not an argument of this op.
 struct Spec {
@@ -150,10 +135,10 @@ bool attention(const OpArgs& args, OpCost& cost, const Spec& s) {
   const Tensor* k = args.tensor("key", base + 1);
   const Tensor* v = args.tensor("value", base + 2);
   if (!q || !k || !v || (s.backward && !go))
-    return fail(cost, "attention: needs query, key, value");
+    return unmodeled(cost, "attention: needs query, key, value");
   Shape sh;
   std::string why;
-  if (!read_shape(args, s, *q, *k, *v, sh, why)) return fail(cost, why);
+  if (!read_shape(args, s, *q, *k, *v, sh, why)) return unmodeled(cost, why);
   double dd = static_cast<double>(sh.d), dv = static_cast<double>(sh.dv);
   double per = sh.bh * sh.pairs;  // query-key products
   cost.flops = s.backward ? 2 * per * (3 * dd + 2 * dv) : 2 * per * (dd + dv);

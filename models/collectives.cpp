@@ -13,24 +13,14 @@
 #include <vector>
 
 #include "models/op_model.h"
+#include "models/shape_util.h"
 
 namespace pyprof::models {
 namespace {
 
-// ",fp16"; nothing when the dtype is unknown.
-std::string dtype_suffix(std::string_view dtype) {
-  std::string s;
-  if (!dtype.empty()) {
-    s.push_back(',');
-    s.append(short_dtype(dtype));
-  }
-  return s;
-}
-
-bool fail(OpCost& cost, std::string reason) {
-  cost.params = std::move(reason);
-  return false;
-}
+using shape_util::dtype_suffix;
+using shape_util::elem_size;
+using shape_util::unmodeled;
 
 // Payload of one argument: a tensor or a tensor list. -1 when unreadable: a list of lists
 // (Tensor[][]) is not decoded by OpArgs, and a rank-0 "tensor" is emit_nvtx's placeholder for any
@@ -69,7 +59,7 @@ bool collective(const OpArgs& args, OpCost& cost, const Collective& c) {
   size_t count = 0;
   std::string dtype;
   double bytes = payload(v, &count, &dtype);
-  if (bytes < 0) return fail(cost, std::string(c.kind) + ": payload tensors unreadable");
+  if (bytes < 0) return unmodeled(cost, std::string(c.kind) + ": payload tensors unreadable");
   cost.flops = 0;
   cost.bytes = bytes;
   cost.dtype = dtype;
@@ -100,7 +90,7 @@ bool legacy_all_gather(const OpArgs& args, OpCost& cost) {
   const Tensor* t = in && in->is_tensor() ? &in->tensor : nullptr;
   if (!t) {
     std::vector<const Tensor*> ts = args.tensors();
-    if (ts.empty()) return fail(cost, "all_gather: no tensors");
+    if (ts.empty()) return unmodeled(cost, "all_gather: no tensors");
     t = ts.back();
   }
   cost.flops = 0;
@@ -119,7 +109,7 @@ bool param_comms(const OpArgs& args, OpCost& cost) {
   size_t count = 0;
   std::string dtype;
   double bytes = payload(args.at(0), &count, &dtype);
-  if (bytes < 0) return fail(cost, "record_param_comms: no input tensors");
+  if (bytes < 0) return unmodeled(cost, "record_param_comms: no input tensors");
   std::string kind = "comms";
   for (size_t i = 1; i < args.size() && i < 7; ++i) {
     const Value* v = args.at(i);

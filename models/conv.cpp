@@ -11,24 +11,14 @@
 #include <vector>
 
 #include "models/op_model.h"
+#include "models/shape_util.h"
 
 namespace pyprof::models {
 namespace {
 
-// ",fp16"; nothing when the dtype is unknown.
-std::string dtype_suffix(std::string_view dtype) {
-  std::string s;
-  if (!dtype.empty()) {
-    s.push_back(',');
-    s.append(short_dtype(dtype));
-  }
-  return s;
-}
-
-double elem_size(std::string_view dtype) {
-  int s = dtype_size(dtype);
-  return s == 0 ? 4 : s;
-}
+using shape_util::dtype_suffix;
+using shape_util::elem_size;
+using shape_util::unmodeled;
 
 double product(const std::vector<int64_t>& v) {
   double p = 1;
@@ -43,11 +33,6 @@ std::string join(const std::vector<int64_t>& v) {
     s.append(std::to_string(v[i]));
   }
   return s;
-}
-
-bool fail(OpCost& cost, std::string reason) {
-  cost.params = std::move(reason);
-  return false;
 }
 
 // Where an op keeps its arguments (schema position; -1 when the op has no such argument).
@@ -213,10 +198,10 @@ const Tensor* input_tensor(const OpArgs& args) {
 bool conv_forward(const OpArgs& args, OpCost& cost, const Layout& l) {
   const Tensor* x = input_tensor(args);
   const Tensor* w = args.tensor("weight", 1);
-  if (!x || !w) return fail(cost, "conv: needs input and weight");
+  if (!x || !w) return unmodeled(cost, "conv: needs input and weight");
   Conv c;
   std::string why;
-  if (!describe(args, l, *x, *w, c, why)) return fail(cost, why);
+  if (!describe(args, l, *x, *w, c, why)) return unmodeled(cost, why);
   std::string dt = x->dtype.empty() ? w->dtype : x->dtype;
   double bytes =
       tensor_bytes(*x) + tensor_bytes(*w) +
@@ -255,7 +240,7 @@ bool conv_backward(const OpArgs& args, OpCost& cost, const BackwardLayout& l) {
   if (!x) x = args.tensor("self", 1);
   const Tensor* w = args.tensor("weight", 2);
   if (!go || !x || !w || w->rank() < 3 || go->rank() != w->rank() || x->rank() != w->rank()) {
-    return fail(cost, "convolution_backward: needs grad_output, input, weight of one rank");
+    return unmodeled(cost, "convolution_backward: needs grad_output, input, weight of one rank");
   }
   Layout fl;
   fl.bias = -1;
@@ -267,7 +252,7 @@ bool conv_backward(const OpArgs& args, OpCost& cost, const BackwardLayout& l) {
   fl.groups = l.groups;
   Conv c;
   std::string why;
-  if (!describe(args, fl, *x, *w, c, why)) return fail(cost, why);
+  if (!describe(args, fl, *x, *w, c, why)) return unmodeled(cost, why);
   // The output is grad_output's size, whatever the arguments said.
   size_t nd = c.in.size();
   c.out.assign(go->shape.end() - static_cast<std::ptrdiff_t>(nd), go->shape.end());
@@ -304,10 +289,10 @@ bool conv_tbc(const OpArgs& args, OpCost& cost) {
   const Tensor* w = args.tensor("weight", 1);
   const Tensor* b = args.tensor("bias", 2);
   if (!x || !w || x->rank() != 3 || w->rank() != 3 || x->shape[2] != w->shape[1]) {
-    return fail(cost, "conv_tbc: expects self[T,B,C], weight[k,C,K]");
+    return unmodeled(cost, "conv_tbc: expects self[T,B,C], weight[k,C,K]");
   }
   int64_t t_out = x->shape[0] + 2 * args.int_or("pad", 3, 0) - w->shape[0] + 1;
-  if (t_out <= 0) return fail(cost, "conv_tbc: empty output");
+  if (t_out <= 0) return unmodeled(cost, "conv_tbc: empty output");
   double flops = 2 * static_cast<double>(t_out) * static_cast<double>(x->shape[1]) *
                  static_cast<double>(w->shape[0]) * static_cast<double>(w->shape[1]) *
                  static_cast<double>(w->shape[2]);
@@ -331,7 +316,7 @@ bool conv_tbc_backward(const OpArgs& args, OpCost& cost) {
   const Tensor* x = args.tensor("input", 1);
   const Tensor* w = args.tensor("weight", 2);
   if (!go || !x || !w || go->rank() != 3 || x->rank() != 3 || w->rank() != 3) {
-    return fail(cost, "conv_tbc_backward: expects 3-D grad, input, weight");
+    return unmodeled(cost, "conv_tbc_backward: expects 3-D grad, input, weight");
   }
   double fwd = 2 * static_cast<double>(go->shape[0]) * static_cast<double>(x->shape[1]) *
                static_cast<double>(w->shape[0]) * static_cast<double>(w->shape[1]) *

@@ -12,25 +12,16 @@
 #include <vector>
 
 #include "models/op_model.h"
+#include "models/shape_util.h"
 
 namespace pyprof::models {
 namespace {
 
-// ",fp16"; nothing when the dtype is unknown.
-std::string dtype_suffix(std::string_view dtype) {
-  std::string s;
-  if (!dtype.empty()) {
-    s.push_back(',');
-    s.append(short_dtype(dtype));
-  }
-  return s;
-}
+using shape_util::dtype_suffix;
+using shape_util::elem_size;
+using shape_util::unmodeled;
 
 // Element size for byte counts: unknown dtypes count as 4 (tensor_bytes' rule).
-double elem_size(std::string_view dtype) {
-  int s = dtype_size(dtype);
-  return s == 0 ? 4 : s;
-}
 
 double product(const std::vector<int64_t>& v, size_t begin, size_t end) {
   double p = 1;
@@ -72,11 +63,6 @@ bool finish(OpCost& cost, const Gemm& g, double flops, double bytes, const std::
   if (!extra.empty()) p += std::string(",") + std::string(extra);
   cost.params = std::move(p);
   return true;
-}
-
-bool fail(OpCost& cost, std::string reason) {
-  cost.params = std::move(reason);
-  return false;
 }
 
 // The output dtype: an explicit out_dtype argument (mm.dtype, _scaled_mm) or the input's.
@@ -137,8 +123,9 @@ bool matmul_gemm(const Tensor& a, const Tensor& b, Gemm& g) {
 bool mm(const OpArgs& args, OpCost& cost) {
   const Tensor* a = args.tensor("self", 0);
   const Tensor* b = args.tensor("mat2", 1);
-  if (!a || !b || a->rank() != 2 || b->rank() != 2) return fail(cost, "mm: expects 2-D tensors");
-  if (a->shape[1] != b->shape[0]) return fail(cost, "mm: inner dimensions differ");
+  if (!a || !b || a->rank() != 2 || b->rank() != 2)
+    return unmodeled(cost, "mm: expects 2-D tensors");
+  if (a->shape[1] != b->shape[0]) return unmodeled(cost, "mm: inner dimensions differ");
   Gemm g{1, a->shape[0], b->shape[1], a->shape[1]};
   std::string dt = first_dtype({a, b});
   double bytes =
@@ -153,9 +140,9 @@ bool addmm(const OpArgs& args, OpCost& cost) {
   const Tensor* a = args.tensor("mat1", 1);
   const Tensor* b = args.tensor("mat2", 2);
   if (!a || !b || a->rank() != 2 || b->rank() != 2) {
-    return fail(cost, "addmm: expects 2-D mat1, mat2");
+    return unmodeled(cost, "addmm: expects 2-D mat1, mat2");
   }
-  if (a->shape[1] != b->shape[0]) return fail(cost, "addmm: inner dimensions differ");
+  if (a->shape[1] != b->shape[0]) return unmodeled(cost, "addmm: inner dimensions differ");
   Gemm g{1, a->shape[0], b->shape[1], a->shape[1]};
   std::string dt = first_dtype({a, b, c});
   double bytes = tensor_bytes(*a) + tensor_bytes(*b) + c_bytes(args, c, 3) +
@@ -167,9 +154,10 @@ bool addmm(const OpArgs& args, OpCost& cost) {
 bool bmm(const OpArgs& args, OpCost& cost) {
   const Tensor* a = args.tensor("self", 0);
   const Tensor* b = args.tensor("mat2", 1);
-  if (!a || !b || a->rank() != 3 || b->rank() != 3) return fail(cost, "bmm: expects 3-D tensors");
+  if (!a || !b || a->rank() != 3 || b->rank() != 3)
+    return unmodeled(cost, "bmm: expects 3-D tensors");
   if (a->shape[0] != b->shape[0] || a->shape[2] != b->shape[1]) {
-    return fail(cost, "bmm: shapes differ");
+    return unmodeled(cost, "bmm: shapes differ");
   }
   Gemm g{static_cast<double>(a->shape[0]), a->shape[1], b->shape[2], a->shape[2]};
   std::string dt = first_dtype({a, b});
@@ -187,10 +175,10 @@ bool baddbmm(const OpArgs& args, OpCost& cost) {
   const Tensor* a = args.tensor("batch1", 1);
   const Tensor* b = args.tensor("batch2", 2);
   if (!a || !b || a->rank() != 3 || b->rank() != 3) {
-    return fail(cost, "baddbmm: expects 3-D batch1, batch2");
+    return unmodeled(cost, "baddbmm: expects 3-D batch1, batch2");
   }
   if (a->shape[0] != b->shape[0] || a->shape[2] != b->shape[1]) {
-    return fail(cost, "baddbmm: shapes differ");
+    return unmodeled(cost, "baddbmm: shapes differ");
   }
   Gemm g{static_cast<double>(a->shape[0]), a->shape[1], b->shape[2], a->shape[2]};
   std::string dt = first_dtype({a, b, c});
@@ -203,7 +191,7 @@ bool baddbmm(const OpArgs& args, OpCost& cost) {
 // dot/mv/mm/bmm), modelled so that emit_nvtx and legacy records naming only matmul get a cost.
 bool matmul_impl(const Tensor* a, const Tensor* b, OpCost& cost) {
   Gemm g;
-  if (!a || !b || !matmul_gemm(*a, *b, g)) return fail(cost, "matmul: shapes do not multiply");
+  if (!a || !b || !matmul_gemm(*a, *b, g)) return unmodeled(cost, "matmul: shapes do not multiply");
   std::string dt = first_dtype({a, b});
   double bytes = tensor_bytes(*a) + tensor_bytes(*b) + g.out_elems() * elem_size(dt);
   return finish(cost, g, g.flops(), bytes, dt);
@@ -226,12 +214,12 @@ bool linear(const OpArgs& args, OpCost& cost) {
   const Tensor* w = args.tensor("weight", 1);
   const Tensor* bias = args.tensor("bias", 2);
   if (!x || !w || x->rank() == 0 || w->rank() == 0 || w->rank() > 2) {
-    return fail(cost, "linear: expects input[...,K], weight[N,K]");
+    return unmodeled(cost, "linear: expects input[...,K], weight[N,K]");
   }
   Gemm g;
   g.k = x->shape.back();
   g.n = w->rank() == 2 ? w->shape[0] : 1;
-  if (w->shape.back() != g.k) return fail(cost, "linear: in_features differ");
+  if (w->shape.back() != g.k) return unmodeled(cost, "linear: in_features differ");
   g.m = static_cast<int64_t>(product(x->shape, 0, x->shape.size() - 1));
   std::string dt = first_dtype({x, w});
   double bytes = tensor_bytes(*x) + tensor_bytes(*w) + (bias ? tensor_bytes(*bias) : 0) +
@@ -247,7 +235,7 @@ bool linear_backward(const OpArgs& args, OpCost& cost) {
   const Tensor* go = args.tensor("grad_output", 1);
   const Tensor* w = args.tensor("weight", 2);
   if (!x || !go || !w || x->rank() == 0 || w->rank() != 2) {
-    return fail(cost, "linear_backward: expects input, grad_output, weight[N,K]");
+    return unmodeled(cost, "linear_backward: expects input, grad_output, weight[N,K]");
   }
   std::vector<int64_t> mask = args.ints_or("output_mask", 3, {1, 1, 1});
   mask.resize(3, 0);
@@ -276,7 +264,7 @@ bool matmul_backward(const OpArgs& args, OpCost& cost) {
   const Tensor* b = args.tensor("other", 2);
   Gemm g;
   if (!grad || !a || !b || !matmul_gemm(*a, *b, g)) {
-    return fail(cost, "matmul_backward: shapes do not multiply");
+    return unmodeled(cost, "matmul_backward: shapes do not multiply");
   }
   std::vector<int64_t> mask = args.ints_or("mask", 3, {1, 1});
   mask.resize(2, 0);
@@ -299,7 +287,7 @@ bool addmv(const OpArgs& args, OpCost& cost) {
   const Tensor* a = args.tensor("mat", 1);
   const Tensor* v = args.tensor("vec", 2);
   if (!a || !v || a->rank() != 2 || v->rank() != 1 || a->shape[1] != v->shape[0]) {
-    return fail(cost, "addmv: expects mat[M,K], vec[K]");
+    return unmodeled(cost, "addmv: expects mat[M,K], vec[K]");
   }
   Gemm g{1, a->shape[0], 1, a->shape[1]};
   std::string dt = first_dtype({a, v, c});
@@ -312,7 +300,7 @@ bool mv(const OpArgs& args, OpCost& cost) {
   const Tensor* a = args.tensor("self", 0);
   const Tensor* v = args.tensor("vec", 1);
   if (!a || !v || a->rank() != 2 || v->rank() != 1 || a->shape[1] != v->shape[0]) {
-    return fail(cost, "mv: expects self[M,K], vec[K]");
+    return unmodeled(cost, "mv: expects self[M,K], vec[K]");
   }
   Gemm g{1, a->shape[0], 1, a->shape[1]};
   std::string dt = first_dtype({a, v});
@@ -326,7 +314,7 @@ bool dot(const OpArgs& args, OpCost& cost) {
   const Tensor* b = args.tensor("tensor", 1);
   if (!b) b = args.tensor("other", 1);
   if (!a || !b || a->rank() != 1 || b->rank() != 1 || a->shape[0] != b->shape[0]) {
-    return fail(cost, "dot: expects two 1-D tensors of one size");
+    return unmodeled(cost, "dot: expects two 1-D tensors of one size");
   }
   Gemm g{1, 1, 1, a->shape[0]};
   std::string dt = first_dtype({a, b});
@@ -341,7 +329,7 @@ bool outer(const OpArgs& args, OpCost& cost) {
   const Tensor* c = kAdd ? args.tensor("self", 0) : nullptr;
   const Tensor* a = kAdd ? args.tensor("vec1", 1) : args.tensor("self", 0);
   const Tensor* b = kAdd ? args.tensor("vec2", 2) : args.tensor("vec2", 1);
-  if (!a || !b || a->rank() != 1 || b->rank() != 1) return fail(cost, "outer: expects 1-D");
+  if (!a || !b || a->rank() != 1 || b->rank() != 1) return unmodeled(cost, "outer: expects 1-D");
   Gemm g{1, a->shape[0], b->shape[0], 1};
   std::string dt = first_dtype({a, b, c});
   double flops = kAdd ? g.flops() : g.out_elems();
@@ -356,7 +344,7 @@ bool scaled_mm(const OpArgs& args, OpCost& cost) {
   const Tensor* a = args.tensor("self", 0);
   const Tensor* b = args.tensor("mat2", 1);
   if (!a || !b || a->rank() != 2 || b->rank() != 2 || a->shape[1] != b->shape[0]) {
-    return fail(cost, "_scaled_mm: expects self[M,K], mat2[K,N]");
+    return unmodeled(cost, "_scaled_mm: expects self[M,K], mat2[K,N]");
   }
   Gemm g{1, a->shape[0], b->shape[1], a->shape[1]};
   std::string dt = first_dtype({a, b});
@@ -381,7 +369,7 @@ bool grouped_mm(const OpArgs& args, OpCost& cost) {
   const Tensor* a = args.tensor("self", 0);
   const Tensor* b = args.tensor("mat2", 1);
   if (!a || !b || a->rank() < 2 || a->rank() > 3 || b->rank() < 2 || b->rank() > 3) {
-    return fail(cost, "_grouped_mm: expects 2-D or 3-D operands");
+    return unmodeled(cost, "_grouped_mm: expects 2-D or 3-D operands");
   }
   const Tensor* offs = args.tensor("offs", kScaled ? 4 : 2);
   int64_t groups = offs && offs->rank() == 1 ? offs->shape[0] : 1;
@@ -400,7 +388,7 @@ bool grouped_mm(const OpArgs& args, OpCost& cost) {
     g = Gemm{static_cast<double>(a->shape[0]), a->shape[1], b->shape[2], a->shape[2]};
     out = g.out_elems();
   }
-  if (a->dim(-1) != b->dim(-2)) return fail(cost, "_grouped_mm: inner dimensions differ");
+  if (a->dim(-1) != b->dim(-2)) return unmodeled(cost, "_grouped_mm: inner dimensions differ");
   std::string dt = first_dtype({a, b});
   double bytes = tensor_bytes(*a) + tensor_bytes(*b);
   for (const Tensor* t : args.tensors()) {
@@ -432,7 +420,7 @@ bool einsum(const OpArgs& args, OpCost& cost) {
   const Value* list = args.arg("tensors", 1);
   if (!eq || eq->kind != Value::Kind::kString || !list || list->kind != Value::Kind::kTensorList ||
       list->tensors.empty()) {
-    return fail(cost, "einsum: needs the equation and the tensors");
+    return unmodeled(cost, "einsum: needs the equation and the tensors");
   }
   std::string e;
   for (char ch : eq->s) {
@@ -448,7 +436,7 @@ bool einsum(const OpArgs& args, OpCost& cost) {
     start = comma + 1;
   }
   const std::vector<Tensor>& ts = list->tensors;
-  if (terms.size() != ts.size()) return fail(cost, "einsum: operand count differs");
+  if (terms.size() != ts.size()) return unmodeled(cost, "einsum: operand count differs");
   // Ellipsis dimensions become the letters '0'..'9' (right-aligned, broadcast).
   std::map<char, int64_t> size;
   std::vector<Operand> ops;
@@ -457,9 +445,10 @@ bool einsum(const OpArgs& args, OpCost& cost) {
     const std::string& t = terms[i];
     size_t ell = t.find("...");
     size_t letters = t.size() - (ell == std::string::npos ? 0 : 3);
-    if (static_cast<size_t>(ts[i].rank()) < letters) return fail(cost, "einsum: rank mismatch");
+    if (static_cast<size_t>(ts[i].rank()) < letters)
+      return unmodeled(cost, "einsum: rank mismatch");
     size_t n_ell = ell == std::string::npos ? 0 : ts[i].rank() - letters;
-    if (n_ell > 10) return fail(cost, "einsum: too many ellipsis dimensions");
+    if (n_ell > 10) return unmodeled(cost, "einsum: too many ellipsis dimensions");
     max_ell = std::max(max_ell, n_ell);
     Operand op;
     int dim = 0;
@@ -474,13 +463,13 @@ bool einsum(const OpArgs& args, OpCost& cost) {
       }
       op.dims.push_back({t[j], ts[i].shape[dim++]});
     }
-    if (dim != ts[i].rank()) return fail(cost, "einsum: rank mismatch");
+    if (dim != ts[i].rank()) return unmodeled(cost, "einsum: rank mismatch");
     for (auto& [c, s] : op.dims) {
       auto it = size.find(c);
       if (it == size.end() || it->second == 1) {
         size[c] = s;
       } else if (s != 1 && s != it->second) {
-        return fail(cost, "einsum: sizes differ");
+        return unmodeled(cost, "einsum: sizes differ");
       }
     }
     ops.push_back(std::move(op));
@@ -519,7 +508,7 @@ bool einsum(const OpArgs& args, OpCost& cost) {
       ia = static_cast<size_t>(std::min(path[0], path[1]));
       ib = static_cast<size_t>(std::max(path[0], path[1]));
       path.erase(path.begin(), path.begin() + 2);
-      if (ib >= ops.size() || ia == ib) return fail(cost, "einsum: bad path");
+      if (ib >= ops.size() || ia == ib) return unmodeled(cost, "einsum: bad path");
     }
     Operand a = ops[ia], b = ops[ib];
     ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(ib));

@@ -10,29 +10,14 @@
 #include <vector>
 
 #include "models/op_model.h"
+#include "models/shape_util.h"
 
 namespace pyprof::models {
 namespace {
 
-// ",fp16"; nothing when the dtype is unknown.
-std::string dtype_suffix(std::string_view dtype) {
-  std::string s;
-  if (!dtype.empty()) {
-    s.push_back(',');
-    s.append(short_dtype(dtype));
-  }
-  return s;
-}
-
-bool fail(OpCost& cost, std::string reason) {
-  cost.params = std::move(reason);
-  return false;
-}
-
-double elem_size(std::string_view dtype) {
-  int s = dtype_size(dtype);
-  return s == 0 ? 4 : s;
-}
+using shape_util::dtype_suffix;
+using shape_util::elem_size;
+using shape_util::unmodeled;
 
 // A readable tensor list argument, else nullptr.
 const std::vector<Tensor>* list(const OpArgs& args, std::string_view name, size_t position) {
@@ -87,7 +72,7 @@ bool foreach_op(const OpArgs& args, OpCost& cost, const Foreach& f) {
   if (!first) {
     // Lists of more than 256 tensors are cut by the marker (docs/formats.md §1.1) and emit_nvtx
     // records carry no list shapes.
-    return fail(cost, "foreach: tensor list unreadable");
+    return unmodeled(cost, "foreach: tensor list unreadable");
   }
   double elems = numel(*first);
   std::string dt = list_dtype(first, "");
@@ -124,7 +109,7 @@ struct Fused {
 
 bool fused_common(const OpArgs& args, Fused& f, OpCost& cost) {
   f.params = list(args, "self", 0);
-  if (!f.params) return fail(cost, "fused optimizer: params list unreadable");
+  if (!f.params) return unmodeled(cost, "fused optimizer: params list unreadable");
   f.elems = numel(*f.params);
   f.dtype = list_dtype(f.params, "");
   f.sp = elem_size(f.dtype);
@@ -220,7 +205,7 @@ bool apex_adam(const OpArgs& args, OpCost& cost) {
   const Tensor* p = args.tensor("", 0);
   const Tensor* p_copy = args.tensor("", 1);
   const Tensor* g = args.tensor("", 4);
-  if (!p || !g) return fail(cost, "adam: expects p, p_copy, m, v, g, ...");
+  if (!p || !g) return unmodeled(cost, "adam: expects p, p_copy, m, v, g, ...");
   double elems = static_cast<double>(p->numel());
   double decay = args.double_or("decay", 13, 0);
   cost.flops = elems * (13 + (decay != 0 ? 2 : 0));

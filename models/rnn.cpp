@@ -14,29 +14,14 @@
 #include <vector>
 
 #include "models/op_model.h"
+#include "models/shape_util.h"
 
 namespace pyprof::models {
 namespace {
 
-// ",fp16"; nothing when the dtype is unknown.
-std::string dtype_suffix(std::string_view dtype) {
-  std::string s;
-  if (!dtype.empty()) {
-    s.push_back(',');
-    s.append(short_dtype(dtype));
-  }
-  return s;
-}
-
-bool fail(OpCost& cost, std::string reason) {
-  cost.params = std::move(reason);
-  return false;
-}
-
-double elem_size(std::string_view dtype) {
-  int s = dtype_size(dtype);
-  return s == 0 ? 4 : s;
-}
+using shape_util::dtype_suffix;
+using shape_util::elem_size;
+using shape_util::unmodeled;
 
 const char* kind_name(int gates) { return gates == 4 ? "LSTM" : gates == 3 ? "GRU" : "RNN"; }
 
@@ -132,7 +117,7 @@ bool cell(const OpArgs& args, OpCost& cost, int gates) {
   const Tensor* w_ih = args.tensor("w_ih", 2);
   const Tensor* w_hh = args.tensor("w_hh", 3);
   if (!x || !w_ih || !w_hh || w_ih->rank() != 2 || w_hh->rank() != 2 || x->rank() == 0) {
-    return fail(cost, "rnn cell: needs input, w_ih, w_hh");
+    return unmodeled(cost, "rnn cell: needs input, w_ih, w_hh");
   }
   Rnn r;
   r.gates = gates;
@@ -140,7 +125,7 @@ bool cell(const OpArgs& args, OpCost& cost, int gates) {
   r.hout = r.h;
   r.in = w_ih->shape[1];
   if (r.h <= 0 || w_ih->shape[0] != gates * r.h || x->dim(-1) != r.in) {
-    return fail(cost, "rnn cell: weight shapes do not match the cell");
+    return unmodeled(cost, "rnn cell: weight shapes do not match the cell");
   }
   r.rows = x->rank() == 2 ? static_cast<double>(x->shape[0]) : 1;
   const Tensor* b_ih = args.tensor("b_ih", 4);
@@ -170,13 +155,13 @@ bool fused_cell(const OpArgs& args, OpCost& cost, int gates) {
   const Tensor* hg = args.tensor("hidden_gates", 1);
   const Tensor* state = args.tensor(gates == 4 ? "cx" : "hx", 2);
   if (!ig || !hg || !state || ig->rank() != 2 || state->rank() != 2) {
-    return fail(cost, "fused cell: needs input_gates, hidden_gates, state");
+    return unmodeled(cost, "fused cell: needs input_gates, hidden_gates, state");
   }
   Rnn r;
   r.gates = gates;
   r.rows = static_cast<double>(state->shape[0]);
   r.h = r.hout = state->shape[1];
-  if (ig->shape[1] != gates * r.h) return fail(cost, "fused cell: gate size differs");
+  if (ig->shape[1] != gates * r.h) return unmodeled(cost, "fused cell: gate size differs");
   const Tensor* bi = args.tensor("input_bias", 3);
   const Tensor* bh = args.tensor("hidden_bias", 4);
   if (bi && bi->rank() == 0) bi = nullptr;
@@ -198,7 +183,7 @@ bool fused_lstm_cell_backward(const OpArgs& args, OpCost& cost) {
   const Tensor* cx = args.tensor("cx", 2);
   const Tensor* ws = args.tensor("workspace", 4);
   if (!cx || !ws || cx->rank() != 2 || ws->rank() != 2) {
-    return fail(cost, "fused lstm backward: needs cx, workspace");
+    return unmodeled(cost, "fused lstm backward: needs cx, workspace");
   }
   Rnn r;
   r.rows = static_cast<double>(cx->shape[0]);
@@ -222,7 +207,7 @@ bool fused_gru_cell_backward(const OpArgs& args, OpCost& cost) {
   const Tensor* gh = args.tensor("grad_hy", 0);
   const Tensor* ws = args.tensor("workspace", 1);
   if (!gh || !ws || gh->rank() != 2 || ws->rank() != 2) {
-    return fail(cost, "fused gru backward: needs grad_hy, workspace");
+    return unmodeled(cost, "fused gru backward: needs grad_hy, workspace");
   }
   Rnn r;
   r.gates = 3;
@@ -260,7 +245,7 @@ bool sequence(const OpArgs& args, OpCost& cost, int gates) {
   const Value* hx = args.arg("hx", 1 + off);
   const Value* params = args.arg("params", 2 + off);
   if (!x || x->rank() == 0 || !params || params->kind != Value::Kind::kTensorList) {
-    return fail(cost, "rnn: needs input and the params list");
+    return unmodeled(cost, "rnn: needs input and the params list");
   }
   Rnn r;
   r.gates = gates;
@@ -271,7 +256,7 @@ bool sequence(const OpArgs& args, OpCost& cost, int gates) {
   r.dirs = args.bool_or("bidirectional", 7 + off, false) ? 2 : 1;
   const std::vector<Tensor>& ps = params->tensors;
   if (ps.size() < 2 || ps[0].rank() != 2 || ps[1].rank() != 2) {
-    return fail(cost, "rnn: params must start with w_ih, w_hh");
+    return unmodeled(cost, "rnn: params must start with w_ih, w_hh");
   }
   r.h = ps[0].shape[0] / gates;
   r.hout = ps[1].shape[1];
@@ -300,11 +285,11 @@ struct Fused {
 // bidirectional, batch_sizes, dropout_state, reserve, output_mask[input, hx, cx, weights]).
 bool fused_sequence(const OpArgs& args, OpCost& cost, const Fused& f) {
   const Tensor* x = args.tensor("input", 0);
-  if (!x || x->rank() < 2) return fail(cost, "rnn: needs input");
+  if (!x || x->rank() < 2) return unmodeled(cost, "rnn: needs input");
   const Value* mode = args.arg("mode", static_cast<size_t>(f.mode));
   const Value* hidden = args.arg("hidden_size", static_cast<size_t>(f.hidden));
   if (!mode || mode->kind != Value::Kind::kInt || !hidden || hidden->kind != Value::Kind::kInt) {
-    return fail(cost, "rnn: mode and hidden_size unknown");
+    return unmodeled(cost, "rnn: mode and hidden_size unknown");
   }
   Rnn r;
   r.gates = gates_of_mode(mode->i);
@@ -378,11 +363,11 @@ bool mkldnn_layer(const OpArgs& args, OpCost& cost) {
   const Tensor* w_ih = args.tensor(kBackward ? "weight1" : "weight0", 1);
   const Tensor* w_hh = args.tensor(kBackward ? "weight2" : "weight1", 2);
   if (!x || !w_ih || !w_hh || w_ih->rank() != 2 || w_hh->rank() != 2 || x->rank() < 2) {
-    return fail(cost, "mkldnn_rnn_layer: needs input and the two weight matrices");
+    return unmodeled(cost, "mkldnn_rnn_layer: needs input and the two weight matrices");
   }
   Rnn r;
   r.h = args.int_or("hidden_size", kBackward ? 15 : 10, w_hh->shape[1]);
-  if (r.h <= 0) return fail(cost, "mkldnn_rnn_layer: bad hidden_size");
+  if (r.h <= 0) return unmodeled(cost, "mkldnn_rnn_layer: bad hidden_size");
   r.gates = static_cast<int>(w_ih->shape[0] / r.h);
   r.hout = w_hh->shape[1];
   r.in = w_ih->shape[1];

@@ -344,6 +344,16 @@ inline Reduction reduction_of(const OpArgs& a, size_t position) {
   return Reduction::kMean;
 }
 
+// ",fp16"; nothing when the dtype is unknown.
+inline std::string dtype_suffix(std::string_view dtype) {
+  std::string s;
+  if (!dtype.empty()) {
+    s.push_back(',');
+    s.append(short_dtype(dtype));
+  }
+  return s;
+}
+
 // The model returns false with the reason in params (op_cost() zeroes the costs).
 inline bool unmodeled(OpCost& c, std::string why) {
   c.params = std::move(why);

@@ -100,6 +100,8 @@ void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_ca
   });
 
   out.contexts.assign(trace.ranges.size(), RangeContext{});
+  out.rank.assign(trace.ranges.size(), 0);
+  int32_t next_rank = 0;
   std::vector<int32_t> stack;
   uint64_t current_thread = ~uint64_t{0};
   auto innermost_containing = [&](int64_t end) -> int32_t {
@@ -122,6 +124,7 @@ void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_ca
     }
     if (!stack.empty() && parent != stack.back()) ++out.stats.ranges_improperly_nested;
     auto& r = trace.ranges[item.index];
+    out.rank[item.index] = ++next_rank;
     r.parent = parent;
     out.contexts[item.index] = extend(parent >= 0 ? &out.contexts[parent] : nullptr, r, item.index);
     stack.push_back(item.index);

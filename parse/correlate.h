@@ -64,7 +64,10 @@ struct Correlation {
   std::vector<int32_t> order;             // activities (or op ranges) in output order
   std::vector<Attribution> attributions;  // per entry of `order`
   std::vector<int64_t> self_time;         // CPU-only: per range, own time minus child ops
-  bool cpu_only = false;                  // no GPU activity: records are op instances
+  // Per range: its position in (process, thread, start) order, 1-based: an instance number
+  // that does not depend on the order of the rows in the database.
+  std::vector<int32_t> rank;
+  bool cpu_only = false;  // no GPU activity: records are op instances
   CorrelationStats stats;
 };
 

@@ -215,7 +215,7 @@ void RecordWriter::write_attribution(JsonWriter& w, const Attribution& a) {
   int32_t instance = a.dir == Direction::kBackward ? a.node : a.op;
   if (instance >= 0) {
     w.raw_key("instance");
-    w.integer(instance + 1);
+    w.integer(corr_.rank[instance]);
   }
   if (a.op >= 0 && ranges[a.op].has_args) {
     const std::string& args = args_of(a.op);
@@ -265,7 +265,7 @@ void RecordWriter::write_attribution(JsonWriter& w, const Attribution& a) {
     }
     if (a.paired && a.op >= 0) {
       w.raw_key("fwd_instance");  // the forward op's `instance`, present without op ids too
-      w.integer(a.op + 1);
+      w.integer(corr_.rank[a.op]);
     }
     if (a.bwd_op >= 0) {
       const RangeRecord& bop = ranges[a.bwd_op];
