@@ -38,23 +38,11 @@ std::string select_columns(const std::set<std::string>& have, const std::string&
   return sql;
 }
 
-bool require_columns(const std::set<std::string>& have, const std::string& table,
-                     std::initializer_list<const char*> names, std::string& error) {
-  for (const char* name : names) {
-    if (!have.count(name)) {
-      error = "table " + table + " has no column '" + name + "' (not an Nsight Systems export?)";
-      return false;
-    }
-  }
-  return true;
-}
+// Messages name the file kind only when it is likely wrong.
+constexpr std::string_view kNotNsys = " (not an Nsight Systems export?)";
 
 int64_t or_default(const Statement& s, int col, int64_t fallback) {
   return s.is_null(col) ? fallback : s.int64(col);
-}
-
-int32_t to_i32(int64_t v) {
-  return (v < INT32_MIN || v > INT32_MAX) ? -1 : static_cast<int32_t>(v);
 }
 
 // "cudaLaunchKernel_v7000" -> "cudaLaunchKernel": CUPTI callback names carry the API version
@@ -66,11 +54,6 @@ std::string_view strip_api_version(std::string_view name) {
     if (name[i] < '0' || name[i] > '9') return name;
   }
   return name.substr(0, pos);
-}
-
-bool step_error(const SqliteDb& db, const std::string& table, std::string& error) {
-  error = "error reading table " + table + ": " + db.last_error();
-  return false;
 }
 
 }  // namespace
@@ -134,7 +117,7 @@ bool NsysReader::read_kernels(Trace& trace, std::string& error) {
   const std::string table = "CUPTI_ACTIVITY_KIND_KERNEL";
   if (!db_.has_table(table)) return true;
   auto cols = db_.columns(table);
-  if (!require_columns(cols, table, {"start", "end"}, error)) return false;
+  if (!require_columns(cols, table, {"start", "end"}, error, "", kNotNsys)) return false;
   Statement s = db_.prepare(select_columns(cols, table,
                                            {"start",
                                             "end",
@@ -201,7 +184,7 @@ bool NsysReader::read_kernels(Trace& trace, std::string& error) {
     trace.activities.push_back(k);
     ++trace.stats.kernels;
   }
-  if (rc != SQLITE_DONE) return step_error(db_, table, error);
+  if (rc != SQLITE_DONE) return step_failed(db_, table, error);
   return true;
 }
 
@@ -210,7 +193,7 @@ bool NsysReader::read_copies(Trace& trace, std::string& error) {
     const std::string table = memcpy ? "CUPTI_ACTIVITY_KIND_MEMCPY" : "CUPTI_ACTIVITY_KIND_MEMSET";
     if (!db_.has_table(table)) continue;
     auto cols = db_.columns(table);
-    if (!require_columns(cols, table, {"start", "end"}, error)) return false;
+    if (!require_columns(cols, table, {"start", "end"}, error, "", kNotNsys)) return false;
     Statement s =
         memcpy ? db_.prepare(select_columns(cols, table,
                                             {"start", "end", "deviceId", "contextId", "streamId",
@@ -253,7 +236,7 @@ bool NsysReader::read_copies(Trace& trace, std::string& error) {
       a.graph_node_id = or_default(s, 11, -1);
       trace.activities.push_back(a);
     }
-    if (rc != SQLITE_DONE) return step_error(db_, table, error);
+    if (rc != SQLITE_DONE) return step_failed(db_, table, error);
   }
   return true;
 }
@@ -268,7 +251,8 @@ bool NsysReader::read_api_calls(Trace& trace, std::string& error) {
     return true;
   }
   auto cols = db_.columns(table);
-  if (!require_columns(cols, table, {"start", "end", "globalTid", "correlationId"}, error)) {
+  if (!require_columns(cols, table, {"start", "end", "globalTid", "correlationId"}, error, "",
+                       kNotNsys)) {
     return false;
   }
   Statement s = db_.prepare(
@@ -303,7 +287,7 @@ bool NsysReader::read_api_calls(Trace& trace, std::string& error) {
     trace.api_calls.push_back(call);
     ++trace.stats.api_calls;
   }
-  if (rc != SQLITE_DONE) return step_error(db_, table, error);
+  if (rc != SQLITE_DONE) return step_failed(db_, table, error);
   return true;
 }
 
@@ -434,7 +418,7 @@ bool NsysReader::read_ranges(Trace& trace, std::string& error,
   const std::string table = "NVTX_EVENTS";
   if (!db_.has_table(table)) return other_tables();
   auto cols = db_.columns(table);
-  if (!require_columns(cols, table, {"start", "eventType"}, error)) return false;
+  if (!require_columns(cols, table, {"start", "eventType"}, error, "", kNotNsys)) return false;
   if (!cols.count("text") && !cols.count("textId")) {
     error = "table NVTX_EVENTS has neither 'text' nor 'textId'";
     return false;

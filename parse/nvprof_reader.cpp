@@ -42,25 +42,7 @@ std::string select_columns(const std::set<std::string>& have, const std::string&
   return sql + ") FROM \"" + table + "\"";
 }
 
-bool require_columns(const std::set<std::string>& have, const std::string& table,
-                     std::initializer_list<const char*> names, std::string& error) {
-  for (const char* name : names) {
-    if (!have.count(name)) {
-      error = "nvprof table " + table + " has no column '" + name + "'";
-      return false;
-    }
-  }
-  return true;
-}
-
-bool step_error(const SqliteDb& db, const std::string& table, std::string& error) {
-  error = "error reading nvprof table " + table + ": " + db.last_error();
-  return false;
-}
-
-int32_t to_i32(int64_t v) {
-  return (v < INT32_MIN || v > INT32_MAX) ? -1 : static_cast<int32_t>(v);
-}
+constexpr std::string_view kNvprof = "nvprof";
 
 // CUPTI stores 32-bit process and thread ids in signed columns (pthread_self() truncated to 32
 // bits shows up negative); the low 32 bits are the id.
@@ -319,7 +301,7 @@ bool NvprofReader::read_version(Trace& trace, std::string& error) {
   if (!s.valid()) return false;
   int rc = s.step();
   if (rc == SQLITE_ROW && !s.is_null(0)) trace.version = std::string(s.text(0));
-  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return step_error(db_, "Version", error);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return step_failed(db_, "Version", error, kNvprof);
   return true;
 }
 
@@ -327,7 +309,7 @@ bool NvprofReader::read_strings(std::string& error) {
   const std::string table = "StringTable";
   if (!db_.has_table(table)) return true;
   auto cols = db_.columns(table);
-  if (!require_columns(cols, table, {"value"}, error)) return false;
+  if (!require_columns(cols, table, {"value"}, error, kNvprof)) return false;
   // _id_ is the INTEGER PRIMARY KEY in every nvprof file; rowid is the same thing.
   Statement s = db_.prepare(std::string("SELECT ") + (cols.count("_id_") ? "\"_id_\"" : "rowid") +
                                 ", value FROM " + table,
@@ -338,7 +320,7 @@ bool NvprofReader::read_strings(std::string& error) {
     if (s.is_null(0) || s.is_null(1)) continue;  // a reference to it warns as a missing string
     strings_.emplace(s.int64(0), std::string(s.text(1)));
   }
-  if (rc != SQLITE_DONE) return step_error(db_, table, error);
+  if (rc != SQLITE_DONE) return step_failed(db_, table, error, kNvprof);
   return true;
 }
 
@@ -371,7 +353,7 @@ bool NvprofReader::read_api_calls(Trace& trace, bool driver, std::string& error)
   const std::string table = driver ? "CUPTI_ACTIVITY_KIND_DRIVER" : "CUPTI_ACTIVITY_KIND_RUNTIME";
   if (!db_.has_table(table)) return true;
   auto cols = db_.columns(table);
-  if (!require_columns(cols, table, {"start", "end"}, error)) return false;
+  if (!require_columns(cols, table, {"start", "end"}, error, kNvprof)) return false;
   Statement s = db_.prepare(
       select_columns(
           cols, table,
@@ -414,14 +396,14 @@ bool NvprofReader::read_api_calls(Trace& trace, bool driver, std::string& error)
     trace.api_calls.push_back(call);
     ++trace.stats.api_calls;
   }
-  if (rc != SQLITE_DONE) return step_error(db_, table, error);
+  if (rc != SQLITE_DONE) return step_failed(db_, table, error, kNvprof);
   return true;
 }
 
 bool NvprofReader::read_kernels(Trace& trace, const std::string& table, std::string& error) {
   if (!db_.has_table(table)) return true;
   auto cols = db_.columns(table);
-  if (!require_columns(cols, table, {"start", "end"}, error)) return false;
+  if (!require_columns(cols, table, {"start", "end"}, error, kNvprof)) return false;
   if (!cols.count("name")) {
     trace.warn("kernel without name", table + " has no column 'name': kernels are unnamed");
   }
@@ -488,7 +470,7 @@ bool NvprofReader::read_kernels(Trace& trace, const std::string& table, std::str
     trace.activities.push_back(k);
     ++trace.stats.kernels;
   }
-  if (rc != SQLITE_DONE) return step_error(db_, table, error);
+  if (rc != SQLITE_DONE) return step_failed(db_, table, error, kNvprof);
   return true;
 }
 
@@ -496,7 +478,7 @@ bool NvprofReader::read_memcpys(Trace& trace, std::string& error) {
   const std::string table = "CUPTI_ACTIVITY_KIND_MEMCPY";
   if (!db_.has_table(table)) return true;
   auto cols = db_.columns(table);
-  if (!require_columns(cols, table, {"start", "end"}, error)) return false;
+  if (!require_columns(cols, table, {"start", "end"}, error, kNvprof)) return false;
   Statement s = db_.prepare(select_columns(cols, table,
                                            {"start",
                                             "end",
@@ -542,7 +524,7 @@ bool NvprofReader::read_memcpys(Trace& trace, std::string& error) {
     trace.activities.push_back(c);
     ++trace.stats.memcpys;
   }
-  if (rc != SQLITE_DONE) return step_error(db_, table, error);
+  if (rc != SQLITE_DONE) return step_failed(db_, table, error, kNvprof);
   return true;
 }
 
@@ -550,7 +532,7 @@ bool NvprofReader::read_memsets(Trace& trace, std::string& error) {
   const std::string table = "CUPTI_ACTIVITY_KIND_MEMSET";
   if (!db_.has_table(table)) return true;
   auto cols = db_.columns(table);
-  if (!require_columns(cols, table, {"start", "end"}, error)) return false;
+  if (!require_columns(cols, table, {"start", "end"}, error, kNvprof)) return false;
   Statement s = db_.prepare(select_columns(cols, table,
                                            {"start",
                                             "end",
@@ -586,7 +568,7 @@ bool NvprofReader::read_memsets(Trace& trace, std::string& error) {
     trace.activities.push_back(m);
     ++trace.stats.memsets;
   }
-  if (rc != SQLITE_DONE) return step_error(db_, table, error);
+  if (rc != SQLITE_DONE) return step_failed(db_, table, error, kNvprof);
   return true;
 }
 
@@ -597,7 +579,7 @@ bool NvprofReader::read_markers(Trace& trace, std::string& error) {
   const std::string table = "CUPTI_ACTIVITY_KIND_MARKER";
   if (!db_.has_table(table)) return true;
   auto cols = db_.columns(table);
-  if (!require_columns(cols, table, {"flags", "timestamp", "id"}, error)) return false;
+  if (!require_columns(cols, table, {"flags", "timestamp", "id"}, error, kNvprof)) return false;
   Statement s = db_.prepare(
       select_columns(
           cols, table,
@@ -662,7 +644,7 @@ bool NvprofReader::read_markers(Trace& trace, std::string& error) {
     if (domain != 0) base.domain = pooled_string(trace, domain, "marker domain");
     openings.push_back({time, id, base, text});
   }
-  if (rc != SQLITE_DONE) return step_error(db_, table, error);
+  if (rc != SQLITE_DONE) return step_failed(db_, table, error, kNvprof);
   if (unsupported > 0) {
     trace.warn("unsupported marker rows", std::to_string(unsupported) + " " + table +
                                               " rows are neither START, END nor a mark "

@@ -80,4 +80,24 @@ Statement SqliteDb::prepare(const std::string& sql, std::string& error) const {
 
 std::string SqliteDb::last_error() const { return db_ ? sqlite3_errmsg(db_) : "no database"; }
 
+bool require_columns(const std::set<std::string>& have, const std::string& table,
+                     std::initializer_list<const char*> names, std::string& error,
+                     std::string_view what, std::string_view hint) {
+  for (const char* name : names) {
+    if (!have.count(name)) {
+      error = std::string(what) + (what.empty() ? "" : " ") + "table " + table +
+              " has no column '" + name + "'" + std::string(hint);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool step_failed(const SqliteDb& db, const std::string& table, std::string& error,
+                 std::string_view what) {
+  error = "error reading " + std::string(what) + (what.empty() ? "" : " ") + "table " + table +
+          ": " + db.last_error();
+  return false;
+}
+
 }  // namespace pyprof::parse

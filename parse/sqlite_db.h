@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <set>
 #include <string>
 #include <string_view>
@@ -74,5 +75,20 @@ class SqliteDb {
   std::string path_;
   std::set<std::string> tables_;
 };
+
+// Helpers both readers use, so that their messages read alike. `what` names the kind of
+// database in messages ("nvprof table X ..."; empty for nsys/pyprof files).
+
+// False, with "table T has no column 'c'<hint>", unless `table` has every column in `names`.
+bool require_columns(const std::set<std::string>& have, const std::string& table,
+                     std::initializer_list<const char*> names, std::string& error,
+                     std::string_view what = "", std::string_view hint = "");
+// False, with "error reading table T: <SQLite's message>", after a failed step.
+bool step_failed(const SqliteDb& db, const std::string& table, std::string& error,
+                 std::string_view what = "");
+// An id or size column as int32; -1 when it does not fit.
+inline int32_t to_i32(int64_t v) {
+  return (v < INT32_MIN || v > INT32_MAX) ? -1 : static_cast<int32_t>(v);
+}
 
 }  // namespace pyprof::parse

@@ -4,17 +4,6 @@
 
 namespace pyprof::parse {
 
-StringPool::StringPool() { intern(""); }
-
-uint32_t StringPool::intern(std::string_view s) {
-  auto it = index_.find(s);
-  if (it != index_.end()) return it->second;
-  auto id = static_cast<uint32_t>(strings_.size());
-  strings_.push_back(std::make_unique<std::string>(s));
-  index_.emplace(*strings_.back(), id);
-  return id;
-}
-
 void Trace::warn(std::string_view category, std::string message) {
   for (auto& group : warnings) {
     if (group.category == category) {

@@ -20,23 +20,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/string_pool.h"
 #include "parse/markers.h"
 
 namespace pyprof::parse {
 
-// Interned strings. Id 0 is the empty string. Views returned by get() stay valid for the
-// pool's lifetime (each string is heap-stable).
-class StringPool {
- public:
-  StringPool();
-  uint32_t intern(std::string_view s);
-  std::string_view get(uint32_t id) const { return *strings_[id]; }
-  size_t size() const { return strings_.size(); }
-
- private:
-  std::vector<std::unique_ptr<std::string>> strings_;
-  std::unordered_map<std::string_view, uint32_t> index_;
-};
+using pyprof::StringPool;  // common/string_pool.h
 
 inline constexpr int64_t kOpenEnd = std::numeric_limits<int64_t>::max();
 

@@ -11,15 +11,6 @@
 
 namespace pyprof::prof {
 
-uint32_t Strings::intern(std::string_view s) {
-  auto it = index_.find(s);
-  if (it != index_.end()) return it->second;
-  auto id = static_cast<uint32_t>(strings_.size());
-  strings_.push_back(std::make_unique<std::string>(s));
-  index_.emplace(*strings_.back(), id);
-  return id;
-}
-
 namespace {
 
 std::string shapes_of(const models::OpArgs& args) {

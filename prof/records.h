@@ -11,18 +11,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/string_pool.h"
+
 namespace pyprof::prof {
 
-class Strings {
- public:
-  Strings() { intern(""); }
-  uint32_t intern(std::string_view s);
-  std::string_view get(uint32_t id) const { return *strings_[id]; }
-
- private:
-  std::vector<std::unique_ptr<std::string>> strings_;
-  std::unordered_map<std::string_view, uint32_t> index_;
-};
+using Strings = pyprof::StringPool;  // common/string_pool.h
 
 enum class Kind : uint8_t { kKernel, kMemcpy, kMemset, kOp };
 enum class Dir : uint8_t { kNone, kFprop, kBprop };
