@@ -179,8 +179,6 @@ void RecordWriter::write_attribution(JsonWriter& w, const Attribution& a) {
   w.raw_key("op");
   if (a.op >= 0) {
     pooled(w, ranges[a.op].name);
-  } else if (a.node >= 0) {
-    w.null();
   } else {
     w.null();
   }
