@@ -1,4 +1,4 @@
-#include "parse/kernel_names.h"
+#include "common/kernel_names.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/nsys_schema.h"
-#include "parse/kernel_names.h"
+#include "common/kernel_names.h"
 
 namespace pyprof::parse {
 

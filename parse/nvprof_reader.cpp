@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "parse/kernel_names.h"
+#include "common/kernel_names.h"
 
 namespace pyprof::parse {
 

@@ -1,11 +1,11 @@
-#include "parse/kernel_names.h"
+#include "common/kernel_names.h"
 
 #include <cxxabi.h>
 
 #include <cstdlib>
 #include <memory>
 
-namespace pyprof::parse {
+namespace pyprof {
 
 namespace {
 
@@ -154,4 +154,4 @@ std::string legacy_short_kernel_name(std::string_view demangled) {
   return s.substr(0, s.find('('));
 }
 
-}  // namespace pyprof::parse
+}  // namespace pyprof

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace pyprof::parse {
+namespace pyprof {
 
 // The demangled form of an Itanium C++ name ("_Z..."). Any other name, and a "_Z" name that
 // does not demangle, is returned unchanged.
@@ -32,4 +32,4 @@ std::string_view short_kernel_name(std::string_view demangled);
 // "<unnamed>::name" kernels.
 std::string legacy_short_kernel_name(std::string_view demangled);
 
-}  // namespace pyprof::parse
+}  // namespace pyprof
