@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <unordered_set>
 
 #include "clock.h"
@@ -35,6 +36,8 @@ constexpr size_t kMaxSpareChunks = 16;
 constexpr size_t kChunksPerTransaction = 16;
 // Finalization waits at most this long for one thread's buffer lock.
 constexpr int64_t kFinalLockTimeoutNs = 1'000'000'000;
+// window_begin_ while a cudaProfilerApi capture range has not started: no range can overlap.
+constexpr int64_t kNeverBegun = std::numeric_limits<int64_t>::max();
 
 // The calling thread's buffer. `generation` must match Collector::generation_: a fork child bumps
 // it, so a pointer cached in the parent is never trusted after fork.
@@ -78,6 +81,16 @@ std::string live_thread_name(uint32_t tid) {
   std::string result(name, n > 0 ? static_cast<size_t>(n) : 0);
   while (!result.empty() && result.back() == '\n') result.pop_back();
   return result;
+}
+
+// The *_written GPU counters of `from`, added once their transaction has committed.
+void add_gpu_written(CollectorStats& into, const CollectorStats& from) {
+  into.kernels_written += from.kernels_written;
+  into.api_calls_written += from.api_calls_written;
+  into.memcpys_written += from.memcpys_written;
+  into.memsets_written += from.memsets_written;
+  into.syncs_written += from.syncs_written;
+  into.gpus_written += from.gpus_written;
 }
 
 void add_counters(ThreadCounters& into, const ThreadCounters& from) {
@@ -191,17 +204,17 @@ Collector* Collector::initialize() noexcept {
   } catch (...) {
     // Without a collector NVTX calls stay unrecorded; never take the application down.
   }
-  Collector* collector = instance();
-  if (collector != nullptr) collector->nvtx_inits_.fetch_add(1, std::memory_order_relaxed);
-  return collector;
+  return instance();
 }
 
 void Collector::start() noexcept {
   try {
     const int64_t mono = monotonic_ns();
     config_ = CollectorConfig::from_environment(mono, realtime_ns());
-    window_begin_ = config_.window_begin_ns();
-    window_end_ = config_.window_end_ns();
+    // With a cudaProfilerApi capture range nothing is recorded until cudaProfilerStart().
+    window_begin_.store(config_.capture_range_cuda_profiler ? kNeverBegun
+                                                            : config_.window_begin_ns());
+    window_end_.store(config_.window_end_ns());
     pid_ = ::getpid();
     process_ = read_process_info(pid_);
     wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -234,6 +247,48 @@ bool Collector::choose_output_file() noexcept {
 
 const char* Collector::output_path() const noexcept {
   return output_path_ready_.load(std::memory_order_acquire) ? output_path_.c_str() : nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// GPU activity and the capture range
+// ---------------------------------------------------------------------------------------------
+
+void Collector::attach_gpu_trace(GpuTraceSource* source) noexcept { gpu_source_.store(source); }
+
+bool Collector::gpu_buffer_allowed(uint64_t bytes) const noexcept {
+  return phase_.load(std::memory_order_relaxed) != kFinalized &&
+         queued_bytes_.load(std::memory_order_relaxed) + bytes <= config_.buffer_limit_bytes;
+}
+
+void Collector::submit_gpu_batch(std::unique_ptr<GpuBatch> batch, uint64_t records) noexcept {
+  if (!batch || batch->rows() == 0) return;
+  // Finalizing still accepts: flush_for_exit() delivers the last buffers then.
+  if (phase_.load() == kFinalized || forked_child_) {
+    gpu_records_after_shutdown_.fetch_add(records, std::memory_order_relaxed);
+    return;
+  }
+  try {
+    const uint64_t bytes = batch->bytes();
+    std::lock_guard lock(queue_mutex_);
+    gpu_queue_.push_back(std::move(batch));
+    queued_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  } catch (...) {
+    gpu_records_after_shutdown_.fetch_add(records, std::memory_order_relaxed);
+    return;
+  }
+  wake_writer();
+}
+
+bool Collector::begin_capture() noexcept {
+  if (capture_starts_.fetch_add(1) != 0) return false;
+  window_begin_.store(std::max(now(), config_.window_begin_ns()));
+  return true;
+}
+
+bool Collector::end_capture() noexcept {
+  if (capture_starts_.load() == 0 || capture_stops_.fetch_add(1) != 0) return false;
+  window_end_.store(std::min(now(), config_.window_end_ns()));
+  return true;
 }
 
 void Collector::start_writer() noexcept {
@@ -415,7 +470,7 @@ void Collector::mark(uint32_t domain_id, const EventAttributes& attrs, BoundedTe
   try {
     std::lock_guard lock(buffer->mutex);
     if (text.truncated) ++buffer->counters.messages_truncated;
-    if (time < window_begin_ || time >= window_end_) {
+    if (time < window_begin() || time >= window_end()) {
       ++buffer->counters.events_outside_window;
       return;
     }
@@ -607,9 +662,11 @@ void Collector::writer_main() noexcept {
     if (stop_writer_.load()) break;
 
     ChunkList chunks;
+    GpuBatchList gpu_batches;
     {
       std::lock_guard lock(queue_mutex_);
       chunks.swap(queue_);
+      gpu_batches.swap(gpu_queue_);
     }
     const int64_t time = now();
     if (time - last_sweep >= kWriterTickNs) {
@@ -619,7 +676,7 @@ void Collector::writer_main() noexcept {
       } catch (...) {
       }
     }
-    write_batch(std::move(chunks));
+    write_batch(std::move(chunks), std::move(gpu_batches));
   }
   {
     std::lock_guard lock(lifecycle_mutex_);
@@ -696,7 +753,7 @@ Collector::ChunkList Collector::collect_idle_chunks(int64_t now) {
   return chunks;
 }
 
-void Collector::write_batch(ChunkList chunks) noexcept {
+void Collector::write_batch(ChunkList chunks, GpuBatchList gpu_batches) noexcept {
   try {
     EventChunk metadata;
     metadata_.take_unwritten(metadata);
@@ -734,12 +791,52 @@ void Collector::write_batch(ChunkList chunks) noexcept {
       metadata.clear();
       strings.clear();
     } while (next < chunks.size());
+    // One transaction per CUPTI buffer (tens of thousands of rows at most). Kernel names were
+    // interned before their batch was queued, so the strings written above cover them.
+    for (const auto& batch : gpu_batches) {
+      std::lock_guard busy(writer_busy_);
+      CollectorStats written;
+      const bool ok = db_ && db_->begin() &&
+                      write_gpu_batches_locked(std::span(&batch, 1), written) && db_->commit();
+      if (ok) {
+        add_gpu_written(gpu_written_, written);
+      } else {
+        if (db_) {
+          db_error_ = db_->last_error();
+          db_->rollback();
+        }
+        ++write_errors_;
+        gpu_rows_lost_in_writes_ += batch->rows();
+      }
+    }
   } catch (...) {
   }
   for (auto& chunk : chunks) {
     queued_bytes_.fetch_sub(chunk->accounted_bytes, std::memory_order_relaxed);
     recycle_chunk(std::move(chunk));
   }
+  release_gpu_batches(gpu_batches);
+}
+
+bool Collector::write_gpu_batches_locked(std::span<const std::unique_ptr<GpuBatch>> batches,
+                                         CollectorStats& written) noexcept {
+  for (const auto& batch : batches) {
+    if (!db_->write_gpu_batch(*batch)) return false;
+    written.kernels_written += batch->kernels.size();
+    written.api_calls_written += batch->api_calls.size();
+    written.memcpys_written += batch->memcpys.size();
+    written.memsets_written += batch->memsets.size();
+    written.syncs_written += batch->syncs.size();
+    written.gpus_written += batch->gpus.size();
+  }
+  return true;
+}
+
+void Collector::release_gpu_batches(GpuBatchList& batches) noexcept {
+  for (auto& batch : batches) {
+    if (batch) queued_bytes_.fetch_sub(batch->bytes(), std::memory_order_relaxed);
+  }
+  batches.clear();
 }
 
 bool Collector::write_chunks_locked(const ChunkList& chunks, const EventChunk* extra) noexcept {
@@ -838,6 +935,9 @@ int Collector::wait_until_finalized() noexcept {
 
 int Collector::write_final(FinalizeReason reason) noexcept {
   try {
+    // CUPTI's last buffers first (outside writer_busy_: they arrive through submit_gpu_batch).
+    GpuTraceSource* gpu_source = forked_child_ ? nullptr : gpu_source_.load();
+    if (gpu_source != nullptr) gpu_source->flush_for_exit();
     std::lock_guard busy(writer_busy_);
     if (forked_child_) {
       std::lock_guard lock(lifecycle_mutex_);
@@ -868,7 +968,7 @@ int Collector::write_final(FinalizeReason reason) noexcept {
         }
         buffer->for_each_open_range(
             [&](uint32_t domain_id, const OpenRange& range, std::string_view text) {
-              if (range.start >= window_end_) {
+              if (range.start >= window_end() || window_begin() == kNeverBegun) {
                 ++totals.events_outside_window;
                 return;
               }
@@ -890,15 +990,17 @@ int Collector::write_final(FinalizeReason reason) noexcept {
           "pending events are missing (pid %d)",
           skipped_buffers, static_cast<int>(pid_));
     }
+    GpuBatchList gpu_batches;
     {
       std::lock_guard lock(queue_mutex_);
       for (auto& chunk : queue_) chunks.push_back(std::move(chunk));
       queue_.clear();
+      gpu_batches.swap(gpu_queue_);
     }
     {
       std::lock_guard lock(start_end_mutex_);
       for (const auto& [range_id, range] : start_end_ranges_) {
-        if (range.start >= window_end_) {
+        if (range.start >= window_end() || window_begin() == kNeverBegun) {
           ++totals.events_outside_window;
           continue;
         }
@@ -949,17 +1051,32 @@ int Collector::write_final(FinalizeReason reason) noexcept {
     stats.marks_written = marks_written_ + tally.marks;
     stats.write_errors = write_errors_;
     stats.nvtx_inits = nvtx_inits_.load();
+    uint64_t gpu_rows = 0;
+    for (const auto& batch : gpu_batches) gpu_rows += batch->rows();
+    CollectorStats gpu_final;
+    if (gpu_source != nullptr) gpu_source->fill_stats(stats);
+    add_gpu_written(stats, gpu_written_);
+    stats.cupti_records_dropped += gpu_rows_lost_in_writes_;
+    stats.cupti_records_after_shutdown += gpu_records_after_shutdown_.load();
+    const MetadataRow cuda_trace =
+        gpu_source != nullptr
+            ? MetadataRow{std::string(nsys::kCudaTraceMetadata), gpu_source->status()}
+            : cuda_trace_not_started_row(config_);
 
     const MetadataRow finalized_by{"FINALIZED_BY", reason == FinalizeReason::kExit ? "exit"
                                                    : reason == FinalizeReason::kShutdownCall
                                                        ? "pyprof_collect_shutdown"
                                                        : signal_name(pending_signal_.load())};
-    const bool ok =
-        db_ && db_->begin() && db_->write_strings(strings) && db_->write_events(metadata) &&
-        write_chunks_locked(chunks, &unclosed) && db_->write_thread_names(thread_names) &&
-        db_->write_stats(stats.rows()) &&
-        db_->write_metadata(MetadataTable::kExport, {{export_time_row(realtime_ns())}}) &&
-        db_->write_metadata(MetadataTable::kCapture, {{finalized_by}}) && db_->commit();
+    // Rows of the final GPU batches are counted before they are written, so the stats row in
+    // the same transaction is right; a failed transaction rolls back both.
+    bool ok = db_ && db_->begin() && write_gpu_batches_locked(gpu_batches, gpu_final);
+    add_gpu_written(stats, gpu_final);
+    const MetadataRow capture_rows[] = {finalized_by, cuda_trace};
+    ok = ok && db_->write_strings(strings_.take_unwritten()) && db_->write_strings(strings) &&
+         db_->write_events(metadata) && write_chunks_locked(chunks, &unclosed) &&
+         db_->write_thread_names(thread_names) && db_->write_stats(stats.rows()) &&
+         db_->write_metadata(MetadataTable::kExport, {{export_time_row(realtime_ns())}}) &&
+         db_->write_metadata(MetadataTable::kCapture, capture_rows) && db_->commit();
     if (ok) {
       events_written_ = stats.events_written;
       ranges_written_ = stats.ranges_written;
@@ -973,10 +1090,18 @@ int Collector::write_final(FinalizeReason reason) noexcept {
       stats.events_written -= tally.events;
       stats.ranges_written -= tally.ranges;
       stats.marks_written -= tally.marks;
+      stats.cupti_records_dropped += gpu_rows;
+      stats.kernels_written -= gpu_final.kernels_written;
+      stats.api_calls_written -= gpu_final.api_calls_written;
+      stats.memcpys_written -= gpu_final.memcpys_written;
+      stats.memsets_written -= gpu_final.memsets_written;
+      stats.syncs_written -= gpu_final.syncs_written;
+      stats.gpus_written -= gpu_final.gpus_written;
     }
     for (auto& chunk : chunks) {
       queued_bytes_.fetch_sub(chunk->accounted_bytes, std::memory_order_relaxed);
     }
+    release_gpu_batches(gpu_batches);
     db_.reset();  // closes the database
     return ok ? 0 : -1;
   } catch (...) {
@@ -1007,6 +1132,36 @@ void Collector::print_summary(int result) noexcept {
         "WARNING: %llu events dropped: more than %s were waiting to be written (raise the "
         "limit with PYPROF_BUFFER_MB)",
         static_cast<unsigned long long>(stats.events_dropped), limit_text);
+  }
+  if (gpu_source_.load() != nullptr && !forked_child_) {
+    print_line("CUDA (pid %d): %llu kernels, %llu API calls, %llu copies, %llu memsets, %llu syncs",
+               static_cast<int>(pid_), static_cast<unsigned long long>(stats.kernels_written),
+               static_cast<unsigned long long>(stats.api_calls_written),
+               static_cast<unsigned long long>(stats.memcpys_written),
+               static_cast<unsigned long long>(stats.memsets_written),
+               static_cast<unsigned long long>(stats.syncs_written));
+  }
+  if (stats.cupti_records_dropped > 0) {
+    print_line(
+        "WARNING: %llu CUDA activity records were dropped (CUPTI's own buffers overflowed, more "
+        "than PYPROF_BUFFER_MB was waiting to be written, or a write failed); kernels are missing",
+        static_cast<unsigned long long>(stats.cupti_records_dropped));
+  }
+  if (stats.cupti_records_no_timestamp > 0) {
+    print_line("WARNING: %llu CUDA activity records had no timestamp and were left out",
+               static_cast<unsigned long long>(stats.cupti_records_no_timestamp));
+  }
+  if (stats.cupti_records_after_shutdown > 0) {
+    print_line("%llu CUDA activity records arrived after the database was closed (not written)",
+               static_cast<unsigned long long>(stats.cupti_records_after_shutdown));
+  }
+  if (config_.capture_range_cuda_profiler && capture_starts_.load() == 0) {
+    print_line(
+        "WARNING: --capture-range cudaProfilerApi, but the program never called "
+        "cudaProfilerStart() (torch.cuda.profiler.start()): nothing was recorded");
+  } else if (capture_starts_.load() > 1 || capture_stops_.load() > 1) {
+    print_line("only the first cudaProfilerStart()/Stop() pair was used (%d starts, %d stops)",
+               capture_starts_.load(), capture_stops_.load());
   }
   if (stats.messages_truncated > 0) {
     print_line(
@@ -1100,6 +1255,12 @@ void Collector::after_fork_in_child() noexcept {
     queue_.clear();
     for (auto& chunk : spare_chunks_) static_cast<void>(chunk.release());
     spare_chunks_.clear();
+    // CUDA does not survive fork(): no CUPTI buffers will come in the child.
+    for (auto& batch : gpu_queue_) static_cast<void>(batch.release());
+    gpu_queue_.clear();
+    gpu_written_ = {};
+    gpu_rows_lost_in_writes_ = 0;
+    gpu_records_after_shutdown_.store(0);
     queued_bytes_.store(0);
 
     // Start/end ranges opened by the forking thread continue in the child, as its own.

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -38,13 +39,48 @@ namespace pyprof::collect {
 // Returned by push/pop when the collector no longer tracks ranges (NVTX_NO_PUSH_POP_TRACKING).
 inline constexpr int kNoPushPopTracking = -2;
 
+// The CUDA side (cupti_tracer) as the collector sees it. Finalization flushes it before the
+// last write and asks it for its status and counters.
+class GpuTraceSource {
+ public:
+  virtual ~GpuTraceSource() = default;
+  // Hands over every record CUPTI still holds (through Collector::submit_gpu_batch) before
+  // returning. Called once, when finalization begins.
+  virtual void flush_for_exit() noexcept = 0;
+  // META_DATA_CAPTURE PYPROF_CUDA_TRACE: "on: ..." or a sentence saying why not.
+  virtual std::string status() const = 0;
+  // The cupti_records* counters.
+  virtual void fill_stats(CollectorStats& stats) const noexcept = 0;
+};
+
 class Collector {
  public:
   // The collector, or nullptr before the first InitializeInjectionNvtx2 call. It is never
   // destroyed: NVTX calls can still arrive from static destructors after finalization.
   static Collector* instance() noexcept { return instance_.load(std::memory_order_acquire); }
-  // Creates and starts the collector on the first call (thread-safe); counts every call.
+  // Creates and starts the collector on the first call (thread-safe).
   static Collector* initialize() noexcept;
+  void count_nvtx_init() noexcept { nvtx_inits_.fetch_add(1, std::memory_order_relaxed); }
+
+  // ---- GPU activity (cupti_tracer). ----
+  const CollectorConfig& config() const noexcept { return config_; }
+  pid_t pid() const noexcept { return pid_; }
+  StringTable& strings() noexcept { return strings_; }
+  // The capture window in ns since the session start; moves with cudaProfilerStart/Stop.
+  int64_t window_begin() const noexcept { return window_begin_.load(std::memory_order_relaxed); }
+  int64_t window_end() const noexcept { return window_end_.load(std::memory_order_relaxed); }
+  // The CUDA tracer registers itself once; finalization flushes it and reports its counters.
+  void attach_gpu_trace(GpuTraceSource* source) noexcept;
+  // Whether `bytes` more of GPU records may be buffered without passing PYPROF_BUFFER_MB.
+  bool gpu_buffer_allowed(uint64_t bytes) const noexcept;
+  // Queues converted records for the writer. `records` counts the CUPTI records behind them,
+  // for the after-shutdown counter when the batch arrives too late.
+  void submit_gpu_batch(std::unique_ptr<GpuBatch> batch, uint64_t records) noexcept;
+  // --capture-range cudaProfilerApi: the first cudaProfilerStart() opens the window, the next
+  // cudaProfilerStop() closes it; later calls are counted and ignored. Returns whether the call
+  // changed the window.
+  bool begin_capture() noexcept;
+  bool end_capture() noexcept;
 
   // ---- NVTX entry points. noexcept: failures are counted, never thrown into the app. ----
   int push_range(uint32_t domain_id, const EventAttributes& attrs, BoundedText text) noexcept;
@@ -101,6 +137,7 @@ class Collector {
     bool exited = false;
   };
   using ChunkList = std::vector<std::unique_ptr<EventChunk>>;
+  using GpuBatchList = std::vector<std::unique_ptr<GpuBatch>>;
 
   Collector() = default;
   void start() noexcept;
@@ -111,7 +148,7 @@ class Collector {
   bool resume_in_child() noexcept;
   int64_t now() const noexcept;
   bool range_in_window(int64_t start, int64_t end) const noexcept {
-    return start < window_end_ && end >= window_begin_;
+    return start < window_end() && end >= window_begin();
   }
   void append_locked(ThreadBuffer& buffer, const CompletedEvent& event, std::string_view text,
                      int64_t now) noexcept;
@@ -127,7 +164,11 @@ class Collector {
   void writer_main() noexcept;
   void open_database_locked() noexcept;  // writer_busy_ held
   ChunkList collect_idle_chunks(int64_t now);
-  void write_batch(ChunkList chunks) noexcept;
+  void write_batch(ChunkList chunks, GpuBatchList gpu_batches) noexcept;
+  // writer_busy_ held; adds the rows written to `written` (the caller commits).
+  bool write_gpu_batches_locked(std::span<const std::unique_ptr<GpuBatch>> batches,
+                                CollectorStats& written) noexcept;
+  void release_gpu_batches(GpuBatchList& batches) noexcept;
   bool write_chunks_locked(const ChunkList& chunks, const EventChunk* extra) noexcept;
 
   // Finalization.
@@ -139,8 +180,11 @@ class Collector {
   static std::atomic<Collector*> instance_;
 
   CollectorConfig config_;
-  int64_t window_begin_ = 0;
-  int64_t window_end_ = 0;
+  // Relaxed atomics: read on every NVTX call, written only by begin/end_capture.
+  std::atomic<int64_t> window_begin_{0};
+  std::atomic<int64_t> window_end_{0};
+  std::atomic<int> capture_starts_{0};
+  std::atomic<int> capture_stops_{0};
   pid_t pid_ = 0;
   bool forked_child_ = false;
   std::atomic<int> phase_{kRecording};
@@ -156,6 +200,7 @@ class Collector {
 
   std::mutex queue_mutex_;
   ChunkList queue_;
+  GpuBatchList gpu_queue_;  // guarded by queue_mutex_; bytes counted in queued_bytes_
   std::atomic<uint64_t> queued_bytes_{0};  // chunks handed off and not yet written
   std::mutex spare_mutex_;
   ChunkList spare_chunks_;  // written chunks, recycled with their capacity
@@ -184,6 +229,10 @@ class Collector {
   uint64_t marks_written_ = 0;
   uint64_t events_lost_in_writes_ = 0;
   uint64_t write_errors_ = 0;
+  CollectorStats gpu_written_;  // only the *_written counters; guarded by writer_busy_
+  uint64_t gpu_rows_lost_in_writes_ = 0;
+  std::atomic<GpuTraceSource*> gpu_source_{nullptr};
+  std::atomic<uint64_t> gpu_records_after_shutdown_{0};
   ProcessInfo process_;
   CollectorStats final_stats_;
 

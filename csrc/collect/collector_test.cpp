@@ -606,9 +606,9 @@ TEST(CollectorLibrary, ExportsOnlyTheCApi) {
     if (!symbol.empty()) symbols.insert(symbol);
   }
   pclose(pipe);
-  EXPECT_EQ(symbols,
-            (std::set<std::string>{"InitializeInjectionNvtx2", "pyprof_collect_shutdown",
-                                   "pyprof_collect_output_path", "pyprof_collect_write_empty"}));
+  EXPECT_EQ(symbols, (std::set<std::string>{"InitializeInjectionNvtx2", "InitializeInjection",
+                                            "pyprof_collect_shutdown", "pyprof_collect_output_path",
+                                            "pyprof_collect_write_empty"}));
 }
 
 TEST(CollectorLibrary, WriteEmptyThroughTheCApi) {

@@ -98,6 +98,19 @@ CollectorConfig CollectorConfig::from_environment(int64_t now_mono_ns, int64_t n
   if (const std::optional<int64_t> seconds = env_non_negative("PYPROF_FINALIZE_TIMEOUT_S")) {
     config.finalize_timeout_ns = *seconds * kNanosPerSecond;
   }
+  if (const char* range = std::getenv("PYPROF_CAPTURE_RANGE"); range != nullptr && *range) {
+    if (std::strcmp(range, "cudaProfilerApi") == 0) {
+      config.capture_range_cuda_profiler = true;
+    } else if (std::strcmp(range, "none") != 0) {
+      print_line("ignoring PYPROF_CAPTURE_RANGE=%s (expected cudaProfilerApi or none)", range);
+    }
+  }
+  if (const char* trace = std::getenv("PYPROF_CUDA_TRACE"); trace != nullptr && *trace) {
+    config.cuda_trace = std::strcmp(trace, "0") != 0;
+  }
+  if (const char* library = std::getenv("PYPROF_CUPTI_LIBRARY"); library != nullptr && *library) {
+    config.cupti_library = library;
+  }
   return config;
 }
 

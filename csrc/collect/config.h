@@ -32,6 +32,13 @@ struct CollectorConfig {
   uint64_t buffer_limit_bytes = uint64_t{1024} << 20;
   // PYPROF_FINALIZE_TIMEOUT_S (default 120): how long exit waits for the writer to drain.
   int64_t finalize_timeout_ns = int64_t{120} * 1'000'000'000;
+  // PYPROF_CAPTURE_RANGE=cudaProfilerApi: record only between the first cudaProfilerStart()
+  // and the following cudaProfilerStop() (inside the delay/duration window, if any).
+  bool capture_range_cuda_profiler = false;
+  // PYPROF_CUDA_TRACE=0: never start CUPTI, even when CUDA calls InitializeInjection.
+  bool cuda_trace = true;
+  // PYPROF_CUPTI_LIBRARY: the libcupti to load instead of searching for one.
+  std::optional<std::string> cupti_library;
 
   // Window [window_begin_ns, window_end_ns) in ns since session start; INT64_MIN/MAX if open.
   int64_t window_begin_ns() const;

@@ -1,9 +1,12 @@
-// Plain rows for the tables around NVTX_EVENTS, shared by the collector and SqliteWriter.
+// Plain rows for every table but NVTX_EVENTS, shared by the collector and SqliteWriter. The GPU
+// rows hold values already in Nsight Systems' conventions (ns relative to the session start,
+// nsys enum numbering, StringIds ids), so the writer only binds them.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace pyprof::collect {
 
@@ -37,6 +40,145 @@ struct MetadataRow {  // META_DATA_EXPORT / META_DATA_CAPTURE
 struct StatRow {  // PYPROF_COLLECTOR_STATS
   std::string name;
   int64_t value = 0;
+};
+
+// ---- GPU activity (CUPTI), one struct per CUPTI_ACTIVITY_KIND_* / TARGET_INFO_* table ----
+
+struct KernelRow {  // CUPTI_ACTIVITY_KIND_KERNEL
+  int64_t start = 0;
+  int64_t end = 0;
+  uint32_t device_id = 0;
+  uint32_t context_id = 0;
+  uint32_t stream_id = 0;
+  uint32_t correlation_id = 0;
+  uint64_t global_pid = 0;
+  uint64_t demangled_name = 0;  // StringIds ids
+  uint64_t short_name = 0;
+  uint64_t mangled_name = 0;
+  int32_t launch_type = 0;  // nsys ENUM_CUDA_KERNEL_LAUNCH_TYPE
+  int32_t cache_config = 0;
+  int32_t registers_per_thread = 0;
+  int32_t grid[3] = {0, 0, 0};
+  int32_t block[3] = {0, 0, 0};
+  int32_t static_shared_memory = 0;
+  int32_t dynamic_shared_memory = 0;
+  uint32_t local_memory_per_thread = 0;
+  uint64_t local_memory_total = 0;
+  int64_t grid_id = 0;
+  uint32_t shared_memory_executed = 0;
+  std::optional<uint64_t> graph_node_id;  // NULL unless launched from a CUDA graph
+  std::optional<uint32_t> graph_id;
+  int32_t shared_memory_limit_config = 0;
+};
+
+struct ApiRow {  // CUPTI_ACTIVITY_KIND_RUNTIME (runtime and driver calls)
+  int64_t start = 0;
+  int64_t end = 0;
+  int32_t event_class = 0;  // 0 CUDA runtime, 1 CUDA driver (ENUM_NSYS_EVENT_CLASS)
+  uint64_t global_tid = 0;
+  uint32_t correlation_id = 0;
+  uint64_t name_id = 0;  // StringIds: "cudaLaunchKernel_v7000"
+  uint32_t return_value = 0;
+};
+
+struct MemcpyRow {  // CUPTI_ACTIVITY_KIND_MEMCPY (peer copies included)
+  int64_t start = 0;
+  int64_t end = 0;
+  uint32_t device_id = 0;
+  uint32_t context_id = 0;
+  uint32_t stream_id = 0;
+  uint32_t correlation_id = 0;
+  uint64_t global_pid = 0;
+  uint64_t bytes = 0;
+  int32_t copy_kind = 0;  // ENUM_CUDA_MEMCPY_OPER
+  int32_t src_kind = 0;   // ENUM_CUDA_MEM_KIND (nsys numbering)
+  int32_t dst_kind = 0;
+  std::optional<uint32_t> src_device_id;  // peer copies only
+  std::optional<uint32_t> src_context_id;
+  std::optional<uint32_t> dst_device_id;
+  std::optional<uint32_t> dst_context_id;
+  std::optional<uint64_t> graph_node_id;
+};
+
+struct MemsetRow {  // CUPTI_ACTIVITY_KIND_MEMSET
+  int64_t start = 0;
+  int64_t end = 0;
+  uint32_t device_id = 0;
+  uint32_t context_id = 0;
+  uint32_t stream_id = 0;
+  uint32_t correlation_id = 0;
+  uint64_t global_pid = 0;
+  uint32_t value = 0;
+  uint64_t bytes = 0;
+  int32_t mem_kind = 0;  // ENUM_CUDA_MEM_KIND
+  std::optional<uint64_t> graph_node_id;
+};
+
+struct SyncRow {  // CUPTI_ACTIVITY_KIND_SYNCHRONIZATION
+  int64_t start = 0;
+  int64_t end = 0;
+  std::optional<uint32_t> device_id;  // from the context's CONTEXT record, when seen
+  uint32_t context_id = 0;
+  uint32_t stream_id = 0;  // 4294967295 for context-wide syncs
+  uint32_t correlation_id = 0;
+  uint64_t global_pid = 0;
+  int32_t sync_type = 0;  // ENUM_CUPTI_SYNC_TYPE
+  uint32_t event_id = 0;  // 4294967295 when no event is involved
+};
+
+struct ExternalCorrelationRow {  // CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION (nvprof's columns)
+  int32_t external_kind = 0;
+  uint64_t external_id = 0;
+  uint32_t correlation_id = 0;
+};
+
+struct GpuInfoRow {  // TARGET_INFO_GPU (one physical GPU) + TARGET_INFO_CUDA_DEVICE (its ordinal)
+  uint32_t id = 0;   // CUDA device ordinal in this process (= kernel deviceId)
+  std::string name;
+  std::string uuid;               // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+  uint64_t total_memory = 0;      // bytes
+  uint64_t memory_bandwidth = 0;  // bytes/s
+  uint64_t clock_rate = 0;        // Hz
+  uint32_t sm_count = 0;
+  uint32_t compute_major = 0;
+  uint32_t compute_minor = 0;
+  uint32_t l2_cache_size = 0;
+  uint32_t threads_per_warp = 0;
+  uint32_t max_warps_per_sm = 0;
+  uint32_t max_blocks_per_sm = 0;
+  uint32_t max_threads_per_block = 0;
+  uint32_t max_registers_per_sm = 0;
+  uint32_t max_registers_per_block = 0;
+  uint32_t max_shmem_per_sm = 0;
+  uint32_t max_shmem_per_block = 0;
+  uint32_t max_block_dim[3] = {0, 0, 0};
+  uint32_t max_grid_dim[3] = {0, 0, 0};
+  uint32_t memcpy_engines = 0;
+  int64_t pid = 0;  // for TARGET_INFO_CUDA_DEVICE
+};
+
+// What one CUPTI buffer turned into. The collector queues it to the writer as one unit.
+struct GpuBatch {
+  std::vector<KernelRow> kernels;
+  std::vector<ApiRow> api_calls;
+  std::vector<MemcpyRow> memcpys;
+  std::vector<MemsetRow> memsets;
+  std::vector<SyncRow> syncs;
+  std::vector<ExternalCorrelationRow> external_correlations;
+  std::vector<GpuInfoRow> gpus;
+
+  size_t rows() const {
+    return kernels.size() + api_calls.size() + memcpys.size() + memsets.size() + syncs.size() +
+           external_correlations.size() + gpus.size();
+  }
+  // Memory held, for the collector's buffer limit.
+  size_t bytes() const {
+    return kernels.capacity() * sizeof(KernelRow) + api_calls.capacity() * sizeof(ApiRow) +
+           memcpys.capacity() * sizeof(MemcpyRow) + memsets.capacity() * sizeof(MemsetRow) +
+           syncs.capacity() * sizeof(SyncRow) +
+           external_correlations.capacity() * sizeof(ExternalCorrelationRow) +
+           gpus.capacity() * sizeof(GpuInfoRow);
+  }
 };
 
 }  // namespace pyprof::collect

@@ -406,7 +406,9 @@ extern "C" int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_tabl
         callbacks->GetModuleFunctionTable == nullptr) {
       return 0;  // nothing initialised yet, so NVTX may unload us
     }
-    if (Collector::initialize() == nullptr) return 0;
+    Collector* collector = Collector::initialize();
+    if (collector == nullptr) return 0;
+    collector->count_nvtx_init();
     fill_tables(*callbacks);
     const auto* version =
         static_cast<const NvtxExportTableVersionInfo*>(get_export_table(NVTX_ETID_VERSIONINFO));

@@ -2,7 +2,8 @@
  *
  * Loaded by NVTX3 through NVTX_INJECTION64_PATH (the way Nsight Systems loads its own). Records
  * NVTX ranges, marks, domains, registered strings, category and thread names into an SQLite
- * file laid out like an Nsight Systems export.
+ * file laid out like an Nsight Systems export; loaded by the CUDA driver through
+ * CUDA_INJECTION64_PATH, it adds CUDA activity from CUPTI (see InitializeInjection).
  *
  * Environment (read once, at the first InitializeInjectionNvtx2 call):
  *   PYPROF_OUTPUT                   output base path without extension (default "pyprof_report")
@@ -37,6 +38,17 @@ typedef const void* (*pyprof_nvtx_get_export_table_t)(uint32_t export_table_id);
  * once with its own function tables; all calls share one collector. Returns 1 (success), or 0
  * if the export table is unusable. */
 PYPROF_COLLECT_API int InitializeInjectionNvtx2(pyprof_nvtx_get_export_table_t get_export_table);
+
+/* CUDA driver injection entry point (CUDA_INJECTION64_PATH, set by the launcher): cuInit calls
+ * it once per process. Starts the CUPTI Activity API trace of kernels, runtime/driver calls,
+ * copies, memsets, synchronizations and device facts into the same database, when a CUDA 13
+ * libcupti can be loaded and no other CUPTI client (torch.profiler, Nsight) holds it. Environment:
+ *   PYPROF_CUDA_TRACE=0             do not start CUPTI
+ *   PYPROF_CUPTI_LIBRARY            the libcupti to load (default: search libcupti.so.13)
+ *   PYPROF_CAPTURE_RANGE=cudaProfilerApi  record (NVTX too) only between the first
+ *                                   cudaProfilerStart() and the next cudaProfilerStop()
+ * Always returns 1: CUDA initialisation must not fail because of the profiler. */
+PYPROF_COLLECT_API int InitializeInjection(void);
 
 /* Flushes everything, writes statistics and metadata and closes the database now; later NVTX
  * calls are only counted. Idempotent; safe from any thread. Call it before os._exit().

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 
@@ -62,6 +63,18 @@ std::vector<StatRow> CollectorStats::rows() const {
       row("marks_written", marks_written),
       row("write_errors", write_errors),
       row("nvtx_inits", nvtx_inits),
+      row("cupti_records", cupti_records),
+      row("cupti_records_dropped", cupti_records_dropped),
+      row("cupti_records_no_timestamp", cupti_records_no_timestamp),
+      row("cupti_records_outside_window", cupti_records_outside_window),
+      row("cupti_records_after_shutdown", cupti_records_after_shutdown),
+      row("cupti_records_ignored", cupti_records_ignored),
+      row("kernels_written", kernels_written),
+      row("api_calls_written", api_calls_written),
+      row("memcpys_written", memcpys_written),
+      row("memsets_written", memsets_written),
+      row("syncs_written", syncs_written),
+      row("gpus_written", gpus_written),
   };
 }
 
@@ -113,7 +126,21 @@ std::vector<MetadataRow> capture_metadata(const CollectorConfig& config, const P
   rows.push_back({"BUFFER_LIMIT_BYTES", std::to_string(config.buffer_limit_bytes)});
   rows.push_back({"SESSION_START_MONO_NS", std::to_string(config.session_start_mono_ns)});
   rows.push_back({"SESSION_START_UTC_NS", std::to_string(config.session_start_utc_ns)});
+  rows.push_back(
+      {"CAPTURE_RANGE", config.capture_range_cuda_profiler ? "cudaProfilerApi" : "none"});
   return rows;
+}
+
+MetadataRow cuda_trace_not_started_row(const CollectorConfig& config) {
+  std::string why;
+  if (!config.cuda_trace) {
+    why = "off: disabled (--no-cuda-trace / PYPROF_CUDA_TRACE=0)";
+  } else if (const char* path = std::getenv("CUDA_INJECTION64_PATH"); path == nullptr || !*path) {
+    why = "off: CUDA_INJECTION64_PATH was not set (run the program under `pyprof profile`)";
+  } else {
+    why = "off: the program never initialised CUDA";
+  }
+  return {std::string(nsys::kCudaTraceMetadata), why};
 }
 
 bool write_empty_database(const std::string& path, const char* note, std::string* error) {

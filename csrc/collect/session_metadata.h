@@ -31,6 +31,21 @@ struct CollectorStats {
   uint64_t marks_written = 0;          // eventType 34
   uint64_t write_errors = 0;           // failed SQLite batches
   uint64_t nvtx_inits = 0;             // InitializeInjectionNvtx2 calls (one per NVTX user .so)
+  // CUDA activity (CUPTI). Every record CUPTI handed over is written, or counted in exactly one
+  // of the other cupti_records_* counters.
+  uint64_t cupti_records = 0;                 // records received from CUPTI
+  uint64_t cupti_records_dropped = 0;         // lost inside CUPTI (cuptiActivityGetNumDropped...)
+                                              // or refused by the buffer limit / failed writes
+  uint64_t cupti_records_no_timestamp = 0;    // start = end = 0: CUPTI could not time them
+  uint64_t cupti_records_outside_window = 0;  // outside the delay/duration/capture range
+  uint64_t cupti_records_after_shutdown = 0;  // delivered after finalization began
+  uint64_t cupti_records_ignored = 0;         // kinds pyprof does not store
+  uint64_t kernels_written = 0;
+  uint64_t api_calls_written = 0;  // runtime + driver
+  uint64_t memcpys_written = 0;
+  uint64_t memsets_written = 0;
+  uint64_t syncs_written = 0;
+  uint64_t gpus_written = 0;
 
   std::vector<StatRow> rows() const;
 };
@@ -47,6 +62,8 @@ MetadataRow export_time_row(int64_t utc_ns);  // EXPORT_TIME_UTC, written at fin
 // Capture options; `process` is null for files written on behalf of another process.
 std::vector<MetadataRow> capture_metadata(const CollectorConfig& config, const ProcessInfo* process,
                                           const std::string& output_path);
+// PYPROF_CUDA_TRACE for a process in which CUDA never called InitializeInjection.
+MetadataRow cuda_trace_not_started_row(const CollectorConfig& config);
 
 // Writes the schema, metadata and all-zero stats into a new file at `path` (never overwrites),
 // plus META_DATA_CAPTURE PYPROF_NOTE=note. Returns false and sets *error on failure.

@@ -1,5 +1,7 @@
 #include "sqlite_writer.h"
 
+#include <deque>
+#include <optional>
 #include <string>
 
 #include "common/nsys_schema.h"
@@ -69,6 +71,137 @@ CREATE TABLE IF NOT EXISTS ENUM_NSYS_EVENT_TYPE (
 CREATE TABLE IF NOT EXISTS PYPROF_COLLECTOR_STATS (
     name                TEXT      NOT NULL   PRIMARY KEY,
     value               INTEGER
+);
+)sql";
+
+// GPU tables (trace-formats.md §1.3, §7): nsys column names and order, minus the columns CUPTI
+// cannot fill (greenContextId, deprecatedSrcId, migrationCause, virtualAddress, callchainId).
+constexpr const char* kGpuSchema = R"sql(
+CREATE TABLE IF NOT EXISTS CUPTI_ACTIVITY_KIND_KERNEL (
+    start                       INTEGER   NOT NULL,
+    end                         INTEGER   NOT NULL,
+    deviceId                    INTEGER   NOT NULL,
+    contextId                   INTEGER   NOT NULL,
+    streamId                    INTEGER   NOT NULL,
+    correlationId               INTEGER,
+    globalPid                   INTEGER,
+    demangledName               INTEGER   NOT NULL,
+    shortName                   INTEGER   NOT NULL,
+    mangledName                 INTEGER,
+    launchType                  INTEGER,
+    cacheConfig                 INTEGER,
+    registersPerThread          INTEGER   NOT NULL,
+    gridX                       INTEGER   NOT NULL,
+    gridY                       INTEGER   NOT NULL,
+    gridZ                       INTEGER   NOT NULL,
+    blockX                      INTEGER   NOT NULL,
+    blockY                      INTEGER   NOT NULL,
+    blockZ                      INTEGER   NOT NULL,
+    staticSharedMemory          INTEGER   NOT NULL,
+    dynamicSharedMemory         INTEGER   NOT NULL,
+    localMemoryPerThread        INTEGER   NOT NULL,
+    localMemoryTotal            INTEGER   NOT NULL,
+    gridId                      INTEGER   NOT NULL,
+    sharedMemoryExecuted        INTEGER,
+    graphNodeId                 INTEGER,
+    sharedMemoryLimitConfig     INTEGER,
+    graphId                     INTEGER
+);
+CREATE TABLE IF NOT EXISTS CUPTI_ACTIVITY_KIND_RUNTIME (
+    start                       INTEGER   NOT NULL,
+    end                         INTEGER   NOT NULL,
+    eventClass                  INTEGER   NOT NULL,
+    globalTid                   INTEGER,
+    correlationId               INTEGER,
+    nameId                      INTEGER   NOT NULL,
+    returnValue                 INTEGER   NOT NULL
+);
+CREATE TABLE IF NOT EXISTS CUPTI_ACTIVITY_KIND_MEMCPY (
+    start                       INTEGER   NOT NULL,
+    end                         INTEGER   NOT NULL,
+    deviceId                    INTEGER   NOT NULL,
+    contextId                   INTEGER   NOT NULL,
+    streamId                    INTEGER   NOT NULL,
+    correlationId               INTEGER,
+    globalPid                   INTEGER,
+    bytes                       INTEGER   NOT NULL,
+    copyKind                    INTEGER   NOT NULL,
+    srcKind                     INTEGER,
+    dstKind                     INTEGER,
+    srcDeviceId                 INTEGER,
+    srcContextId                INTEGER,
+    dstDeviceId                 INTEGER,
+    dstContextId                INTEGER,
+    graphNodeId                 INTEGER
+);
+CREATE TABLE IF NOT EXISTS CUPTI_ACTIVITY_KIND_MEMSET (
+    start                       INTEGER   NOT NULL,
+    end                         INTEGER   NOT NULL,
+    deviceId                    INTEGER   NOT NULL,
+    contextId                   INTEGER   NOT NULL,
+    streamId                    INTEGER   NOT NULL,
+    correlationId               INTEGER,
+    globalPid                   INTEGER,
+    value                       INTEGER   NOT NULL,
+    bytes                       INTEGER   NOT NULL,
+    graphNodeId                 INTEGER,
+    memKind                     INTEGER
+);
+CREATE TABLE IF NOT EXISTS CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (
+    start                       INTEGER   NOT NULL,
+    end                         INTEGER   NOT NULL,
+    deviceId                    INTEGER,
+    contextId                   INTEGER   NOT NULL,
+    streamId                    INTEGER   NOT NULL,
+    correlationId               INTEGER,
+    globalPid                   INTEGER,
+    syncType                    INTEGER   NOT NULL,
+    eventId                     INTEGER   NOT NULL
+);
+CREATE TABLE IF NOT EXISTS CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION (
+    externalKind                INTEGER   NOT NULL,
+    externalId                  INTEGER   NOT NULL,
+    correlationId               INTEGER   NOT NULL
+);
+CREATE TABLE IF NOT EXISTS TARGET_INFO_GPU (
+    vmId                        INTEGER   NOT NULL,
+    id                          INTEGER   NOT NULL,
+    name                        TEXT,
+    busLocation                 TEXT,
+    isDiscrete                  INTEGER,
+    l2CacheSize                 INTEGER,
+    totalMemory                 INTEGER,
+    memoryBandwidth             INTEGER,
+    clockRate                   INTEGER,
+    smCount                     INTEGER,
+    uuid                        TEXT,
+    cuDevice                    INTEGER,
+    maxRegistersPerBlock        INTEGER,
+    maxShmemPerBlock            INTEGER,
+    maxShmemPerSm               INTEGER,
+    maxRegistersPerSm           INTEGER,
+    threadsPerWarp              INTEGER,
+    asyncEngines                INTEGER,
+    maxWarpsPerSm               INTEGER,
+    maxBlocksPerSm              INTEGER,
+    maxThreadsPerBlock          INTEGER,
+    maxBlockDimX                INTEGER,
+    maxBlockDimY                INTEGER,
+    maxBlockDimZ                INTEGER,
+    maxGridDimX                 INTEGER,
+    maxGridDimY                 INTEGER,
+    maxGridDimZ                 INTEGER,
+    computeMajor                INTEGER,
+    computeMinor                INTEGER,
+    smMajor                     INTEGER,
+    smMinor                     INTEGER
+);
+CREATE TABLE IF NOT EXISTS TARGET_INFO_CUDA_DEVICE (
+    gpuId                       INTEGER   NOT NULL,
+    cudaId                      INTEGER   NOT NULL,
+    pid                         INTEGER   NOT NULL,
+    uuid                        TEXT,
+    numMultiprocessors          INTEGER
 );
 )sql";
 
@@ -181,6 +314,7 @@ SqliteWriter::~SqliteWriter() {
 
 void SqliteWriter::abandon() noexcept {
   db_ = nullptr;
+  for (sqlite3_stmt*& statement : gpu_statements_) statement = nullptr;
   insert_event_ = insert_string_ = insert_thread_name_ = insert_process_ = nullptr;
   insert_session_start_ = insert_export_meta_ = insert_capture_meta_ = upsert_stat_ = nullptr;
 }
@@ -191,6 +325,7 @@ void SqliteWriter::finalize_statements() noexcept {
         insert_export_meta_, insert_capture_meta_, upsert_stat_}) {
     sqlite3_finalize(statement);  // NULL is a no-op
   }
+  for (sqlite3_stmt* statement : gpu_statements_) sqlite3_finalize(statement);
 }
 
 bool SqliteWriter::fail(const char* what) {
@@ -361,6 +496,188 @@ bool SqliteWriter::write_metadata(MetadataTable table, std::span<const MetadataR
     const int rc = sqlite3_step(s);
     sqlite3_reset(s);
     if (rc != SQLITE_DONE) return fail("META_DATA");
+  }
+  return true;
+}
+
+namespace {
+
+// Binds one row's values to consecutive parameters.
+class RowBinder {
+ public:
+  explicit RowBinder(sqlite3_stmt* statement) : statement_(statement) {}
+  RowBinder& integer(int64_t value) {
+    sqlite3_bind_int64(statement_, next_++, value);
+    return *this;
+  }
+  RowBinder& null() {
+    sqlite3_bind_null(statement_, next_++);
+    return *this;
+  }
+  template <typename T>
+  RowBinder& optional(const std::optional<T>& value) {
+    if (value) return integer(static_cast<int64_t>(*value));
+    sqlite3_bind_null(statement_, next_++);
+    return *this;
+  }
+  // Each text parameter keeps its own repaired copy alive until step().
+  RowBinder& text(std::string_view value) {
+    bind_text(statement_, next_++, value, scratch_.emplace_back());
+    return *this;
+  }
+  bool step() {
+    const int rc = sqlite3_step(statement_);
+    sqlite3_reset(statement_);
+    return rc == SQLITE_DONE;
+  }
+
+ private:
+  sqlite3_stmt* statement_;
+  int next_ = 1;
+  std::deque<std::string> scratch_;  // stable addresses: SQLite reads them at step()
+};
+
+}  // namespace
+
+bool SqliteWriter::create_gpu_tables() {
+  if (gpu_tables_ready_) return true;
+  if (!exec(kGpuSchema)) return false;
+  sqlite3_stmt* insert_enum = nullptr;
+  for (const nsys::EnumTable& table : nsys::kCudaEnumTables) {
+    const std::string name(table.name);
+    const std::string sql = "CREATE TABLE IF NOT EXISTS " + name +
+                            " (id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT); "
+                            "DELETE FROM " +
+                            name + ";";
+    if (!exec(sql.c_str())) return false;
+    const std::string insert = "INSERT INTO " + name + " VALUES (?1, ?2, ?3)";
+    if (sqlite3_prepare_v2(db_, insert.c_str(), -1, &insert_enum, nullptr) != SQLITE_OK) {
+      return fail(table.name.data());
+    }
+    bool ok = true;
+    for (size_t i = 0; ok && i < table.count; ++i) {
+      const nsys::EnumRow& row = table.rows[i];
+      ok = RowBinder(insert_enum).integer(row.id).text(row.name).text(row.label).step();
+    }
+    sqlite3_finalize(insert_enum);
+    if (!ok) return fail(table.name.data());
+  }
+  const char* const statements[kGpuStatementCount] = {
+      "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, streamId, "
+      "correlationId, globalPid, demangledName, shortName, mangledName, launchType, cacheConfig, "
+      "registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, staticSharedMemory, "
+      "dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId, sharedMemoryExecuted, "
+      "graphNodeId, sharedMemoryLimitConfig, graphId) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+      "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, "
+      "?28)",
+      "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, "
+      "nameId, returnValue) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+      "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, streamId, "
+      "correlationId, globalPid, bytes, copyKind, srcKind, dstKind, srcDeviceId, srcContextId, "
+      "dstDeviceId, dstContextId, graphNodeId) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+      "?11, ?12, ?13, ?14, ?15, ?16)",
+      "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, end, deviceId, contextId, streamId, "
+      "correlationId, globalPid, value, bytes, graphNodeId, memKind) VALUES (?1, ?2, ?3, ?4, ?5, "
+      "?6, ?7, ?8, ?9, ?10, ?11)",
+      "INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start, end, deviceId, contextId, "
+      "streamId, correlationId, globalPid, syncType, eventId) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+      "?8, ?9)",
+      "INSERT INTO CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION (externalKind, externalId, "
+      "correlationId) VALUES (?1, ?2, ?3)",
+      "INSERT INTO TARGET_INFO_GPU (vmId, id, name, isDiscrete, l2CacheSize, "
+      "totalMemory, memoryBandwidth, clockRate, smCount, uuid, cuDevice, maxRegistersPerBlock, "
+      "maxShmemPerBlock, maxShmemPerSm, maxRegistersPerSm, threadsPerWarp, asyncEngines, "
+      "maxWarpsPerSm, maxBlocksPerSm, maxThreadsPerBlock, maxBlockDimX, maxBlockDimY, "
+      "maxBlockDimZ, maxGridDimX, maxGridDimY, maxGridDimZ, computeMajor, computeMinor, smMajor, "
+      "smMinor) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
+      "?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)",
+      "INSERT INTO TARGET_INFO_CUDA_DEVICE (gpuId, cudaId, pid, uuid, numMultiprocessors) VALUES "
+      "(?1, ?2, ?3, ?4, ?5)",
+  };
+  for (int i = 0; i < kGpuStatementCount; ++i) {
+    if (sqlite3_prepare_v2(db_, statements[i], -1, &gpu_statements_[i], nullptr) != SQLITE_OK) {
+      return fail(statements[i]);
+    }
+  }
+  gpu_tables_ready_ = true;
+  return true;
+}
+
+bool SqliteWriter::write_gpu_batch(const GpuBatch& batch) {
+  if (db_ == nullptr) return fail("GPU tables");
+  if (batch.rows() == 0) return true;
+  if (!create_gpu_tables()) return false;
+  for (const KernelRow& k : batch.kernels) {
+    RowBinder row(gpu_statements_[kInsertKernel]);
+    row.integer(k.start).integer(k.end).integer(k.device_id).integer(k.context_id);
+    row.integer(k.stream_id).integer(k.correlation_id).integer(static_cast<int64_t>(k.global_pid));
+    row.integer(static_cast<int64_t>(k.demangled_name)).integer(static_cast<int64_t>(k.short_name));
+    row.integer(static_cast<int64_t>(k.mangled_name)).integer(k.launch_type);
+    row.integer(k.cache_config).integer(k.registers_per_thread);
+    for (int32_t g : k.grid) row.integer(g);
+    for (int32_t b : k.block) row.integer(b);
+    row.integer(k.static_shared_memory).integer(k.dynamic_shared_memory);
+    row.integer(k.local_memory_per_thread).integer(static_cast<int64_t>(k.local_memory_total));
+    row.integer(k.grid_id).integer(k.shared_memory_executed).optional(k.graph_node_id);
+    row.integer(k.shared_memory_limit_config).optional(k.graph_id);
+    if (!row.step()) return fail("CUPTI_ACTIVITY_KIND_KERNEL");
+  }
+  for (const ApiRow& a : batch.api_calls) {
+    RowBinder row(gpu_statements_[kInsertApi]);
+    row.integer(a.start).integer(a.end).integer(a.event_class);
+    row.integer(static_cast<int64_t>(a.global_tid)).integer(a.correlation_id);
+    row.integer(static_cast<int64_t>(a.name_id)).integer(a.return_value);
+    if (!row.step()) return fail("CUPTI_ACTIVITY_KIND_RUNTIME");
+  }
+  for (const MemcpyRow& m : batch.memcpys) {
+    RowBinder row(gpu_statements_[kInsertMemcpy]);
+    row.integer(m.start).integer(m.end).integer(m.device_id).integer(m.context_id);
+    row.integer(m.stream_id).integer(m.correlation_id).integer(static_cast<int64_t>(m.global_pid));
+    row.integer(static_cast<int64_t>(m.bytes)).integer(m.copy_kind).integer(m.src_kind);
+    row.integer(m.dst_kind).optional(m.src_device_id).optional(m.src_context_id);
+    row.optional(m.dst_device_id).optional(m.dst_context_id).optional(m.graph_node_id);
+    if (!row.step()) return fail("CUPTI_ACTIVITY_KIND_MEMCPY");
+  }
+  for (const MemsetRow& m : batch.memsets) {
+    RowBinder row(gpu_statements_[kInsertMemset]);
+    row.integer(m.start).integer(m.end).integer(m.device_id).integer(m.context_id);
+    row.integer(m.stream_id).integer(m.correlation_id).integer(static_cast<int64_t>(m.global_pid));
+    row.integer(m.value).integer(static_cast<int64_t>(m.bytes)).optional(m.graph_node_id);
+    row.integer(m.mem_kind);
+    if (!row.step()) return fail("CUPTI_ACTIVITY_KIND_MEMSET");
+  }
+  for (const SyncRow& y : batch.syncs) {
+    RowBinder row(gpu_statements_[kInsertSync]);
+    row.integer(y.start).integer(y.end).optional(y.device_id).integer(y.context_id);
+    row.integer(y.stream_id).integer(y.correlation_id).integer(static_cast<int64_t>(y.global_pid));
+    row.integer(y.sync_type).integer(y.event_id);
+    if (!row.step()) return fail("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION");
+  }
+  for (const ExternalCorrelationRow& e : batch.external_correlations) {
+    RowBinder row(gpu_statements_[kInsertExternalCorrelation]);
+    row.integer(e.external_kind).integer(static_cast<int64_t>(e.external_id));
+    row.integer(e.correlation_id);
+    if (!row.step()) return fail("CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION");
+  }
+  for (const GpuInfoRow& g : batch.gpus) {
+    RowBinder row(gpu_statements_[kInsertGpu]);
+    row.integer(static_cast<int64_t>(nsys::kHardwareId << 48)).integer(g.id).text(g.name);
+    row.null().integer(g.l2_cache_size);  // isDiscrete: CUPTI's device record does not say
+    row.integer(static_cast<int64_t>(g.total_memory));
+    row.integer(static_cast<int64_t>(g.memory_bandwidth));
+    row.integer(static_cast<int64_t>(g.clock_rate)).integer(g.sm_count).text(g.uuid);
+    row.integer(g.id).integer(g.max_registers_per_block).integer(g.max_shmem_per_block);
+    row.integer(g.max_shmem_per_sm).integer(g.max_registers_per_sm).integer(g.threads_per_warp);
+    row.integer(g.memcpy_engines).integer(g.max_warps_per_sm).integer(g.max_blocks_per_sm);
+    row.integer(g.max_threads_per_block);
+    for (uint32_t d : g.max_block_dim) row.integer(d);
+    for (uint32_t d : g.max_grid_dim) row.integer(d);
+    row.integer(g.compute_major).integer(g.compute_minor);
+    row.integer(g.compute_major).integer(g.compute_minor);
+    if (!row.step()) return fail("TARGET_INFO_GPU");
+    RowBinder device(gpu_statements_[kInsertCudaDevice]);
+    device.integer(g.id).integer(g.id).integer(g.pid).text(g.uuid).integer(g.sm_count);
+    if (!device.step()) return fail("TARGET_INFO_CUDA_DEVICE");
   }
   return true;
 }

@@ -51,6 +51,10 @@ class SqliteWriter {
   bool write_metadata(MetadataTable table, std::span<const MetadataRow> rows);
   // PYPROF_COLLECTOR_STATS; a name written again replaces its value.
   bool write_stats(std::span<const StatRow> rows);
+  // The CUPTI_ACTIVITY_KIND_* and TARGET_INFO_GPU/CUDA_DEVICE rows of one batch. The GPU tables
+  // and the CUDA ENUM_* tables are created on first use, as nsys creates a table only when it
+  // has data: a CPU-only database has none of them.
+  bool write_gpu_batch(const GpuBatch& batch);
 
   const std::string& path() const { return path_; }
   const std::string& last_error() const { return last_error_; }
@@ -73,6 +77,21 @@ class SqliteWriter {
   sqlite3_stmt* insert_export_meta_ = nullptr;
   sqlite3_stmt* insert_capture_meta_ = nullptr;
   sqlite3_stmt* upsert_stat_ = nullptr;
+
+  bool create_gpu_tables();
+  enum GpuStatement {
+    kInsertKernel,
+    kInsertApi,
+    kInsertMemcpy,
+    kInsertMemset,
+    kInsertSync,
+    kInsertExternalCorrelation,
+    kInsertGpu,
+    kInsertCudaDevice,
+    kGpuStatementCount
+  };
+  bool gpu_tables_ready_ = false;
+  sqlite3_stmt* gpu_statements_[kGpuStatementCount] = {};
 };
 
 }  // namespace pyprof::collect

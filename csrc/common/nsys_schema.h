@@ -7,7 +7,9 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <string_view>
 
 namespace pyprof::nsys {
@@ -126,6 +128,105 @@ constexpr std::string_view payload_column(PayloadType type) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// CUDA enums in nsys' numbering (the ENUM_* rows below are copied from real exports; identical
+// from 2023.1 to 2026.1). Two differ from raw CUPTI values and must be translated when CUPTI
+// records are written: memory kinds (nsys = CUPTI - 1, CUPTI's 0 "unknown" becomes 7) and launch
+// types (nsys = CUPTI + 1, 0 is "unknown"). Memcpy kinds, sync types, cache and shared-memory
+// configs are the same numbers in both.
+// ---------------------------------------------------------------------------------------------
+inline constexpr int32_t kMemKindUnknown = 7;
+
+// CUpti_ActivityMemoryKind -> ENUM_CUDA_MEM_KIND.
+constexpr int32_t mem_kind_from_cupti(uint32_t cupti_kind) {
+  return cupti_kind >= 1 && cupti_kind <= 7 ? static_cast<int32_t>(cupti_kind) - 1
+                                            : kMemKindUnknown;
+}
+// CUpti_ActivityLaunchType -> ENUM_CUDA_KERNEL_LAUNCH_TYPE. CUPTI 3 (CBL command list) has no
+// nsys value and becomes 0, unknown.
+constexpr int32_t launch_type_from_cupti(uint32_t cupti_type) {
+  return cupti_type <= 2 ? static_cast<int32_t>(cupti_type) + 1 : 0;
+}
+static_assert(mem_kind_from_cupti(1) == 0 && mem_kind_from_cupti(3) == 2);  // pageable, device
+static_assert(mem_kind_from_cupti(0) == kMemKindUnknown && mem_kind_from_cupti(99) == 7);
+static_assert(launch_type_from_cupti(0) == 1 && launch_type_from_cupti(3) == 0);
+
+// CUPTI_ACTIVITY_KIND_RUNTIME.eventClass.
+inline constexpr int32_t kEventClassCudaRuntime = 0;
+inline constexpr int32_t kEventClassCudaDriver = 1;
+
+struct EnumTable {
+  std::string_view name;
+  const EnumRow* rows;
+  size_t count;
+};
+
+inline constexpr EnumRow kCudaMemKindRows[] = {
+    {0, "CUDA_MEMOPR_MEMORY_KIND_PAGEABLE", "Pageable"},
+    {1, "CUDA_MEMOPR_MEMORY_KIND_PINNED", "Pinned"},
+    {2, "CUDA_MEMOPR_MEMORY_KIND_DEVICE", "Device"},
+    {3, "CUDA_MEMOPR_MEMORY_KIND_ARRAY", "Array"},
+    {4, "CUDA_MEMOPR_MEMORY_KIND_MANAGED", "Managed"},
+    {5, "CUDA_MEMOPR_MEMORY_KIND_DEVICE_STATIC", "Device Static"},
+    {6, "CUDA_MEMOPR_MEMORY_KIND_MANAGED_STATIC", "Managed Static"},
+    {7, "CUDA_MEMOPR_MEMORY_KIND_UNKNOWN", "Unknown"},
+};
+inline constexpr EnumRow kCudaMemcpyOperRows[] = {
+    {0, "CUDA_MEMCPY_KIND_UNKNOWN", "Unknown"},
+    {1, "CUDA_MEMCPY_KIND_HTOD", "Host-to-Device"},
+    {2, "CUDA_MEMCPY_KIND_DTOH", "Device-to-Host"},
+    {3, "CUDA_MEMCPY_KIND_HTOA", "Host-to-Array"},
+    {4, "CUDA_MEMCPY_KIND_ATOH", "Array-to-Host"},
+    {5, "CUDA_MEMCPY_KIND_ATOA", "Array-to-Array"},
+    {6, "CUDA_MEMCPY_KIND_ATOD", "Array-to-Device"},
+    {7, "CUDA_MEMCPY_KIND_DTOA", "Device-to-Array"},
+    {8, "CUDA_MEMCPY_KIND_DTOD", "Device-to-Device"},
+    {9, "CUDA_MEMCPY_KIND_HTOH", "Host-to-Host"},
+    {10, "CUDA_MEMCPY_KIND_PTOP", "Peer-to-Peer"},
+    {11, "CUDA_MEMCPY_KIND_UVM_HTOD", "Unified Host-to-Device"},
+    {12, "CUDA_MEMCPY_KIND_UVM_DTOH", "Unified Device-to-Host"},
+    {13, "CUDA_MEMCPY_KIND_UVM_DTOD", "Unified Device-to-Device"},
+};
+inline constexpr EnumRow kCudaLaunchTypeRows[] = {
+    {0, "CUDA_KERNEL_LAUNCH_TYPE_UNKNOWN", "Unknown"},
+    {1, "CUDA_KERNEL_LAUNCH_TYPE_REGULAR", "Regular"},
+    {2, "CUDA_KERNEL_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE", "Coop Single Device"},
+    {3, "CUDA_KERNEL_LAUNCH_TYPE_COOPERATIVE_MULTI_DEVICE", "Coop Multi Device"},
+};
+inline constexpr EnumRow kCuptiSyncTypeRows[] = {
+    {0, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_UNKNOWN", "Unknown"},
+    {1, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE", "Event sync"},
+    {2, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT", "Stream wait sync"},
+    {3, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE", "Stream sync"},
+    {4, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE", "Context sync"},
+};
+inline constexpr EnumRow kEventClassRows[] = {
+    // the two classes pyprof writes
+    {0, "TRACE_PROCESS_EVENT_CUDA_RUNTIME", "CUDA runtime"},
+    {1, "TRACE_PROCESS_EVENT_CUDA_DRIVER", "CUDA driver"},
+};
+inline constexpr EnumRow kCudaFuncCacheConfigRows[] = {
+    {0, "CU_FUNC_CACHE_PREFER_NONE", "None"},
+    {1, "CU_FUNC_CACHE_PREFER_SHARED", "Shared"},
+    {2, "CU_FUNC_CACHE_PREFER_L1", "L1"},
+    {3, "CU_FUNC_CACHE_PREFER_EQUAL", "Equal"},
+};
+inline constexpr EnumRow kCudaSharedMemLimitRows[] = {
+    {0, "CUDA_SHARED_MEM_LIMIT_DEFAULT", "Default"},
+    {1, "CUDA_SHARED_MEM_LIMIT_OPTIN", "Opt in"},
+};
+// Every ENUM_* table besides ENUM_NSYS_EVENT_TYPE that a pyprof database carries.
+inline constexpr EnumTable kCudaEnumTables[] = {
+    {"ENUM_CUDA_MEM_KIND", kCudaMemKindRows, std::size(kCudaMemKindRows)},
+    {"ENUM_CUDA_MEMCPY_OPER", kCudaMemcpyOperRows, std::size(kCudaMemcpyOperRows)},
+    {"ENUM_CUDA_KERNEL_LAUNCH_TYPE", kCudaLaunchTypeRows, std::size(kCudaLaunchTypeRows)},
+    {"ENUM_CUPTI_SYNC_TYPE", kCuptiSyncTypeRows, std::size(kCuptiSyncTypeRows)},
+    {"ENUM_NSYS_EVENT_CLASS", kEventClassRows, std::size(kEventClassRows)},
+    {"ENUM_CUDA_FUNC_CACHE_CONFIG", kCudaFuncCacheConfigRows, std::size(kCudaFuncCacheConfigRows)},
+    {"ENUM_CUDA_SHARED_MEM_LIMIT_CONFIG", kCudaSharedMemLimitRows,
+     std::size(kCudaSharedMemLimitRows)},
+};
+
+// ---------------------------------------------------------------------------------------------
 // Table names written by pyprof's collector (nsys names, plus our own extension table).
 // ---------------------------------------------------------------------------------------------
 inline constexpr std::string_view kStringIdsTable = "StringIds";
@@ -137,6 +238,19 @@ inline constexpr std::string_view kMetaDataExportTable = "META_DATA_EXPORT";
 inline constexpr std::string_view kMetaDataCaptureTable = "META_DATA_CAPTURE";
 inline constexpr std::string_view kEventTypeEnumTable = "ENUM_NSYS_EVENT_TYPE";
 inline constexpr std::string_view kCollectorStatsTable = "PYPROF_COLLECTOR_STATS";  // not nsys
+inline constexpr std::string_view kKernelTable = "CUPTI_ACTIVITY_KIND_KERNEL";
+inline constexpr std::string_view kRuntimeTable = "CUPTI_ACTIVITY_KIND_RUNTIME";
+inline constexpr std::string_view kMemcpyTable = "CUPTI_ACTIVITY_KIND_MEMCPY";
+inline constexpr std::string_view kMemsetTable = "CUPTI_ACTIVITY_KIND_MEMSET";
+inline constexpr std::string_view kSyncTable = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
+// nvprof's name and columns; nsys has no table for external correlation records.
+inline constexpr std::string_view kExternalCorrelationTable =
+    "CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION";
+inline constexpr std::string_view kGpuInfoTable = "TARGET_INFO_GPU";
+inline constexpr std::string_view kCudaDeviceTable = "TARGET_INFO_CUDA_DEVICE";
+
+// META_DATA_CAPTURE row saying whether CUDA activity was recorded, and if not, why.
+inline constexpr std::string_view kCudaTraceMetadata = "PYPROF_CUDA_TRACE";
 
 // META_DATA_EXPORT values identifying a database written by pyprof (never pretend to be nsys).
 inline constexpr std::string_view kPyprofProductName = "pyprof";

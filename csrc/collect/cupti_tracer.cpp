@@ -1,0 +1,286 @@
+#include "cupti_tracer.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "clock.h"
+#include "diagnostics.h"
+
+namespace pyprof::collect {
+
+std::atomic<CuptiTracer*> CuptiTracer::instance_{nullptr};
+
+namespace {
+
+// One CUPTI buffer. Kineto uses 4 MiB too: about 20 000 kernel records.
+constexpr size_t kBufferBytes = size_t{4} << 20;
+constexpr size_t kBufferAlignment = 8;  // ACTIVITY_RECORD_ALIGNMENT
+
+// Enabled for the whole run, or only inside the cudaProfilerApi capture range.
+constexpr CUpti_ActivityKind kGpuKinds[] = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,  // not KERNEL: that one serialises kernels
+    CUPTI_ACTIVITY_KIND_RUNTIME,
+    CUPTI_ACTIVITY_KIND_DRIVER,
+    CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMCPY2,
+    CUPTI_ACTIVITY_KIND_MEMSET,
+    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+};
+// Always enabled: CUDA emits them once, at initialisation or context creation.
+constexpr CUpti_ActivityKind kDescriptionKinds[] = {
+    CUPTI_ACTIVITY_KIND_DEVICE,
+    CUPTI_ACTIVITY_KIND_CONTEXT,
+};
+
+// cudaProfilerStart() calls the driver's cuProfilerStart(): both callbacks fire. The runtime
+// one is authoritative while it runs on this thread.
+thread_local bool t_in_runtime_profiler_call = false;
+
+}  // namespace
+
+void CuptiTracer::start(Collector& collector) noexcept {
+  static std::once_flag once;
+  try {
+    std::call_once(once, [&collector] {
+      if (!collector.config().cuda_trace) return;  // PYPROF_CUDA_TRACE=0: status says so
+      auto* tracer = new CuptiTracer(collector);   // never deleted: CUPTI may call back late
+      instance_.store(tracer);
+      collector.attach_gpu_trace(tracer);
+      if (!tracer->attach())
+        print_line("CUDA kernels are not recorded: %s", tracer->status().c_str());
+    });
+  } catch (...) {
+  }
+}
+
+void CuptiTracer::set_status(std::string status) {
+  std::lock_guard lock(status_mutex_);
+  status_ = std::move(status);
+}
+
+std::string CuptiTracer::status() const {
+  std::lock_guard lock(status_mutex_);
+  return status_;
+}
+
+bool CuptiTracer::attach() {
+  std::string error;
+  api_ = load_cupti(collector_.config().cupti_library, &error);
+  if (!api_) {
+    set_status("off: " + error);
+    return false;
+  }
+  const CuptiApi& api = *api_;
+  const auto failed = [&](const char* call, CUptiResult result) {
+    set_status(std::string("off: ") + call + " failed with " + api.result_name(result) + " (" +
+               api.path + ")");
+    return false;
+  };
+
+  // The subscriber is the CUDA 13.0 lock on CUPTI: only one tool may hold it. If torch.profiler,
+  // Nsight Systems or Nsight Compute has it, enabling activity kinds would steal its buffers.
+  char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
+  CUptiResult result;
+  if (api.Subscribe_v2 != nullptr) {
+    CUpti_SubscriberParams params{};
+    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    params.subscriberName = "pyprof";
+    params.oldSubscriberName = other;
+    params.oldSubscriberSize = sizeof(other) - 1;
+    result = api.Subscribe_v2(&subscriber_, &CuptiTracer::api_callback, this, &params);
+  } else {
+    result = api.Subscribe(&subscriber_, &CuptiTracer::api_callback, this);
+  }
+  if (result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    const std::string holder = other[0] != '\0' ? other : "another tool";
+    set_status("off: CUPTI is already in use by " + holder +
+               " (CUDA 13.0 allows one CUPTI client per process); NVTX ranges were recorded, "
+               "CUDA kernels were not");
+    return false;
+  }
+  if (result != CUPTI_SUCCESS) return failed("cuptiSubscribe", result);
+
+  for (const auto& [domain, cbid] :
+       {std::pair{CUPTI_CB_DOMAIN_RUNTIME_API,
+                  CUpti_CallbackId{CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000}},
+        std::pair{CUPTI_CB_DOMAIN_RUNTIME_API,
+                  CUpti_CallbackId{CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000}},
+        std::pair{CUPTI_CB_DOMAIN_DRIVER_API,
+                  CUpti_CallbackId{CUPTI_DRIVER_TRACE_CBID_cuProfilerStart}},
+        std::pair{CUPTI_CB_DOMAIN_DRIVER_API,
+                  CUpti_CallbackId{CUPTI_DRIVER_TRACE_CBID_cuProfilerStop}}}) {
+    if ((result = api.EnableCallback(1, subscriber_, domain, cbid)) != CUPTI_SUCCESS) {
+      return failed("cuptiEnableCallback", result);
+    }
+  }
+  // OS thread ids (gettid), as NVTX_EVENTS.globalTid has them; CUPTI's default is pthread_self.
+  if ((result = api.SetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)) != CUPTI_SUCCESS) {
+    return failed("cuptiSetThreadIdType", result);
+  }
+  // Before any kind is enabled, so that every record uses the collector's clock.
+  if ((result = api.ActivityRegisterTimestampCallback(&CuptiTracer::timestamp)) != CUPTI_SUCCESS) {
+    return failed("cuptiActivityRegisterTimestampCallback", result);
+  }
+  if ((result = api.ActivityRegisterCallbacks(&CuptiTracer::buffer_requested,
+                                              &CuptiTracer::buffer_completed)) != CUPTI_SUCCESS) {
+    return failed("cuptiActivityRegisterCallbacks", result);
+  }
+  const CuptiApi* api_pointer = &*api_;
+  converter_ = std::make_unique<ActivityConverter>(
+      collector_.strings(),
+      [api_pointer](CUpti_CallbackDomain domain, uint32_t cbid) -> const char* {
+        const char* name = nullptr;
+        return api_pointer->GetCallbackName(domain, cbid, &name) == CUPTI_SUCCESS ? name : nullptr;
+      },
+      static_cast<uint32_t>(collector_.pid()));
+  for (const CUpti_ActivityKind kind : kDescriptionKinds) {
+    if ((result = api.ActivityEnable(kind)) != CUPTI_SUCCESS) {
+      return failed("cuptiActivityEnable", result);
+    }
+  }
+  attached_ = true;
+  if (!collector_.config().capture_range_cuda_profiler && !enable_gpu_kinds(true)) return false;
+  set_status("on: CUPTI API version " + std::to_string(api.version) + " (" + api.path + ")" +
+             (collector_.config().capture_range_cuda_profiler
+                  ? ", between cudaProfilerStart() and cudaProfilerStop()"
+                  : ""));
+  return true;
+}
+
+bool CuptiTracer::enable_gpu_kinds(bool enable) {
+  std::lock_guard lock(kinds_mutex_);
+  if (!attached_ || gpu_kinds_enabled_ == enable) return true;
+  for (const CUpti_ActivityKind kind : kGpuKinds) {
+    const CUptiResult result = enable ? api_->ActivityEnable(kind) : api_->ActivityDisable(kind);
+    if (result != CUPTI_SUCCESS) {
+      set_status(std::string("off: cuptiActivity") + (enable ? "Enable" : "Disable") + "(" +
+                 std::to_string(static_cast<int>(kind)) + ") failed with " +
+                 api_->result_name(result));
+      print_line("CUDA kernels are not recorded: %s", status().c_str());
+      return false;
+    }
+  }
+  gpu_kinds_enabled_ = enable;
+  return true;
+}
+
+void CuptiTracer::on_profiler_api(bool start_call, bool enter) {
+  // Start counts at the call's exit, stop at its entry: the window holds neither call.
+  if (start_call && !enter) {
+    if (collector_.begin_capture() && collector_.config().capture_range_cuda_profiler) {
+      enable_gpu_kinds(true);
+    }
+  } else if (!start_call && enter) {
+    if (collector_.end_capture() && collector_.config().capture_range_cuda_profiler) {
+      enable_gpu_kinds(false);
+    }
+  }
+}
+
+void CUPTIAPI CuptiTracer::api_callback(void* user, CUpti_CallbackDomain domain,
+                                        CUpti_CallbackId cbid, const void* data) {
+  auto* tracer = static_cast<CuptiTracer*>(user);
+  const auto* info = static_cast<const CUpti_CallbackData*>(data);
+  if (tracer == nullptr || info == nullptr) return;
+  const bool enter = info->callbackSite == CUPTI_API_ENTER;
+  bool start_call = false;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    if (cbid != CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 &&
+        cbid != CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000) {
+      return;
+    }
+    t_in_runtime_profiler_call = enter;
+    start_call = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000;
+  } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    if (t_in_runtime_profiler_call) return;
+    if (cbid != CUPTI_DRIVER_TRACE_CBID_cuProfilerStart &&
+        cbid != CUPTI_DRIVER_TRACE_CBID_cuProfilerStop) {
+      return;
+    }
+    start_call = cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
+  } else {
+    return;
+  }
+  try {
+    tracer->on_profiler_api(start_call, enter);
+  } catch (...) {
+  }
+}
+
+uint64_t CUPTIAPI CuptiTracer::timestamp() { return static_cast<uint64_t>(monotonic_ns()); }
+
+void CUPTIAPI CuptiTracer::buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = nullptr;
+  *size = 0;
+  *max_records = 0;
+  CuptiTracer* tracer = instance_.load();
+  if (tracer == nullptr) return;
+  // Refusing a buffer makes CUPTI drop records and count them (cuptiActivityGetNumDropped-
+  // Records): memory stays bounded and the loss is reported, never silent.
+  const uint64_t lent = tracer->outstanding_bytes_.load();
+  if (!tracer->collector_.gpu_buffer_allowed(lent + kBufferBytes)) return;
+  void* memory = std::aligned_alloc(kBufferAlignment, kBufferBytes);
+  if (memory == nullptr) return;
+  tracer->outstanding_bytes_.fetch_add(kBufferBytes);
+  *buffer = static_cast<uint8_t*>(memory);
+  *size = kBufferBytes;
+}
+
+void CUPTIAPI CuptiTracer::buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* buffer,
+                                            size_t size, size_t valid_size) {
+  CuptiTracer* tracer = instance_.load();
+  if (tracer != nullptr) {
+    try {
+      tracer->process_buffer(context, stream_id, buffer, valid_size);
+    } catch (...) {
+    }
+    if (buffer != nullptr) tracer->outstanding_bytes_.fetch_sub(size);
+  }
+  std::free(buffer);
+}
+
+void CuptiTracer::process_buffer(CUcontext context, uint32_t stream_id, uint8_t* buffer,
+                                 size_t valid_size) {
+  const CuptiApi& api = *api_;
+  if (buffer != nullptr && valid_size > 0) {
+    auto batch = std::make_unique<GpuBatch>();
+    ConversionCounters counters;
+    ConversionWindow window;
+    window.session_start_ns = collector_.config().session_start_mono_ns;
+    CUpti_Activity* record = nullptr;
+    for (;;) {
+      // Re-read per record: cudaProfilerStart/Stop may move the window while we convert.
+      window.begin = collector_.window_begin();
+      window.end = collector_.window_end();
+      if (api.ActivityGetNextRecord(buffer, valid_size, &record) != CUPTI_SUCCESS) break;
+      converter_->convert(*record, window, *batch, counters);
+    }
+    records_.fetch_add(counters.records);
+    no_timestamp_.fetch_add(counters.no_timestamp);
+    outside_window_.fetch_add(counters.outside_window);
+    ignored_.fetch_add(counters.ignored);
+    collector_.submit_gpu_batch(std::move(batch), counters.records);
+  }
+  size_t dropped = 0;
+  if (api.ActivityGetNumDroppedRecords(context, stream_id, &dropped) == CUPTI_SUCCESS) {
+    dropped_.fetch_add(dropped);
+  }
+}
+
+void CuptiTracer::flush_for_exit() noexcept {
+  if (!attached_ || flushed_.exchange(true)) return;
+  // FORCED also returns buffers that are not full yet; CUPTI calls buffer_completed for each
+  // before this returns. Kernels still running on the GPU have no record yet and are missed.
+  api_->ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
+
+void CuptiTracer::fill_stats(CollectorStats& stats) const noexcept {
+  stats.cupti_records += records_.load();
+  stats.cupti_records_dropped += dropped_.load();
+  stats.cupti_records_no_timestamp += no_timestamp_.load();
+  stats.cupti_records_outside_window += outside_window_.load();
+  stats.cupti_records_ignored += ignored_.load();
+}
+
+}  // namespace pyprof::collect

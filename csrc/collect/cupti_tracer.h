@@ -1,0 +1,71 @@
+// CUDA activity for the collector: kernels, runtime and driver calls, copies, memsets,
+// synchronizations and device facts, recorded through the CUPTI Activity API.
+//
+// Started by the CUDA driver itself: the launcher sets CUDA_INJECTION64_PATH to the collector,
+// and cuInit calls InitializeInjection (cuda_injection.cpp) before any CUDA work, so device
+// records and the first kernels are not missed. CUPTI then reports on the collector's clock
+// (timestamp callback) and with OS thread ids, so every launch call lands on the same globalTid
+// and time line as the NVTX op range around it. Without a GPU nothing here ever runs.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "collector.h"
+#include "cupti_api.h"
+#include "gpu_activity.h"
+
+namespace pyprof::collect {
+
+class CuptiTracer final : public GpuTraceSource {
+ public:
+  // Starts CUDA tracing for `collector`, once per process; later calls do nothing. When CUPTI
+  // cannot be used it prints one line, keeps the reason for PYPROF_CUDA_TRACE, and NVTX
+  // recording goes on.
+  static void start(Collector& collector) noexcept;
+
+  void flush_for_exit() noexcept override;
+  std::string status() const override;
+  void fill_stats(CollectorStats& stats) const noexcept override;
+
+ private:
+  explicit CuptiTracer(Collector& collector) : collector_(collector) {}
+  bool attach();  // false: status_ says why
+  bool enable_gpu_kinds(bool enable);
+  void set_status(std::string status);
+  void on_profiler_api(bool start_call, bool enter);
+  void process_buffer(CUcontext context, uint32_t stream_id, uint8_t* buffer, size_t valid_size);
+
+  static void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
+  static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* buffer,
+                                        size_t size, size_t valid_size);
+  static uint64_t CUPTIAPI timestamp();
+  static void CUPTIAPI api_callback(void* user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                    const void* data);
+
+  static std::atomic<CuptiTracer*> instance_;
+
+  Collector& collector_;
+  std::optional<CuptiApi> api_;
+  std::unique_ptr<ActivityConverter> converter_;
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  bool attached_ = false;
+  std::atomic<bool> flushed_{false};
+  std::mutex kinds_mutex_;
+  bool gpu_kinds_enabled_ = false;
+
+  mutable std::mutex status_mutex_;
+  std::string status_ = "off: CUPTI was not started";
+
+  std::atomic<uint64_t> records_{0};
+  std::atomic<uint64_t> dropped_{0};  // CUPTI's count, which includes buffers we refused
+  std::atomic<uint64_t> no_timestamp_{0};
+  std::atomic<uint64_t> outside_window_{0};
+  std::atomic<uint64_t> ignored_{0};
+  std::atomic<uint64_t> outstanding_bytes_{0};  // buffers lent to CUPTI
+};
+
+}  // namespace pyprof::collect
