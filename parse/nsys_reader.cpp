@@ -7,8 +7,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/nsys_schema.h"
 #include "common/kernel_names.h"
+#include "common/nsys_schema.h"
 
 namespace pyprof::parse {
 
@@ -102,6 +102,12 @@ bool NsysReader::read_metadata(Trace& trace, std::string& error) {
       if (name == "EXPORT_PRODUCT_NAME" && value == "pyprof") trace.format = "pyprof";
       if (name == "EXPORT_PRODUCT_VERSION") trace.version = std::string(value);
     }
+  }
+  if (db_.has_table("META_DATA_CAPTURE") && trace.format == "pyprof") {
+    Statement s =
+        db_.prepare("SELECT value FROM META_DATA_CAPTURE WHERE name = 'PYPROF_CUDA_TRACE'", error);
+    if (!s.valid()) return false;
+    if (s.step() == SQLITE_ROW) trace.cuda_trace = std::string(s.text(0));
   }
   if (db_.has_table("PYPROF_COLLECTOR_STATS")) {
     Statement s = db_.prepare("SELECT name, value FROM PYPROF_COLLECTOR_STATS", error);

@@ -73,12 +73,19 @@ void print_summary(const std::string& path, const Trace& trace, const Correlatio
              by_dialect[static_cast<int>(Dialect::kLegacyPyprof)],
              by_dialect[static_cast<int>(Dialect::kUser)], s.malformed_markers, s.ranges_unclosed);
   if (!s.capture_stats.empty()) {
-    std::string line;
+    std::string line;  // zero counters say nothing; the full set is in PYPROF_COLLECTOR_STATS
     for (const auto& [name, value] : s.capture_stats) {
+      if (value == 0) continue;
       if (!line.empty()) line += ", ";
       line += fmt::format("{} {}", name, value);
     }
-    fmt::print(stderr, "  capture: {}\n", line);
+    fmt::print(stderr, "  capture: {}\n", line.empty() ? "all counters zero" : line);
+  }
+  if (!trace.cuda_trace.empty() && !trace.cuda_trace.starts_with("on")) {
+    fmt::print(stderr, "  note: CUDA activity was not recorded: {}\n",
+               trace.cuda_trace.substr(trace.cuda_trace.find(':') == std::string::npos
+                                           ? 0
+                                           : trace.cuda_trace.find(':') + 2));
   }
   if (c.ranges_improperly_nested > 0) {
     fmt::print(stderr, "  note: {} ranges overlap a sibling without nesting in it\n",

@@ -118,6 +118,8 @@ struct ReadStats {
 struct Trace {
   std::string format;   // "pyprof", "nsys", "nvprof"
   std::string version;  // tool version when the file says it, else ""
+  // pyprof databases: META_DATA_CAPTURE PYPROF_CUDA_TRACE ("on: ..." or why kernels are absent).
+  std::string cuda_trace;
   StringPool pool;
   std::vector<GpuActivity> activities;
   std::vector<ApiCall> api_calls;
