@@ -484,3 +484,83 @@ def test_ctrl_c_to_process_group(tmp_path, stub_collector):
     finally:
         proc.kill()
         proc.communicate()
+
+
+# ---------------------------------------------------------------------------- CUDA tracing
+
+CUDA_ENV_DUMP = ("import json, os; print(json.dumps({k: os.environ.get(k) for k in "
+                 "('CUDA_INJECTION64_PATH', 'PYPROF_CAPTURE_RANGE', 'PYPROF_CUDA_TRACE')}))")
+
+
+def test_cuda_injection_env(tmp_path, stub_collector):
+    # The CUDA driver loads the same library at cuInit (InitializeInjection starts CUPTI).
+    r = profile(["-o", tmp_path / "a", PY, "-c", CUDA_ENV_DUMP], stub_collector)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {"CUDA_INJECTION64_PATH": str(stub_collector),
+                                    "PYPROF_CAPTURE_RANGE": None, "PYPROF_CUDA_TRACE": None}
+    r = profile(["-o", tmp_path / "b", "--capture-range", "cudaProfilerApi", "--no-cuda-trace",
+                 PY, "-c", CUDA_ENV_DUMP], stub_collector,
+                env={"PYPROF_CAPTURE_RANGE": "stale", "CUDA_INJECTION64_PATH": ""})
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {"CUDA_INJECTION64_PATH": "",
+                                    "PYPROF_CAPTURE_RANGE": "cudaProfilerApi",
+                                    "PYPROF_CUDA_TRACE": "0"}
+
+
+def test_bad_capture_range(tmp_path, stub_collector):
+    r = profile(["-o", tmp_path / "r", "--capture-range", "nvtx", PY, "-c", "pass"],
+                stub_collector)
+    assert r.returncode == 2
+    assert "--capture-range" in single_error(r.stderr)
+
+
+def test_cuda_injection_of_another_tool_is_kept(tmp_path, stub_collector):
+    other = "/opt/nvidia/nsight-compute/libInjection64.so"
+    r = profile(["-o", tmp_path / "r", PY, "-c", CUDA_ENV_DUMP], stub_collector,
+                env={"CUDA_INJECTION64_PATH": other})
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.splitlines()[-1])["CUDA_INJECTION64_PATH"] == other
+    said = [line for line in r.stderr.splitlines() if "CUDA_INJECTION64_PATH" in line]
+    assert len(said) == 1 and other in said[0] and "NVTX ranges only" in said[0]
+
+
+@pytest.mark.skipif(not REAL_COLLECTOR.exists(),
+                    reason=f"the collector {REAL_COLLECTOR} is not built yet")
+@pytest.mark.parametrize("args,expected", [
+    ([], "off: the program never initialised CUDA"),
+    (["--no-cuda-trace"], "off: disabled"),
+])
+def test_cuda_trace_status_recorded(tmp_path, args, expected):
+    # A CPU-only program: the database says why it holds no kernels, and has no GPU tables.
+    code = "import pyprof; pyprof.init(); import torch; torch.ones(3) + 1"
+    r = profile(["-o", tmp_path / "r", *args, PY, "-c", code], None)
+    assert r.returncode == 0, r.stderr
+    con = sqlite3.connect(tmp_path / "r.sqlite")
+    try:
+        (status,) = con.execute("SELECT value FROM META_DATA_CAPTURE "
+                                "WHERE name = 'PYPROF_CUDA_TRACE'").fetchone()
+        assert status.startswith(expected), status
+        assert con.execute("SELECT COUNT(*) FROM sqlite_master "
+                           "WHERE name LIKE 'CUPTI_ACTIVITY_KIND_%'").fetchone() == (0,)
+        assert con.execute("SELECT COUNT(*) FROM NVTX_EVENTS").fetchone()[0] > 0
+    finally:
+        con.close()
+
+
+@pytest.mark.skipif(not REAL_COLLECTOR.exists(),
+                    reason=f"the collector {REAL_COLLECTOR} is not built yet")
+def test_capture_range_never_started(tmp_path):
+    # Without a cudaProfilerStart() nothing is recorded, and the user is told why.
+    code = "import pyprof; pyprof.init(); import torch; torch.ones(3) + 1"
+    r = profile(["-o", tmp_path / "r", "--capture-range", "cudaProfilerApi", PY, "-c", code],
+                None)
+    assert r.returncode == 0, r.stderr
+    assert "never called cudaProfilerStart()" in r.stderr
+    con = sqlite3.connect(tmp_path / "r.sqlite")
+    try:
+        assert con.execute("SELECT COUNT(*) FROM NVTX_EVENTS WHERE eventType IN (59, 60)"
+                           ).fetchone() == (0,)
+        stats = dict(con.execute("SELECT name, value FROM PYPROF_COLLECTOR_STATS"))
+        assert stats["events_outside_window"] > 0
+    finally:
+        con.close()

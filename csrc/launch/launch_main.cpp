@@ -197,14 +197,18 @@ std::string join(const std::vector<std::string>& words, std::string_view sep) {
 }
 
 // Environment variables this launcher sets for the command; inherited values are dropped.
-constexpr std::array<std::string_view, 8> kOwnedEnv = {"NVTX_INJECTION64_PATH",
-                                                       "PYPROF_OUTPUT",
-                                                       "PYPROF_ROOT_PID",
-                                                       "PYPROF_SESSION_START_MONO_NS",
-                                                       "PYPROF_SESSION_START_UTC_NS",
-                                                       "PYPROF_LAUNCH_CMDLINE",
-                                                       "PYPROF_DELAY_NS",
-                                                       "PYPROF_DURATION_NS"};
+// CUDA_INJECTION64_PATH is not among them: another CUDA tool's value is kept (see
+// prepare_collector).
+constexpr std::array<std::string_view, 10> kOwnedEnv = {"NVTX_INJECTION64_PATH",
+                                                        "PYPROF_OUTPUT",
+                                                        "PYPROF_ROOT_PID",
+                                                        "PYPROF_SESSION_START_MONO_NS",
+                                                        "PYPROF_SESSION_START_UTC_NS",
+                                                        "PYPROF_LAUNCH_CMDLINE",
+                                                        "PYPROF_DELAY_NS",
+                                                        "PYPROF_DURATION_NS",
+                                                        "PYPROF_CAPTURE_RANGE",
+                                                        "PYPROF_CUDA_TRACE"};
 
 bool is_owned_env(std::string_view entry) {
   const size_t eq = entry.find('=');
@@ -238,6 +242,9 @@ struct Run {
   std::string prefix;     // dir + "/" + base: PYPROF_OUTPUT
   std::string collector;  // absolute path of the collector library
   void* collector_handle = nullptr;
+  // Set CUDA_INJECTION64_PATH to the collector (CUDA tracing on, and no other CUDA tool's
+  // library already named there).
+  bool inject_cuda = false;
 };
 
 int prepare_output(Run& run) {
@@ -299,6 +306,19 @@ int prepare_collector(Run& run) {
     }
     return fail(kFailure, "{} is not an NVTX injection library: {}", run.collector, why);
   }
+
+  // The CUDA driver loads one injection library too. Another tool's stays (it may be what the
+  // user wants profiled), and only NVTX ranges are recorded then.
+  run.inject_cuda = run.opts.cuda_trace;
+  if (const char* existing = env_or_null("CUDA_INJECTION64_PATH");
+      existing != nullptr && run.opts.cuda_trace &&
+      canonical_or_absolute(existing) != canonical_or_absolute(run.collector)) {
+    fmt::print(stderr,
+               "pyprof: CUDA_INJECTION64_PATH is already set to {} (another CUDA tool); pyprof "
+               "records NVTX ranges only, no CUDA kernels\n",
+               existing);
+    run.inject_cuda = false;
+  }
   return 0;
 }
 
@@ -343,6 +363,13 @@ std::vector<std::string> session_env(const Run& run, int64_t mono_ns, int64_t ut
   if (run.opts.delay_ns) env.push_back(fmt::format("PYPROF_DELAY_NS={}", *run.opts.delay_ns));
   if (run.opts.duration_ns) {
     env.push_back(fmt::format("PYPROF_DURATION_NS={}", *run.opts.duration_ns));
+  }
+  if (run.opts.capture_range_cuda_profiler) env.push_back("PYPROF_CAPTURE_RANGE=cudaProfilerApi");
+  if (!run.opts.cuda_trace) env.push_back("PYPROF_CUDA_TRACE=0");
+  if (run.inject_cuda) {
+    std::erase_if(
+        env, [](const std::string& entry) { return entry.starts_with("CUDA_INJECTION64_PATH="); });
+    env.push_back("CUDA_INJECTION64_PATH=" + run.collector);
   }
   return env;
 }

@@ -14,7 +14,8 @@ namespace pyprof::launch {
 namespace {
 
 constexpr std::string_view kUsage =
-    "pyprof profile [-o NAME] [--force] [--delay S] [--duration S] [--] CMD [ARGS...]";
+    "pyprof profile [-o NAME] [--force] [--delay S] [--duration S] "
+    "[--capture-range none|cudaProfilerApi] [--no-cuda-trace] [--] CMD [ARGS...]";
 
 int usage_error(std::string_view message) {
   fmt::print(stderr, "pyprof: error: {} (usage: {})\n", message, kUsage);
@@ -66,9 +67,9 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args,
   std::string delay_text;
   std::string duration_text;
   CLI::App app(
-      "Run CMD with the pyprof NVTX collector injected and record its NVTX ranges into "
-      "NAME.sqlite (other processes it starts write NAME.rank<R>.sqlite / "
-      "NAME[.rank<R>].pid<P>.sqlite).",
+      "Run CMD with the pyprof collector injected and record its NVTX ranges and, on a GPU, its "
+      "CUDA kernels, API calls and copies (CUPTI) into NAME.sqlite (other processes it starts "
+      "write NAME.rank<R>.sqlite / NAME[.rank<R>].pid<P>.sqlite).",
       std::string(prog_name));
   app.prefix_command();  // the first non-option word starts CMD; the rest is CMD's
   app.add_option("-o,--output", opts.output,
@@ -80,6 +81,16 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args,
   app.add_option("--delay", delay_text, "Start collecting S seconds after launch")->type_name("S");
   app.add_option("--duration", duration_text, "Stop collecting S seconds after it started")
       ->type_name("S");
+  std::string capture_range = "none";
+  app.add_option("--capture-range", capture_range,
+                 "cudaProfilerApi: record only between the first cudaProfilerStart() "
+                 "(torch.cuda.profiler.start()) and the next cudaProfilerStop()")
+      ->type_name("RANGE")
+      ->check(CLI::IsMember({"none", "cudaProfilerApi"}))
+      ->default_str("none");
+  bool no_cuda_trace = false;
+  app.add_flag("--no-cuda-trace", no_cuda_trace,
+               "Record NVTX ranges only: do not trace CUDA kernels, API calls and copies (CUPTI)");
   app.footer(fmt::format(
       "Command line: {}\n\nThe collector library is <launcher dir>/../lib/libpyprof_collect.so, or "
       "$PYPROF_COLLECTOR if set.\nExit status: CMD's own; 128+N if CMD was killed by signal N; "
@@ -111,6 +122,8 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args,
     return {std::nullopt, usage_error("no command given")};
   }
   opts.command = std::move(command);
+  opts.capture_range_cuda_profiler = capture_range == "cudaProfilerApi";
+  opts.cuda_trace = !no_cuda_trace;
 
   opts.output = strip_sqlite_suffix(opts.output);
   if (opts.output.empty() || opts.output.back() == '/') {

@@ -1,6 +1,7 @@
 // Command-line options of `pyprof profile` and their parsing (CLI11).
 //
-//   pyprof profile [-o NAME] [--force] [--delay S] [--duration S] [--] CMD [ARGS...]
+//   pyprof profile [-o NAME] [--force] [--delay S] [--duration S]
+//                  [--capture-range none|cudaProfilerApi] [--no-cuda-trace] [--] CMD [ARGS...]
 //
 // Parsing stops at `--` or at the first word that is not an option of ours: everything from
 // there on is the command to run, passed through untouched (so `pyprof profile python -c ...`
@@ -24,6 +25,10 @@ struct LaunchOptions {
   bool force = false;
   std::optional<int64_t> delay_ns;
   std::optional<int64_t> duration_ns;
+  // --capture-range cudaProfilerApi: record only between cudaProfilerStart() and Stop().
+  bool capture_range_cuda_profiler = false;
+  // --no-cuda-trace: NVTX only, CUPTI is never started.
+  bool cuda_trace = true;
   std::vector<std::string> command;  // never empty after a successful parse
 };
 
