@@ -84,7 +84,8 @@ bool NsysReader::read(Trace& trace, std::string& error) {
   trace.format = "nsys";
   if (!strings_.open(db_, error)) return false;
   // The GPU and API tables are read while a second thread decodes part of NVTX_EVENTS.
-  return read_metadata(trace, error) && read_ranges(trace, error, [&] {
+  return read_metadata(trace, error) && read_devices(trace, error) &&
+         read_ranges(trace, error, [&] {
            return read_kernels(trace, error) && read_copies(trace, error) &&
                   read_api_calls(trace, error);
          });
@@ -115,6 +116,43 @@ bool NsysReader::read_metadata(Trace& trace, std::string& error) {
     while (s.step() == SQLITE_ROW) {
       trace.stats.capture_stats.emplace_back(std::string(s.text(0)), s.int64(1));
     }
+  }
+  return true;
+}
+
+bool NsysReader::read_devices(Trace& trace, std::string& error) {
+  const std::string table = "TARGET_INFO_GPU";
+  if (!db_.has_table(table)) return true;
+  auto cols = db_.columns(table);
+  if (!cols.count("id") || !cols.count("name")) return true;  // the 2020.5 five-column form
+  // nsys numbers GPUs per machine (id) and maps each process' CUDA ordinal through
+  // TARGET_INFO_CUDA_DEVICE; without that table the two are the same.
+  std::string id_column = "id";
+  if (db_.has_table("TARGET_INFO_CUDA_DEVICE")) {
+    auto device_cols = db_.columns("TARGET_INFO_CUDA_DEVICE");
+    if (device_cols.count("gpuId") && device_cols.count("cudaId")) {
+      id_column =
+          "coalesce((SELECT min(cudaId) FROM TARGET_INFO_CUDA_DEVICE d WHERE d.gpuId = "
+          "TARGET_INFO_GPU.id), id)";
+    }
+  }
+  std::string sql = select_columns(cols, table,
+                                   {"id", "name", "smCount", "clockRate", "memoryBandwidth",
+                                    "totalMemory", "computeMajor", "computeMinor"},
+                                   " ORDER BY id");
+  sql.replace(sql.find("\"id\""), 4, id_column);
+  Statement s = db_.prepare(sql, error);
+  if (!s.valid()) return false;
+  while (s.step() == SQLITE_ROW) {
+    Trace::Device& d = trace.devices.emplace_back();
+    d.id = or_default(s, 0, -1);
+    d.name = std::string(s.text(1));
+    d.sm_count = or_default(s, 2, 0);
+    d.clock_hz = or_default(s, 3, 0);
+    d.memory_bandwidth = or_default(s, 4, 0);
+    d.total_memory = or_default(s, 5, 0);
+    d.compute_major = or_default(s, 6, 0);
+    d.compute_minor = or_default(s, 7, 0);
   }
   return true;
 }

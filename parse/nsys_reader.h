@@ -32,6 +32,7 @@ class NsysReader : public TraceReader {
 
  private:
   bool read_metadata(Trace& trace, std::string& error);
+  bool read_devices(Trace& trace, std::string& error);
   bool read_kernels(Trace& trace, std::string& error);
   bool read_copies(Trace& trace, std::string& error);
   bool read_api_calls(Trace& trace, std::string& error);

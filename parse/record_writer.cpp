@@ -170,6 +170,32 @@ void RecordWriter::write_header_object(JsonWriter& w, const std::string& source)
   }
   w.raw_key("records");
   w.trusted_string(corr_.cpu_only ? "op" : "gpu");
+  if (!trace_.devices.empty()) {
+    w.raw_key("devices");
+    w.begin_array();
+    for (const Trace::Device& d : trace_.devices) {
+      w.begin_object();
+      w.raw_key("id");
+      w.integer(d.id);
+      w.raw_key("name");
+      w.string(d.name);
+      w.raw_key("sm_count");
+      w.integer(d.sm_count);
+      w.raw_key("clock_hz");
+      w.integer(d.clock_hz);
+      w.raw_key("memory_bandwidth");
+      w.integer(d.memory_bandwidth);
+      w.raw_key("total_memory");
+      w.integer(d.total_memory);
+      w.raw_key("compute_capability");
+      w.begin_array();
+      w.integer(d.compute_major);
+      w.integer(d.compute_minor);
+      w.end_array();
+      w.end_object();
+    }
+    w.end_array();
+  }
   w.end_object();
 }
 

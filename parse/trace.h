@@ -120,6 +120,18 @@ struct Trace {
   std::string version;  // tool version when the file says it, else ""
   // pyprof databases: META_DATA_CAPTURE PYPROF_CUDA_TRACE ("on: ..." or why kernels are absent).
   std::string cuda_trace;
+  // TARGET_INFO_GPU rows (nsys >= 2021.2 and pyprof databases), for peak rates downstream.
+  struct Device {
+    int64_t id = -1;  // CUDA ordinal (kernel deviceId)
+    std::string name;
+    int64_t sm_count = 0;
+    int64_t clock_hz = 0;
+    int64_t memory_bandwidth = 0;  // bytes/s
+    int64_t total_memory = 0;      // bytes
+    int64_t compute_major = 0;
+    int64_t compute_minor = 0;
+  };
+  std::vector<Device> devices;
   StringPool pool;
   std::vector<GpuActivity> activities;
   std::vector<ApiCall> api_calls;

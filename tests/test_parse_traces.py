@@ -214,3 +214,19 @@ def test_every_shared_database_parses():
         if "synthetic_mlp" in rel:
             assert f"attributed to an op: {n_kernels} of {n_kernels} (100.0%)" in summary, rel
             assert f"{n_kernels * 4 // 7} paired with their forward op, 0 unpaired" in summary, rel
+
+
+def test_header_describes_the_gpus():
+    # TARGET_INFO_GPU rows reach the header (for peak rates); values as the exports hold them.
+    header, records, _ = parse(os.path.join(DATA, DLPROF_LENET + ".sqlite"))
+    assert header["devices"] == [{
+        "id": 0, "name": "NVIDIA GeForce RTX 2070 SUPER", "sm_count": 40,
+        "clock_hz": 1785000000, "memory_bandwidth": 448064000000, "total_memory": 8368816128,
+        "compute_capability": [7, 5]}]
+    assert {r["device"] for r in kernels(records)} == {0}
+    header, _, _ = parse(os.path.join(DATA, "nsys-2024.6.2_nvfuser-nvtx_report1.sqlite"))
+    assert [(d["name"], d["sm_count"], d["compute_capability"]) for d in header["devices"]] == [
+        ("NVIDIA H200", 132, [9, 0])]
+    # Files that do not describe their GPUs (2020.3, nvprof) have no "devices" key.
+    header, _, _ = parse(os.path.join(DATA, "nsys-2020.3.4_beast-stream_report2.sqlite"))
+    assert "devices" not in header
