@@ -255,9 +255,12 @@ const char* Collector::output_path() const noexcept {
 
 void Collector::attach_gpu_trace(GpuTraceSource* source) noexcept { gpu_source_.store(source); }
 
-bool Collector::gpu_buffer_allowed(uint64_t bytes) const noexcept {
-  return phase_.load(std::memory_order_relaxed) != kFinalized &&
-         queued_bytes_.load(std::memory_order_relaxed) + bytes <= config_.buffer_limit_bytes;
+bool Collector::gpu_buffer_allowed(uint64_t pending, uint64_t bytes) const noexcept {
+  if (phase_.load(std::memory_order_relaxed) == kFinalized) return false;
+  // One buffer is always allowed while nothing waits, so that a limit below one CUPTI buffer
+  // slows recording down instead of stopping it.
+  const uint64_t waiting = queued_bytes_.load(std::memory_order_relaxed) + pending;
+  return waiting == 0 || waiting + bytes <= config_.buffer_limit_bytes;
 }
 
 void Collector::submit_gpu_batch(std::unique_ptr<GpuBatch> batch, uint64_t records) noexcept {

@@ -71,8 +71,9 @@ class Collector {
   int64_t window_end() const noexcept { return window_end_.load(std::memory_order_relaxed); }
   // The CUDA tracer registers itself once; finalization flushes it and reports its counters.
   void attach_gpu_trace(GpuTraceSource* source) noexcept;
-  // Whether `bytes` more of GPU records may be buffered without passing PYPROF_BUFFER_MB.
-  bool gpu_buffer_allowed(uint64_t bytes) const noexcept;
+  // Whether CUPTI may have another buffer of `bytes` while it holds `pending` bytes of ours:
+  // true while the rows waiting to be written stay within PYPROF_BUFFER_MB.
+  bool gpu_buffer_allowed(uint64_t pending, uint64_t bytes) const noexcept;
   // Queues converted records for the writer. `records` counts the CUPTI records behind them,
   // for the after-shutdown counter when the batch arrives too late.
   void submit_gpu_batch(std::unique_ptr<GpuBatch> batch, uint64_t records) noexcept;

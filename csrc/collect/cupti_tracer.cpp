@@ -33,6 +33,33 @@ constexpr CUpti_ActivityKind kDescriptionKinds[] = {
     CUPTI_ACTIVITY_KIND_CONTEXT,
 };
 
+const char* kind_name(CUpti_ActivityKind kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_KIND_DEVICE:
+      return "DEVICE";
+    case CUPTI_ACTIVITY_KIND_CONTEXT:
+      return "CONTEXT";
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      return "CONCURRENT_KERNEL";
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+      return "RUNTIME";
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+      return "DRIVER";
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      return "MEMCPY";
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:
+      return "MEMCPY2";
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      return "MEMSET";
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+      return "SYNCHRONIZATION";
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+      return "EXTERNAL_CORRELATION";
+    default:
+      return "activity";
+  }
+}
+
 // cudaProfilerStart() calls the driver's cuProfilerStart(): both callbacks fire. The runtime
 // one is authoritative while it runs on this thread.
 thread_local bool t_in_runtime_profiler_call = false;
@@ -134,9 +161,13 @@ bool CuptiTracer::attach() {
         return api_pointer->GetCallbackName(domain, cbid, &name) == CUPTI_SUCCESS ? name : nullptr;
       },
       static_cast<uint32_t>(collector_.pid()));
+  // Device facts help prof but attribution does not need them: a failure is only noted.
   for (const CUpti_ActivityKind kind : kDescriptionKinds) {
     if ((result = api.ActivityEnable(kind)) != CUPTI_SUCCESS) {
-      return failed("cuptiActivityEnable", result);
+      const std::string note =
+          std::string(" (no ") + kind_name(kind) + " records: " + api.result_name(result) + ")";
+      print_line("CUDA trace%s", note.c_str());
+      missing_kinds_ += note;
     }
   }
   attached_ = true;
@@ -144,7 +175,8 @@ bool CuptiTracer::attach() {
   set_status("on: CUPTI API version " + std::to_string(api.version) + " (" + api.path + ")" +
              (collector_.config().capture_range_cuda_profiler
                   ? ", between cudaProfilerStart() and cudaProfilerStop()"
-                  : ""));
+                  : "") +
+             missing_kinds_);
   return true;
 }
 
@@ -153,10 +185,21 @@ bool CuptiTracer::enable_gpu_kinds(bool enable) {
   if (!attached_ || gpu_kinds_enabled_ == enable) return true;
   for (const CUpti_ActivityKind kind : kGpuKinds) {
     const CUptiResult result = enable ? api_->ActivityEnable(kind) : api_->ActivityDisable(kind);
+    const bool essential =
+        kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_RUNTIME;
+    if (result != CUPTI_SUCCESS && !essential) {
+      // Copies, syncs or driver calls missing still leave kernels attributable.
+      if (enable) {
+        const std::string note =
+            std::string(" (no ") + kind_name(kind) + " records: " + api_->result_name(result) + ")";
+        print_line("CUDA trace%s", note.c_str());
+        missing_kinds_ += note;
+      }
+      continue;
+    }
     if (result != CUPTI_SUCCESS) {
       set_status(std::string("off: cuptiActivity") + (enable ? "Enable" : "Disable") + "(" +
-                 std::to_string(static_cast<int>(kind)) + ") failed with " +
-                 api_->result_name(result));
+                 kind_name(kind) + ") failed with " + api_->result_name(result));
       print_line("CUDA kernels are not recorded: %s", status().c_str());
       return false;
     }
@@ -166,15 +209,13 @@ bool CuptiTracer::enable_gpu_kinds(bool enable) {
 }
 
 void CuptiTracer::on_profiler_api(bool start_call, bool enter) {
-  // Start counts at the call's exit, stop at its entry: the window holds neither call.
+  // Without --capture-range cudaProfilerApi these calls mean nothing to us (nsys too ignores
+  // them then). Start counts at the call's exit, stop at its entry: the window holds neither.
+  if (!collector_.config().capture_range_cuda_profiler) return;
   if (start_call && !enter) {
-    if (collector_.begin_capture() && collector_.config().capture_range_cuda_profiler) {
-      enable_gpu_kinds(true);
-    }
+    if (collector_.begin_capture()) enable_gpu_kinds(true);
   } else if (!start_call && enter) {
-    if (collector_.end_capture() && collector_.config().capture_range_cuda_profiler) {
-      enable_gpu_kinds(false);
-    }
+    if (collector_.end_capture()) enable_gpu_kinds(false);
   }
 }
 
@@ -219,7 +260,7 @@ void CUPTIAPI CuptiTracer::buffer_requested(uint8_t** buffer, size_t* size, size
   // Refusing a buffer makes CUPTI drop records and count them (cuptiActivityGetNumDropped-
   // Records): memory stays bounded and the loss is reported, never silent.
   const uint64_t lent = tracer->outstanding_bytes_.load();
-  if (!tracer->collector_.gpu_buffer_allowed(lent + kBufferBytes)) return;
+  if (!tracer->collector_.gpu_buffer_allowed(lent, kBufferBytes)) return;
   void* memory = std::aligned_alloc(kBufferAlignment, kBufferBytes);
   if (memory == nullptr) return;
   tracer->outstanding_bytes_.fetch_add(kBufferBytes);
@@ -273,6 +314,13 @@ void CuptiTracer::flush_for_exit() noexcept {
   // FORCED also returns buffers that are not full yet; CUPTI calls buffer_completed for each
   // before this returns. Kernels still running on the GPU have no record yet and are missed.
   api_->ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  // Records dropped since the last delivered buffer (or with no buffer ever delivered, when
+  // every request was refused) are only visible here. CUDA 12+ keeps one global queue, which
+  // CUPTI reports under a null context and stream 0.
+  size_t dropped = 0;
+  if (api_->ActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) {
+    dropped_.fetch_add(dropped);
+  }
 }
 
 void CuptiTracer::fill_stats(CollectorStats& stats) const noexcept {

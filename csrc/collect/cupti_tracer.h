@@ -57,6 +57,8 @@ class CuptiTracer final : public GpuTraceSource {
   std::mutex kinds_mutex_;
   bool gpu_kinds_enabled_ = false;
 
+  std::string missing_kinds_;  // " (no MEMCPY2 records: ...)" for kinds CUPTI refused
+
   mutable std::mutex status_mutex_;
   std::string status_ = "off: CUPTI was not started";
 
