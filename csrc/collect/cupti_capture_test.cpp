@@ -1,0 +1,1206 @@
+// End-to-end tests of the collector's CUPTI backend without a GPU: cupti_test_app runs as a
+// child process with the collector injected twice (NVTX_INJECTION64_PATH, and
+// CUDA_INJECTION64_PATH, which the app loads as the CUDA driver would) and
+// PYPROF_CUPTI_LIBRARY = libfake_cupti.so, whose fake_cupti_* calls produce CUPTI records. The
+// database is then checked table by table against what the app reported doing (its stdout
+// facts) and what the fake emitted. One test runs the real launcher and pyprof-parse on top.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <simdjson.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/kernel_names.h"
+#include "common/nsys_schema.h"
+#include "fake_cupti.h"
+#include "test_db.h"
+
+extern char** environ;
+
+namespace pyprof::collect {
+namespace {
+
+using testing::as_int;
+using testing::as_text;
+using testing::is_null;
+using testing::Row;
+using testing::TempDir;
+using testing::TestDb;
+using testing::Value;
+
+constexpr auto kAppTimeout = std::chrono::seconds(120);
+
+// The kernels cupti_test_app launches, and what the collector must make of their names.
+constexpr char kSgemm[] = "volta_sgemm_128x64_nn";
+constexpr char kElementwise[] =
+    "_ZN2at6native18elementwise_kernelILi128ELi4EZNS0_22gpu_kernel_impl_nocastIZZZNS0_23direct_"
+    "copy_kernel_cudaERNS_18TensorIteratorBaseEENKUlvE1_clEvENKUlvE8_clEvEUlfE_EEvS4_RKT_"
+    "EUliE_EEviT1_";
+constexpr char kAdd[] = "_Z10add_kernelPfS_i";
+constexpr char kCutlass[] = "_ZN7cutlass7Kernel2I30cutlass_80_tensorop_s1688gemm_EEvNT_6ParamsE";
+
+bool exists(const std::string& path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+size_t lines_containing(const std::string& text, const std::string& needle) {
+  size_t count = 0;
+  for (const std::string& line : lines_of(text)) count += line.find(needle) != std::string::npos;
+  return count;
+}
+
+uint64_t gtid(int64_t pid, int64_t tid) {
+  return nsys::global_tid(static_cast<uint32_t>(pid), static_cast<uint32_t>(tid));
+}
+
+uint64_t gpid(int64_t pid) { return nsys::global_pid(static_cast<uint32_t>(pid)); }
+
+// One "launch=<correlation id> <what> <range> <tid>" fact: a CUDA call the app made inside
+// the NVTX range <range> ("-": none) on OS thread <tid>.
+struct Launch {
+  int64_t correlation = 0;
+  std::string what;  // kernel, untimed-kernel, memcpy, memset, sync
+  std::string range;
+  int64_t tid = 0;
+};
+
+struct Facts {
+  std::multimap<std::string, std::string> values;
+  std::vector<Launch> launches;
+
+  int64_t number(const std::string& key) const {
+    const auto it = values.find(key);
+    return it == values.end() ? -1 : std::stoll(it->second);
+  }
+  std::string text(const std::string& key) const {
+    const auto it = values.find(key);
+    return it == values.end() ? "<missing>" : it->second;
+  }
+  std::vector<Launch> launches_of(const std::string& what) const {
+    std::vector<Launch> selected;
+    for (const Launch& launch : launches) {
+      if (launch.what == what) selected.push_back(launch);
+    }
+    return selected;
+  }
+};
+
+Facts facts_of(const std::string& out) {
+  Facts facts;
+  for (const std::string& line : lines_of(out)) {
+    const size_t equals = line.find('=');
+    if (equals == std::string::npos) continue;
+    const std::string key = line.substr(0, equals);
+    const std::string value = line.substr(equals + 1);
+    facts.values.emplace(key, value);
+    if (key != "launch") continue;
+    const size_t first = value.find(' ');
+    const size_t second = value.find(' ', first + 1);
+    const size_t last = value.rfind(' ');
+    Launch launch;
+    launch.correlation = std::stoll(value.substr(0, first));
+    launch.what = value.substr(first + 1, second - first - 1);
+    launch.range = value.substr(second + 1, last - second - 1);
+    launch.tid = std::stoll(value.substr(last + 1));
+    facts.launches.push_back(launch);
+  }
+  return facts;
+}
+
+struct AppRun {
+  pid_t pid = -1;
+  int status = 0;
+  bool timed_out = false;
+  std::string out;
+  std::string err;
+  std::string out_path;
+  std::string err_path;
+
+  bool exited_ok() const { return !timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+  std::string describe() const {
+    return (timed_out ? "TIMED OUT (killed)\n" : "status " + std::to_string(status) + "\n") +
+           "stdout:\n" + out + "\nstderr:\n" + err;
+  }
+};
+
+// Runs a command with a clean environment: PYPROF_*, RANK, the injection variables and
+// FAKE_CUPTI_* removed, then `env` added (an empty value leaves the variable out).
+class Runner {
+ public:
+  explicit Runner(const TempDir& dir) : dir_(dir) {}
+
+  AppRun start(std::vector<std::string> argv, const std::map<std::string, std::string>& env) {
+    AppRun run;
+    const int index = runs_++;
+    run.out_path = dir_.file("run" + std::to_string(index) + ".out");
+    run.err_path = dir_.file("run" + std::to_string(index) + ".err");
+    std::vector<std::string> variables;
+    for (char** entry = environ; *entry != nullptr; ++entry) {
+      const std::string variable = *entry;
+      bool ours = false;
+      for (const char* prefix :
+           {"PYPROF_", "RANK=", "NVTX_INJECTION", "CUDA_INJECTION", "FAKE_CUPTI_"}) {
+        ours = ours || variable.rfind(prefix, 0) == 0;
+      }
+      if (!ours) variables.push_back(variable);
+    }
+    for (const auto& [name, value] : env) {
+      if (!value.empty()) variables.push_back(name + "=" + value);
+    }
+    std::vector<char*> envp;
+    for (std::string& variable : variables) envp.push_back(variable.data());
+    envp.push_back(nullptr);
+    std::vector<char*> args;
+    for (std::string& arg : argv) args.push_back(arg.data());
+    args.push_back(nullptr);
+
+    run.pid = fork();
+    if (run.pid == 0) {
+      const int out = ::open(run.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      const int err = ::open(run.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(out, STDOUT_FILENO);
+      dup2(err, STDERR_FILENO);
+      if (chdir(dir_.path().c_str()) != 0) _exit(126);
+      execve(args[0], args.data(), envp.data());
+      _exit(127);
+    }
+    return run;
+  }
+
+  // Waits (at most kAppTimeout: a deadlock fails the test instead of hanging it).
+  void wait(AppRun& run) {
+    const auto deadline = std::chrono::steady_clock::now() + kAppTimeout;
+    for (;;) {
+      const pid_t done = waitpid(run.pid, &run.status, WNOHANG);
+      if (done == run.pid) break;
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(run.pid, SIGKILL);
+        waitpid(run.pid, &run.status, 0);
+        run.timed_out = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    run.out = read_file(run.out_path);
+    run.err = read_file(run.err_path);
+  }
+
+  AppRun run(std::vector<std::string> argv, const std::map<std::string, std::string>& env) {
+    AppRun run = start(std::move(argv), env);
+    wait(run);
+    return run;
+  }
+
+ private:
+  const TempDir& dir_;
+  int runs_ = 0;
+};
+
+// Rows of a table as column name -> value.
+using NamedRow = std::map<std::string, Value>;
+
+std::vector<std::string> columns_of(const TestDb& db, const std::string& table) {
+  std::vector<std::string> columns;
+  for (const Row& row : db.query("PRAGMA table_info(" + table + ")")) {
+    columns.push_back(as_text(row[1]));
+  }
+  return columns;
+}
+
+std::vector<NamedRow> rows_of(const TestDb& db, const std::string& table,
+                              const std::string& where = "") {
+  const std::vector<std::string> columns = columns_of(db, table);
+  std::vector<NamedRow> rows;
+  for (const Row& row :
+       db.query("SELECT * FROM " + table + (where.empty() ? "" : " WHERE ") + where)) {
+    NamedRow named;
+    for (size_t i = 0; i < columns.size() && i < row.size(); ++i) named[columns[i]] = row[i];
+    rows.push_back(std::move(named));
+  }
+  return rows;
+}
+
+// Integer column (-1000000 when missing, NULL or not an integer, so comparisons fail loudly).
+int64_t num(const NamedRow& row, const std::string& column) {
+  const auto it = row.find(column);
+  if (it == row.end() || !std::holds_alternative<int64_t>(it->second)) return -1'000'000;
+  return as_int(it->second);
+}
+
+bool null_at(const NamedRow& row, const std::string& column) {
+  const auto it = row.find(column);
+  return it != row.end() && is_null(it->second);
+}
+
+std::string text_at(const NamedRow& row, const std::string& column) {
+  const auto it = row.find(column);
+  if (it == row.end() || !std::holds_alternative<std::string>(it->second)) return "<not text>";
+  return as_text(it->second);
+}
+
+// The StringIds value a column refers to (nsys stores names as StringIds ids).
+std::string string_id(const TestDb& db, const NamedRow& row, const std::string& column) {
+  const auto it = row.find(column);
+  if (it == row.end()) return "<no column " + column + ">";
+  if (!std::holds_alternative<int64_t>(it->second)) return "<" + column + " is not a StringIds id>";
+  return db.text("SELECT value FROM StringIds WHERE id = " + std::to_string(as_int(it->second)));
+}
+
+// Rows in `table`; 0 when the table does not exist (nsys, and we, create tables lazily).
+int64_t row_count(const TestDb& db, const std::string& table) {
+  if (db.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '" + table +
+                "'") != 1) {
+    return 0;
+  }
+  return db.scalar("SELECT count(*) FROM " + table);
+}
+
+std::map<int64_t, NamedRow> by_correlation(const std::vector<NamedRow>& rows) {
+  std::map<int64_t, NamedRow> indexed;
+  for (const NamedRow& row : rows) indexed[num(row, "correlationId")] = row;
+  return indexed;
+}
+
+std::string capture(const TestDb& db, const std::string& name) {
+  return db.text("SELECT value FROM META_DATA_CAPTURE WHERE name = '" + name + "'");
+}
+
+// NVTX push/pop and start/end ranges by message.
+struct Range {
+  int64_t start = 0;
+  std::optional<int64_t> end;
+  uint64_t global_tid = 0;
+};
+
+std::multimap<std::string, Range> ranges_of(const TestDb& db) {
+  std::multimap<std::string, Range> ranges;
+  for (const Row& row : db.query("SELECT coalesce(e.text, s.value, ''), e.start, e.end, "
+                                 "e.globalTid FROM NVTX_EVENTS e LEFT JOIN StringIds s "
+                                 "ON s.id = e.textId WHERE e.eventType IN (59, 60)")) {
+    Range range;
+    range.start = as_int(row[1]);
+    if (!is_null(row[2])) range.end = as_int(row[2]);
+    range.global_tid = static_cast<uint64_t>(as_int(row[3]));
+    ranges.emplace(as_text(row[0]), range);
+  }
+  return ranges;
+}
+
+std::set<std::string> names_of(const std::multimap<std::string, Range>& ranges) {
+  std::set<std::string> names;
+  for (const auto& [name, range] : ranges) names.insert(name);
+  return names;
+}
+
+std::set<std::string> kernel_names(const TestDb& db) {
+  std::set<std::string> names;
+  if (row_count(db, "CUPTI_ACTIVITY_KIND_KERNEL") == 0) return names;
+  for (const NamedRow& row : rows_of(db, "CUPTI_ACTIVITY_KIND_KERNEL")) {
+    names.insert(string_id(db, row, "mangledName"));
+  }
+  return names;
+}
+
+// Columns the collector must write, per table (nsys names; the brief of issue #5).
+const std::map<std::string, std::vector<std::string>>& required_columns() {
+  static const std::map<std::string, std::vector<std::string>> columns = {
+      {"CUPTI_ACTIVITY_KIND_KERNEL",
+       {"start",
+        "end",
+        "deviceId",
+        "contextId",
+        "streamId",
+        "correlationId",
+        "globalPid",
+        "demangledName",
+        "shortName",
+        "mangledName",
+        "launchType",
+        "cacheConfig",
+        "registersPerThread",
+        "gridX",
+        "gridY",
+        "gridZ",
+        "blockX",
+        "blockY",
+        "blockZ",
+        "staticSharedMemory",
+        "dynamicSharedMemory",
+        "localMemoryPerThread",
+        "localMemoryTotal",
+        "gridId",
+        "sharedMemoryExecuted",
+        "graphNodeId",
+        "graphId",
+        "sharedMemoryLimitConfig"}},
+      {"CUPTI_ACTIVITY_KIND_RUNTIME",
+       {"start", "end", "eventClass", "globalTid", "correlationId", "nameId", "returnValue"}},
+      {"CUPTI_ACTIVITY_KIND_MEMCPY",
+       {"start", "end", "deviceId", "contextId", "streamId", "correlationId", "globalPid", "bytes",
+        "copyKind", "srcKind", "dstKind", "srcDeviceId", "srcContextId", "dstDeviceId",
+        "dstContextId", "graphNodeId"}},
+      {"CUPTI_ACTIVITY_KIND_MEMSET",
+       {"start", "end", "deviceId", "contextId", "streamId", "correlationId", "globalPid", "value",
+        "bytes", "memKind", "graphNodeId"}},
+      {"CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+       {"start", "end", "deviceId", "contextId", "streamId", "correlationId", "globalPid",
+        "syncType", "eventId"}},
+      {"CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION", {"externalKind", "externalId", "correlationId"}},
+      {"TARGET_INFO_GPU",
+       {"id", "name", "busLocation", "totalMemory", "memoryBandwidth", "clockRate", "smCount",
+        "computeMajor", "computeMinor", "uuid", "l2CacheSize", "threadsPerWarp", "maxShmemPerBlock",
+        "maxRegistersPerSm", "maxWarpsPerSm", "maxBlocksPerSm", "maxThreadsPerBlock"}},
+      {"TARGET_INFO_CUDA_DEVICE", {"gpuId", "cudaId", "pid", "uuid", "numMultiprocessors"}},
+  };
+  return columns;
+}
+
+// "5d1c9e0b-7a42-4f13-8c2e-61d4903ba7<nn>" for fake device `device`: the form nsys stores
+// (no "GPU-" prefix, unlike nvidia-smi; see the 2022.1 and 2024.6 exports in shared/traces).
+std::string expected_uuid(uint32_t device) {
+  unsigned char b[16];
+  for (int i = 0; i < 16; ++i) b[i] = fake_cupti::kUuid[i];
+  b[15] = static_cast<unsigned char>(b[15] + device);
+  char text[48];
+  std::snprintf(text, sizeof(text),
+                "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+                b[15]);
+  return text;
+}
+
+// What every run must satisfy: the fake saw no breach of CUPTI's rules.
+void expect_no_violation(const AppRun& run, const Facts& facts) {
+  EXPECT_EQ(lines_containing(run.err, "fake_cupti: contract violation"), 0u) << run.err;
+  EXPECT_EQ(facts.number("fake.contract_violations"), 0) << run.describe();
+}
+
+// Kernel and API row of every launch, the API row inside the NVTX range the app had open
+// (same thread, same clock), kernels after their launch call.
+void expect_launches_in_ranges(const TestDb& db, const Facts& facts,
+                               const std::vector<Launch>& launches) {
+  const int64_t pid = facts.number("pid");
+  const auto api = by_correlation(rows_of(db, "CUPTI_ACTIVITY_KIND_RUNTIME"));
+  const auto kernels = by_correlation(rows_of(db, "CUPTI_ACTIVITY_KIND_KERNEL"));
+  const auto ranges = ranges_of(db);
+  for (const Launch& launch : launches) {
+    SCOPED_TRACE("launch " + std::to_string(launch.correlation) + " " + launch.what + " in '" +
+                 launch.range + "'");
+    const auto call = api.find(launch.correlation);
+    ASSERT_NE(call, api.end()) << "no CUPTI_ACTIVITY_KIND_RUNTIME row";
+    const NamedRow& row = call->second;
+    EXPECT_EQ(static_cast<uint64_t>(num(row, "globalTid")), gtid(pid, launch.tid));
+    EXPECT_LT(num(row, "start"), num(row, "end"));
+    EXPECT_EQ(num(row, "returnValue"), 0);
+    if (launch.range != "-") {
+      bool inside = false;
+      for (auto [it, end] = ranges.equal_range(launch.range); it != end; ++it) {
+        const Range& range = it->second;
+        inside = inside ||
+                 (range.global_tid == gtid(pid, launch.tid) && range.start <= num(row, "start") &&
+                  range.end && num(row, "end") <= *range.end);
+      }
+      EXPECT_TRUE(inside) << "API call [" << num(row, "start") << ", " << num(row, "end")
+                          << "] is not inside NVTX range '" << launch.range << "' of its thread";
+    }
+    if (launch.what == "kernel") {
+      const auto kernel = kernels.find(launch.correlation);
+      ASSERT_NE(kernel, kernels.end()) << "no CUPTI_ACTIVITY_KIND_KERNEL row";
+      EXPECT_EQ(static_cast<uint64_t>(num(kernel->second, "globalPid")), gpid(pid));
+      EXPECT_GT(num(kernel->second, "start"), num(row, "end"));
+      EXPECT_GT(num(kernel->second, "end"), num(kernel->second, "start"));
+    }
+  }
+}
+
+class CuptiCaptureTest : public ::testing::Test {
+ protected:
+  // cupti_test_app <scenario> [variant] with both injections and the fake CUPTI.
+  AppRun run_app(const std::string& scenario, const std::map<std::string, std::string>& env = {},
+                 const std::string& variant = "") {
+    AppRun run = start_app(scenario, env, variant);
+    runner_.wait(run);
+    return run;
+  }
+
+  AppRun start_app(const std::string& scenario, const std::map<std::string, std::string>& env,
+                   const std::string& variant = "") {
+    std::map<std::string, std::string> all = {
+        {"NVTX_INJECTION64_PATH", PYPROF_COLLECT_LIBRARY},
+        {"CUDA_INJECTION64_PATH", PYPROF_COLLECT_LIBRARY},
+        {"PYPROF_CUPTI_LIBRARY", FAKE_CUPTI_LIBRARY},
+        {"PYPROF_OUTPUT", base_},
+    };
+    for (const auto& [name, value] : env) all[name] = value;
+    std::vector<std::string> argv = {CUPTI_TEST_APP, scenario};
+    if (!variant.empty()) argv.push_back(variant);
+    return runner_.start(argv, all);
+  }
+
+  std::string db_path() const { return base_ + ".sqlite"; }
+
+  TempDir dir_;
+  std::string base_ = dir_.file("out/run");
+  Runner runner_{dir_};
+};
+
+// ---------------------------------------------------------------------------------------------
+// The full picture: every table and column, on the main thread and a worker thread.
+// ---------------------------------------------------------------------------------------------
+void check_basic(const AppRun& run, const std::string& path, bool nvtx_first) {
+  ASSERT_TRUE(run.exited_ok()) << run.describe();
+  const Facts facts = facts_of(run.out);
+  expect_no_violation(run, facts);
+  EXPECT_EQ(facts.text("inject"), "1") << run.describe();
+  const int64_t pid = facts.number("pid");
+  const int64_t main_tid = facts.number("tid");
+  const int64_t worker_tid = facts.number("worker");
+  ASSERT_GT(pid, 0);
+  ASSERT_GT(worker_tid, 0);
+  ASSERT_TRUE(exists(path)) << run.describe();
+  TestDb db(path);
+  ASSERT_TRUE(db.intact());
+
+  // CUPTI was set up as the contract says.
+  EXPECT_EQ(facts.text("fake.subscriber_name"), "pyprof");
+  EXPECT_EQ(facts.number("fake.thread_id_type"), 1);  // CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM
+  EXPECT_EQ(facts.number("fake.timestamp_callback"), 1);
+  EXPECT_EQ(facts.number("fake.records_dropped"), 0);
+  EXPECT_GE(facts.number("fake.flushes"), 1);
+  EXPECT_EQ(capture(db, "PYPROF_CUDA_TRACE").rfind("on", 0), 0u)
+      << capture(db, "PYPROF_CUDA_TRACE");
+
+  // Every table with every column.
+  for (const auto& [table, columns] : required_columns()) {
+    const std::vector<std::string> present = columns_of(db, table);
+    const std::set<std::string> have(present.begin(), present.end());
+    for (const std::string& column : columns) {
+      EXPECT_EQ(have.count(column), 1u) << table << "." << column;
+    }
+  }
+
+  // Counts: what the app did, what the fake delivered, what the collector wrote.
+  EXPECT_EQ(db.stat("cupti_records"), facts.number("fake.records_emitted"));
+  EXPECT_EQ(db.stat("cupti_records_dropped"), 0);
+  EXPECT_EQ(db.stat("cupti_records_no_timestamp"), 1);
+  EXPECT_EQ(db.stat("cupti_records_outside_window"), 0);
+  EXPECT_EQ(db.stat("cupti_records_after_shutdown"), 0);
+  const size_t kernels = facts.launches_of("kernel").size();
+  const size_t memcpys = facts.launches_of("memcpy").size();
+  const size_t memsets = facts.launches_of("memset").size();
+  const size_t syncs = facts.launches_of("sync").size();
+  ASSERT_EQ(kernels, 7u);
+  ASSERT_EQ(memcpys, 5u);
+  ASSERT_EQ(memsets, 3u);
+  ASSERT_EQ(syncs, 4u);
+  EXPECT_EQ(db.stat("kernels_written"), static_cast<int64_t>(kernels));
+  EXPECT_EQ(db.stat("memcpys_written"), static_cast<int64_t>(memcpys));
+  EXPECT_EQ(db.stat("memsets_written"), static_cast<int64_t>(memsets));
+  EXPECT_EQ(db.stat("syncs_written"), static_cast<int64_t>(syncs));
+  EXPECT_EQ(db.stat("api_calls_written"), static_cast<int64_t>(facts.launches.size()));
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"),
+            static_cast<int64_t>(kernels));
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME"),
+            static_cast<int64_t>(facts.launches.size()));
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY"),
+            static_cast<int64_t>(memcpys));
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMSET"),
+            static_cast<int64_t>(memsets));
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"),
+            static_cast<int64_t>(syncs));
+
+  // One clock, one thread id space: each call inside its NVTX range, on its own thread.
+  expect_launches_in_ranges(db, facts, facts.launches);
+  std::set<int64_t> tids;
+  for (const Launch& launch : facts.launches) tids.insert(launch.tid);
+  EXPECT_EQ(tids, (std::set<int64_t>{main_tid, worker_tid}));
+  // Every kernel has its launch call, in the same process.
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k WHERE NOT EXISTS "
+                      "(SELECT 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME r WHERE r.correlationId = "
+                      "k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24))"),
+            0);
+  const auto ranges = ranges_of(db);
+  EXPECT_EQ(ranges.count(nvtx_first ? "before cuInit" : "after cuInit"), 1u);
+
+  // API names and classes.
+  const auto api = by_correlation(rows_of(db, "CUPTI_ACTIVITY_KIND_RUNTIME"));
+  const auto api_name = [&](int64_t correlation) {
+    const auto it = api.find(correlation);
+    return it == api.end() ? std::string("<no row>") : string_id(db, it->second, "nameId");
+  };
+  const auto api_class = [&](int64_t correlation) {
+    const auto it = api.find(correlation);
+    return it == api.end() ? -1 : num(it->second, "eventClass");
+  };
+  const auto gemm = [&] {
+    std::vector<Launch> in_gemm;
+    for (const Launch& launch : facts.launches) {
+      if (launch.range == "op:gemm") in_gemm.push_back(launch);
+    }
+    return in_gemm;
+  }();
+  ASSERT_EQ(gemm.size(), 2u);
+  EXPECT_EQ(api_name(gemm[0].correlation), "cudaLaunchKernel_v7000");
+  EXPECT_EQ(api_class(gemm[0].correlation), 0);  // runtime
+  EXPECT_EQ(api_name(gemm[1].correlation), "cuLaunchKernel");
+  EXPECT_EQ(api_class(gemm[1].correlation), 1);  // driver
+  std::map<std::string, std::set<std::string>> names_by_what;
+  for (const Launch& launch : facts.launches) {
+    names_by_what[launch.what].insert(api_name(launch.correlation));
+  }
+  EXPECT_EQ(names_by_what["memcpy"],
+            (std::set<std::string>{"cudaMemcpyAsync_v3020", "cudaMemcpyPeerAsync_v4000"}));
+  EXPECT_EQ(names_by_what["memset"], (std::set<std::string>{"cudaMemsetAsync_v3020"}));
+  EXPECT_EQ(names_by_what["sync"],
+            (std::set<std::string>{"cudaStreamSynchronize_v3020", "cudaEventSynchronize_v3020",
+                                   "cudaDeviceSynchronize_v3020"}));
+  EXPECT_EQ(names_by_what["untimed-kernel"], (std::set<std::string>{"cudaLaunchKernel_v7000"}));
+
+  // Kernels: names through StringIds, launch facts, enums as nsys numbers them.
+  std::map<std::string, std::vector<NamedRow>> kernels_by_name;
+  for (const NamedRow& row : rows_of(db, "CUPTI_ACTIVITY_KIND_KERNEL")) {
+    kernels_by_name[string_id(db, row, "mangledName")].push_back(row);
+    EXPECT_GE(num(row, "start"), 0);  // session-relative
+    EXPECT_LT(num(row, "end"), int64_t{60} * 1'000'000'000);
+    EXPECT_EQ(num(row, "deviceId"), 0);
+    EXPECT_EQ(num(row, "contextId"), 1);
+    EXPECT_GT(num(row, "gridId"), 0);
+  }
+  EXPECT_EQ(db.scalar("SELECT count(DISTINCT gridId) FROM CUPTI_ACTIVITY_KIND_KERNEL"),
+            static_cast<int64_t>(kernels));
+  ASSERT_EQ(kernels_by_name[kSgemm].size(), 1u);
+  ASSERT_EQ(kernels_by_name[kElementwise].size(), 1u);
+  ASSERT_EQ(kernels_by_name[kCutlass].size(), 1u);
+  ASSERT_EQ(kernels_by_name[kAdd].size(), 3u);  // op:external + 2 on the worker
+  ASSERT_EQ(kernels_by_name["my_c_kernel"].size(), 1u);
+
+  const NamedRow& sgemm = kernels_by_name[kSgemm][0];
+  EXPECT_EQ(string_id(db, sgemm, "demangledName"), kSgemm);
+  EXPECT_EQ(string_id(db, sgemm, "shortName"), kSgemm);
+  EXPECT_EQ(num(sgemm, "end") - num(sgemm, "start"), 20'000);
+  EXPECT_EQ(num(sgemm, "streamId"), 7);
+  EXPECT_EQ(num(sgemm, "gridX"), 128);
+  EXPECT_EQ(num(sgemm, "gridY"), 4);
+  EXPECT_EQ(num(sgemm, "gridZ"), 1);
+  EXPECT_EQ(num(sgemm, "blockX"), 256);
+  EXPECT_EQ(num(sgemm, "blockY"), 1);
+  EXPECT_EQ(num(sgemm, "blockZ"), 1);
+  EXPECT_EQ(num(sgemm, "registersPerThread"), 128);
+  EXPECT_EQ(num(sgemm, "staticSharedMemory"), 16'384);
+  EXPECT_EQ(num(sgemm, "dynamicSharedMemory"), 0);
+  // nsys stores one CUfunc_cache value (ENUM_CUDA_FUNC_CACHE_CONFIG); CUPTI packs requested
+  // (low nibble, 2) and executed (high nibble, 1) into one byte. Which one nsys keeps is not
+  // known from the traces at hand: either nibble, never the packed byte.
+  EXPECT_TRUE(num(sgemm, "cacheConfig") == 2 || num(sgemm, "cacheConfig") == 1)
+      << num(sgemm, "cacheConfig");
+  EXPECT_EQ(num(sgemm, "launchType"), 1);      // CUPTI regular (0) + 1
+  EXPECT_TRUE(null_at(sgemm, "graphNodeId"));  // not a graph launch
+
+  const NamedRow& elementwise = kernels_by_name[kElementwise][0];
+  const std::string elementwise_demangled = string_id(db, elementwise, "demangledName");
+  EXPECT_EQ(elementwise_demangled, pyprof::demangle(kElementwise));
+  EXPECT_EQ(elementwise_demangled.rfind("void at::native::elementwise_kernel<128, 4, "
+                                        "at::native::gpu_kernel_impl_nocast<",
+                                        0),
+            0u)
+      << elementwise_demangled;
+  EXPECT_EQ(string_id(db, elementwise, "shortName"), "elementwise_kernel");
+  EXPECT_EQ(num(elementwise, "gridX"), 1024);
+  EXPECT_EQ(num(elementwise, "gridY"), 2);
+  EXPECT_EQ(num(elementwise, "blockX"), 128);
+  EXPECT_EQ(num(elementwise, "blockZ"), 2);
+  EXPECT_EQ(num(elementwise, "registersPerThread"), 24);
+  EXPECT_EQ(num(elementwise, "dynamicSharedMemory"), 4'096);
+  EXPECT_EQ(num(elementwise, "end") - num(elementwise, "start"), 5'000);
+
+  const NamedRow& cutlass = kernels_by_name[kCutlass][0];
+  EXPECT_EQ(string_id(db, cutlass, "demangledName"),
+            "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_>"
+            "(cutlass_80_tensorop_s1688gemm_::Params)");
+  EXPECT_EQ(string_id(db, cutlass, "shortName"), "Kernel2");
+  EXPECT_EQ(num(cutlass, "graphNodeId"), 77);
+  EXPECT_EQ(num(cutlass, "graphId"), 5);
+  EXPECT_EQ(num(cutlass, "launchType"), 2);  // CUPTI cooperative single device (1) + 1
+  EXPECT_EQ(num(cutlass, "sharedMemoryLimitConfig"), 1);
+  EXPECT_EQ(num(cutlass, "sharedMemoryExecuted"), 102'400);
+  EXPECT_EQ(num(cutlass, "dynamicSharedMemory"), 98'304);
+  EXPECT_EQ(num(cutlass, "localMemoryPerThread"), 16);
+  EXPECT_EQ(num(cutlass, "localMemoryTotal"), 1 << 20);
+  EXPECT_EQ(num(cutlass, "end") - num(cutlass, "start"), 40'000);
+
+  for (const NamedRow& add : kernels_by_name[kAdd]) {
+    EXPECT_EQ(string_id(db, add, "demangledName"), "add_kernel(float*, float*, int)");
+    EXPECT_EQ(string_id(db, add, "shortName"), "add_kernel");
+  }
+  const NamedRow& c_kernel = kernels_by_name["my_c_kernel"][0];
+  EXPECT_EQ(string_id(db, c_kernel, "demangledName"), "my_c_kernel");
+  EXPECT_EQ(string_id(db, c_kernel, "shortName"), "my_c_kernel");
+  EXPECT_EQ(num(c_kernel, "streamId"), 13);
+  // One StringIds row per distinct name.
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM StringIds WHERE value = '" + std::string(kAdd) + "'"),
+            1);
+
+  // The untimed kernel: counted, not written; its launch call is.
+  const Launch untimed = facts.launches_of("untimed-kernel").at(0);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE correlationId = " +
+                      std::to_string(untimed.correlation)),
+            0);
+
+  // Copies.
+  std::map<int64_t, NamedRow> copies_by_kind;
+  for (const NamedRow& row : rows_of(db, "CUPTI_ACTIVITY_KIND_MEMCPY")) {
+    copies_by_kind[num(row, "copyKind")] = row;
+    EXPECT_EQ(static_cast<uint64_t>(num(row, "globalPid")), gpid(pid));
+    EXPECT_EQ(num(row, "deviceId"), 0);
+    EXPECT_EQ(num(row, "contextId"), 1);
+  }
+  ASSERT_EQ(copies_by_kind.size(), 5u);
+  const NamedRow& htod = copies_by_kind[1];
+  EXPECT_EQ(num(htod, "bytes"), 4'096);
+  EXPECT_EQ(num(htod, "srcKind"), 0);  // pageable: CUPTI 1 - 1
+  EXPECT_EQ(num(htod, "dstKind"), 2);  // device: CUPTI 3 - 1
+  EXPECT_EQ(num(htod, "end") - num(htod, "start"), 3'000);
+  EXPECT_EQ(num(htod, "streamId"), 7);
+  const NamedRow& dtoh = copies_by_kind[2];
+  EXPECT_EQ(num(dtoh, "bytes"), 8'192);
+  EXPECT_EQ(num(dtoh, "srcKind"), 2);
+  EXPECT_EQ(num(dtoh, "dstKind"), 1);  // pinned
+  const NamedRow& htoh = copies_by_kind[9];
+  EXPECT_EQ(num(htoh, "srcKind"), 7);  // CUPTI unknown (0) -> nsys 7
+  EXPECT_EQ(num(htoh, "dstKind"), 0);
+  const NamedRow& dtod = copies_by_kind[8];
+  EXPECT_EQ(num(dtod, "bytes"), 65'536);
+  EXPECT_EQ(num(dtod, "streamId"), 13);
+  const NamedRow& peer = copies_by_kind[10];
+  EXPECT_EQ(num(peer, "bytes"), 1 << 20);
+  EXPECT_EQ(num(peer, "srcKind"), 2);
+  EXPECT_EQ(num(peer, "dstKind"), 2);
+  EXPECT_EQ(num(peer, "srcDeviceId"), 0);
+  EXPECT_EQ(num(peer, "srcContextId"), 1);
+  EXPECT_EQ(num(peer, "dstDeviceId"), 1);
+  EXPECT_EQ(num(peer, "dstContextId"), 2);
+  EXPECT_EQ(num(peer, "end") - num(peer, "start"), 30'000);
+
+  // Memsets.
+  std::map<int64_t, NamedRow> memsets_by_bytes;
+  for (const NamedRow& row : rows_of(db, "CUPTI_ACTIVITY_KIND_MEMSET")) {
+    memsets_by_bytes[num(row, "bytes")] = row;
+    EXPECT_EQ(static_cast<uint64_t>(num(row, "globalPid")), gpid(pid));
+  }
+  ASSERT_EQ(memsets_by_bytes.size(), 3u);
+  EXPECT_EQ(num(memsets_by_bytes[1 << 20], "value"), 7);
+  EXPECT_EQ(num(memsets_by_bytes[1 << 20], "memKind"), 2);  // device
+  EXPECT_EQ(num(memsets_by_bytes[1 << 20], "end") - num(memsets_by_bytes[1 << 20], "start"), 4'000);
+  EXPECT_EQ(num(memsets_by_bytes[256], "memKind"), 4);  // managed: CUPTI 5 - 1
+  EXPECT_EQ(num(memsets_by_bytes[256], "value"), 0);
+  EXPECT_EQ(num(memsets_by_bytes[512], "streamId"), 13);
+  EXPECT_EQ(num(memsets_by_bytes[512], "value"), 1);
+
+  // Synchronizations: device from the CONTEXT record, inside their API call.
+  const auto syncs_by_correlation =
+      by_correlation(rows_of(db, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"));
+  std::map<int64_t, NamedRow> syncs_by_type;
+  for (const auto& [correlation, row] : syncs_by_correlation) {
+    EXPECT_EQ(static_cast<uint64_t>(num(row, "globalPid")), gpid(pid));
+    const auto call = api.find(correlation);
+    ASSERT_NE(call, api.end());
+    EXPECT_LE(num(call->second, "start"), num(row, "start"));
+    EXPECT_LE(num(row, "end"), num(call->second, "end"));
+    if (num(row, "streamId") != 13) syncs_by_type[num(row, "syncType")] = row;
+  }
+  ASSERT_EQ(syncs_by_type.size(), 3u);
+  const NamedRow& stream_sync = syncs_by_type[3];
+  EXPECT_EQ(num(stream_sync, "contextId"), 1);
+  EXPECT_EQ(num(stream_sync, "deviceId"), 0);
+  EXPECT_EQ(num(stream_sync, "streamId"), 7);
+  EXPECT_EQ(num(stream_sync, "end") - num(stream_sync, "start"), 50'000);
+  const NamedRow& event_sync = syncs_by_type[1];
+  EXPECT_EQ(num(event_sync, "contextId"), 2);
+  EXPECT_EQ(num(event_sync, "deviceId"), 1);  // context 2 lives on device 1
+  EXPECT_EQ(num(event_sync, "eventId"), 42);
+  const NamedRow& context_sync = syncs_by_type[4];
+  EXPECT_EQ(num(context_sync, "contextId"), 1);
+  EXPECT_EQ(num(context_sync, "deviceId"), 0);
+
+  // External correlation.
+  const std::vector<NamedRow> external = rows_of(db, "CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION");
+  ASSERT_EQ(external.size(), 1u);
+  EXPECT_EQ(num(external[0], "externalKind"), 3);  // CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0
+  EXPECT_EQ(num(external[0], "externalId"), 1234);
+  Launch external_launch;
+  for (const Launch& launch : facts.launches) {
+    if (launch.range == "op:external") external_launch = launch;
+  }
+  EXPECT_EQ(num(external[0], "correlationId"), external_launch.correlation);
+
+  // Devices: the fake's H100 facts in nsys units.
+  std::map<int64_t, NamedRow> gpus;
+  for (const NamedRow& row : rows_of(db, "TARGET_INFO_GPU")) gpus[num(row, "id")] = row;
+  ASSERT_EQ(gpus.size(), 2u);
+  for (const auto& [id, gpu] : gpus) {
+    SCOPED_TRACE("GPU " + std::to_string(id));
+    ASSERT_TRUE(id == 0 || id == 1);
+    EXPECT_EQ(text_at(gpu, "name"), fake_cupti::kDeviceName);
+    EXPECT_EQ(text_at(gpu, "uuid"), expected_uuid(static_cast<uint32_t>(id)));
+    EXPECT_EQ(num(gpu, "totalMemory"), static_cast<int64_t>(fake_cupti::kGlobalMemorySize));
+    EXPECT_EQ(num(gpu, "memoryBandwidth"),
+              static_cast<int64_t>(fake_cupti::kGlobalMemoryBandwidthKBs * 1000));
+    EXPECT_EQ(num(gpu, "clockRate"), int64_t{fake_cupti::kCoreClockRateKHz} * 1000);
+    EXPECT_EQ(num(gpu, "smCount"), fake_cupti::kNumMultiprocessors);
+    EXPECT_EQ(num(gpu, "computeMajor"), fake_cupti::kComputeMajor);
+    EXPECT_EQ(num(gpu, "computeMinor"), fake_cupti::kComputeMinor);
+    EXPECT_EQ(num(gpu, "l2CacheSize"), fake_cupti::kL2CacheSize);
+    EXPECT_EQ(num(gpu, "threadsPerWarp"), fake_cupti::kThreadsPerWarp);
+    EXPECT_EQ(num(gpu, "maxShmemPerBlock"), fake_cupti::kMaxSharedMemoryPerBlock);
+    EXPECT_EQ(num(gpu, "maxRegistersPerSm"), fake_cupti::kMaxRegistersPerSm);
+    EXPECT_EQ(num(gpu, "maxWarpsPerSm"), fake_cupti::kMaxWarpsPerSm);
+    EXPECT_EQ(num(gpu, "maxBlocksPerSm"), fake_cupti::kMaxBlocksPerSm);
+    EXPECT_EQ(num(gpu, "maxThreadsPerBlock"), fake_cupti::kMaxThreadsPerBlock);
+  }
+  std::map<int64_t, NamedRow> cuda_devices;
+  for (const NamedRow& row : rows_of(db, "TARGET_INFO_CUDA_DEVICE")) {
+    cuda_devices[num(row, "cudaId")] = row;
+  }
+  ASSERT_EQ(cuda_devices.size(), 2u);
+  for (const auto& [cuda_id, device] : cuda_devices) {
+    EXPECT_EQ(num(device, "gpuId"), cuda_id);
+    EXPECT_EQ(num(device, "pid"), pid);
+    EXPECT_EQ(text_at(device, "uuid"), expected_uuid(static_cast<uint32_t>(cuda_id)));
+    EXPECT_EQ(num(device, "numMultiprocessors"), fake_cupti::kNumMultiprocessors);
+  }
+
+  // The summary names the kernels; nothing was dropped.
+  EXPECT_NE(run.err.find(std::to_string(kernels) + " kernels"), std::string::npos) << run.err;
+  EXPECT_EQ(lines_containing(run.err, "records were dropped"), 0u) << run.err;
+  EXPECT_EQ(lines_containing(run.err, "WARNING: 1 "), 1u) << run.err;  // the untimed kernel
+}
+
+TEST_F(CuptiCaptureTest, RecordsEveryActivityKindWhenCudaInitialisesFirst) {
+  check_basic(run_app("basic", {}, "init-first"), db_path(), false);
+}
+
+TEST_F(CuptiCaptureTest, RecordsEveryActivityKindWhenNvtxInitialisesFirst) {
+  check_basic(run_app("basic", {}, "nvtx-first"), db_path(), true);
+}
+
+// ---------------------------------------------------------------------------------------------
+// pyprof profile + pyprof parse: each kernel is attributed to the op it was launched in.
+// ---------------------------------------------------------------------------------------------
+TEST_F(CuptiCaptureTest, LauncherAndParseAttributeKernelsToTheirOps) {
+  const std::string output = dir_.file("profiled");
+  AppRun run = runner_.run({PYPROF_PROFILE, "-o", output, "--", CUPTI_TEST_APP, "ops"},
+                           {{"PYPROF_CUPTI_LIBRARY", FAKE_CUPTI_LIBRARY}});
+  ASSERT_TRUE(run.exited_ok()) << run.describe();
+  const Facts facts = facts_of(run.out);
+  expect_no_violation(run, facts);
+  EXPECT_EQ(facts.text("inject"), "1") << "the launcher must set CUDA_INJECTION64_PATH\n"
+                                       << run.describe();
+  const std::string db_file = output + ".sqlite";
+  ASSERT_TRUE(exists(db_file)) << run.describe();
+  {
+    TestDb db(db_file);
+    ASSERT_TRUE(db.intact());
+    EXPECT_EQ(db.scalar("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"), 4);
+  }
+
+  const std::string dict = dir_.file("net.dict");
+  const AppRun parse = runner_.run({PYPROF_PARSE, db_file, "-o", dict}, {});
+  ASSERT_TRUE(parse.exited_ok()) << parse.describe();
+  const std::vector<std::string> lines = lines_of(read_file(dict));
+  ASSERT_GE(lines.size(), 2u) << read_file(dict);
+
+  simdjson::dom::parser parser;
+  simdjson::dom::element header;
+  ASSERT_EQ(parser.parse(lines[0]).get(header), simdjson::SUCCESS) << lines[0];
+  std::string_view records;
+  ASSERT_EQ(header["records"].get(records), simdjson::SUCCESS) << lines[0];
+  EXPECT_EQ(records, "gpu");
+
+  struct Record {
+    std::string kind;
+    std::string op;  // "<null>" for JSON null
+    int64_t pid = -1;
+    int64_t tid = -1;
+    std::string api;
+  };
+  std::map<int64_t, Record> by_correlation_id;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    simdjson::dom::element record;
+    ASSERT_EQ(parser.parse(lines[i]).get(record), simdjson::SUCCESS) << lines[i];
+    Record r;
+    int64_t correlation = -1;
+    std::string_view text;
+    EXPECT_EQ(record["correlation"].get(correlation), simdjson::SUCCESS) << lines[i];
+    if (record["kind"].get(text) == simdjson::SUCCESS) r.kind = text;
+    simdjson::dom::element op;
+    if (record["op"].get(op) == simdjson::SUCCESS) {
+      r.op = op.is_null() ? "<null>" : std::string(op.get_string().value_unsafe());
+    }
+    if (record["pid"].get(r.pid) != simdjson::SUCCESS) r.pid = -1;
+    if (record["tid"].get(r.tid) != simdjson::SUCCESS) r.tid = -1;
+    if (record["launch"]["api"].get(text) == simdjson::SUCCESS) r.api = text;
+    by_correlation_id[correlation] = r;
+  }
+  ASSERT_EQ(facts.launches.size(), 5u) << run.describe();
+  EXPECT_EQ(by_correlation_id.size(), facts.launches.size()) << read_file(dict);
+  for (const Launch& launch : facts.launches) {
+    SCOPED_TRACE("launch " + std::to_string(launch.correlation) + " in " + launch.range);
+    const auto it = by_correlation_id.find(launch.correlation);
+    ASSERT_NE(it, by_correlation_id.end());
+    const Record& record = it->second;
+    EXPECT_EQ(record.kind, launch.what);
+    EXPECT_EQ(record.op, launch.range == "-" ? "<null>" : launch.range);
+    EXPECT_EQ(record.tid, launch.tid);
+    EXPECT_EQ(record.pid, facts.number("pid"));
+    EXPECT_EQ(record.api, launch.what == "kernel" ? "cudaLaunchKernel" : "cudaMemcpyAsync");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// PYPROF_CAPTURE_RANGE=cudaProfilerApi: the first cudaProfilerStart/Stop pair only.
+// ---------------------------------------------------------------------------------------------
+void check_capture_range(const AppRun& run, const std::string& path) {
+  ASSERT_TRUE(run.exited_ok()) << run.describe();
+  const Facts facts = facts_of(run.out);
+  expect_no_violation(run, facts);
+  TestDb db(path);
+  ASSERT_TRUE(db.intact());
+  EXPECT_EQ(kernel_names(db), (std::set<std::string>{"_Z13inside_kernelv"}));
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"), 5);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY"), 0);  // before start
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMSET"), 1);
+  EXPECT_EQ(db.stat("kernels_written"), 5);
+  // Launch calls of the recorded kernels; none of the others.
+  std::vector<Launch> inside;
+  for (const Launch& launch : facts.launches) {
+    const bool recorded =
+        db.scalar("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE correlationId = " +
+                  std::to_string(launch.correlation)) > 0;
+    const bool is_inside =
+        launch.what == "kernel" &&
+        (launch.range == "inside" || (launch.range.rfind("straddles", 0) == 0 && recorded));
+    if (is_inside) inside.push_back(launch);
+  }
+  EXPECT_EQ(inside.size(), 5u);
+  expect_launches_in_ranges(db, facts, inside);
+  EXPECT_EQ(names_of(ranges_of(db)),
+            (std::set<std::string>{"straddles start", "inside", "straddles stop"}));
+  EXPECT_EQ(capture(db, "PYPROF_CUDA_TRACE").rfind("on", 0), 0u)
+      << capture(db, "PYPROF_CUDA_TRACE");
+}
+
+TEST_F(CuptiCaptureTest, CaptureRangeOfCudaProfilerStartAndStop) {
+  check_capture_range(run_app("capture", {{"PYPROF_CAPTURE_RANGE", "cudaProfilerApi"}}, "runtime"),
+                      db_path());
+}
+
+TEST_F(CuptiCaptureTest, CaptureRangeOfCuProfilerStartAndStop) {
+  check_capture_range(run_app("capture", {{"PYPROF_CAPTURE_RANGE", "cudaProfilerApi"}}, "driver"),
+                      db_path());
+}
+
+TEST_F(CuptiCaptureTest, WithoutCaptureRangeProfilerCallsChangeNothing) {
+  const AppRun run = run_app("capture", {}, "runtime");
+  ASSERT_TRUE(run.exited_ok()) << run.describe();
+  TestDb db(db_path());
+  ASSERT_TRUE(db.intact());
+  EXPECT_EQ(kernel_names(db), (std::set<std::string>{"_Z13before_kernelv", "_Z13inside_kernelv",
+                                                     "_Z12after_kernelv", "_Z13second_kernelv"}));
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"),
+            static_cast<int64_t>(facts_of(run.out).launches_of("kernel").size()));
+  EXPECT_EQ(names_of(ranges_of(db)).size(), 6u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// --delay/--duration (PYPROF_DELAY_NS/PYPROF_DURATION_NS) apply to GPU records too.
+// ---------------------------------------------------------------------------------------------
+TEST_F(CuptiCaptureTest, DelayAndDurationWindowAppliesToGpuRecords) {
+  const AppRun run =
+      run_app("window", {{"PYPROF_DELAY_NS", "500000000"}, {"PYPROF_DURATION_NS", "500000000"}});
+  ASSERT_TRUE(run.exited_ok()) << run.describe();
+  const Facts facts = facts_of(run.out);
+  expect_no_violation(run, facts);
+  TestDb db(db_path());
+  ASSERT_TRUE(db.intact());
+  EXPECT_EQ(kernel_names(db), (std::set<std::string>{"_Z13inside_kernelv"}));
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMSET"), 1);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME"), 2);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE start < 500000000 "
+                      "OR end >= 1000000000"),
+            0);
+  EXPECT_EQ(db.stat("cupti_records_outside_window"), 4);  // 2 kernels + their 2 launch calls
+  EXPECT_EQ(names_of(ranges_of(db)), (std::set<std::string>{"inside"}));
+  std::vector<Launch> inside;
+  for (const Launch& launch : facts.launches) {
+    if (launch.range == "inside") inside.push_back(launch);
+  }
+  expect_launches_in_ranges(db, facts, inside);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Drops: CUPTI's count is reported, exactly, and warned about.
+// ---------------------------------------------------------------------------------------------
+TEST_F(CuptiCaptureTest, ReportsRecordsCuptiDropped) {
+  const AppRun run = run_app("drops");
+  ASSERT_TRUE(run.exited_ok()) << run.describe();
+  const Facts facts = facts_of(run.out);
+  expect_no_violation(run, facts);
+  TestDb db(db_path());
+  ASSERT_TRUE(db.intact());
+  EXPECT_EQ(db.stat("cupti_records_dropped"), 17);
+  EXPECT_EQ(db.stat("kernels_written"), 20);
+  EXPECT_EQ(facts.number("fake.dropped_reported"), 17);
+  EXPECT_EQ(lines_containing(run.err, "WARNING: 17 "), 1u) << run.err;
+}
+
+TEST_F(CuptiCaptureTest, ReportsRecordsDroppedAfterTheLastDeliveredBuffer) {
+  // Nothing is delivered after the drop: only a cuptiActivityGetNumDroppedRecords call after
+  // the final flush sees it.
+  const AppRun run = run_app("drops-at-exit");
+  ASSERT_TRUE(run.exited_ok()) << run.describe();
+  const Facts facts = facts_of(run.out);
+  expect_no_violation(run, facts);
+  TestDb db(db_path());
+  ASSERT_TRUE(db.intact());
+  EXPECT_EQ(db.stat("kernels_written"), 10);
+  EXPECT_EQ(db.stat("cupti_records_dropped"), 5);
+  EXPECT_EQ(facts.number("fake.dropped_reported"), 5);
+  EXPECT_EQ(lines_containing(run.err, "WARNING: 5 "), 1u) << run.err;
+}
+
+// The flood scenario under a buffer limit: 100 000 launches as fast as they come, a pause, one
+// more kernel. CUPTI's drop count must arrive in the file exactly.
+void check_flood(const AppRun& run, const TestDb& db, bool descriptions_delivered) {
+  const Facts facts = facts_of(run.out);
+  expect_no_violation(run, facts);
+  ASSERT_TRUE(db.intact());
+  const int64_t dropped = facts.number("fake.records_dropped");
+  const int64_t launches = facts.number("flood_kernels") + 1;
+  // Every launch is a RUNTIME and a CONCURRENT_KERNEL record, plus DEVICE and CONTEXT.
+  EXPECT_EQ(facts.number("fake.records_emitted") + dropped, 2 * launches + 2);
+  EXPECT_GT(facts.number("fake.buffers_refused"), 0) << run.describe();
+  EXPECT_GT(dropped, 0);
+  EXPECT_EQ(facts.number("fake.dropped_reported"), dropped);
+  EXPECT_EQ(db.stat("cupti_records_dropped"), dropped);
+  EXPECT_EQ(db.stat("cupti_records"), facts.number("fake.records_emitted"));
+  EXPECT_EQ(db.stat("kernels_written"), row_count(db, "CUPTI_ACTIVITY_KIND_KERNEL"));
+  EXPECT_EQ(db.stat("api_calls_written"), row_count(db, "CUPTI_ACTIVITY_KIND_RUNTIME"));
+  EXPECT_GT(db.stat("kernels_written"), 0);
+  if (descriptions_delivered) {
+    // Everything CUPTI delivered is written.
+    EXPECT_EQ(db.stat("kernels_written") + db.stat("api_calls_written"),
+              db.stat("cupti_records") - 2);
+  }
+  EXPECT_EQ(lines_containing(run.err, "WARNING: " + std::to_string(dropped) + " "), 1u) << run.err;
+}
+
+TEST_F(CuptiCaptureTest, RefusedBuffersAreCountedAsDropped) {
+  // Room for one 4 MiB CUPTI buffer (Kineto's size, which the collector uses) and 64 KiB more:
+  // while a full buffer's rows wait for the writer, CUPTI gets no other and drops.
+  const AppRun run =
+      run_app("flood", {{"PYPROF_BUFFER_BYTES", std::to_string((4 << 20) + (64 << 10))}});
+  ASSERT_TRUE(run.exited_ok()) << run.describe();
+  TestDb db(db_path());
+  check_flood(run, db, true);
+  EXPECT_EQ(kernel_names(db).count(kSgemm), 1u);  // the kernel after the flood got a buffer
+}
+
+TEST_F(CuptiCaptureTest, TinyBufferLimitStillRecordsAndCountsDrops) {
+  // A limit below one CUPTI buffer: a buffer is still lent while nothing waits to be written
+  // (the contract: refuse only when more than the limit is waiting), and every drop is counted.
+  const AppRun run = run_app("flood", {{"PYPROF_BUFFER_BYTES", "65536"}});
+  ASSERT_TRUE(run.exited_ok()) << run.describe();
+  TestDb db(db_path());
+  check_flood(run, db, false);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Finalization paths.
+// ---------------------------------------------------------------------------------------------
+void check_terminating_signal(const AppRun& run, const std::string& path, int signal_number,
+                              const std::string& signal_name) {
+  ASSERT_FALSE(run.timed_out) << run.describe();
+  ASSERT_TRUE(WIFSIGNALED(run.status)) << run.describe();
+  EXPECT_EQ(WTERMSIG(run.status), signal_number);
+  const Facts facts = facts_of(run.out);
+  expect_no_violation(run, facts);
+  // The records were still in CUPTI's buffer when the signal came.
+  EXPECT_EQ(facts.number("fake.buffers_completed"), 0) << run.describe();
+  TestDb db(path);
+  ASSERT_TRUE(db.intact());
+  EXPECT_EQ(capture(db, "FINALIZED_BY"), signal_name);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON "
+                      "s.id = k.mangledName WHERE s.value = '_Z13before_signalv'"),
+            facts.number("before_signal"));
+  expect_launches_in_ranges(db, facts, facts.launches);
+}
+
+TEST_F(CuptiCaptureTest, SigtermFlushesRecordsStillInCuptiBuffers) {
+  check_terminating_signal(run_app("sigterm"), db_path(), SIGTERM, "SIGTERM");
+}
+
+TEST_F(CuptiCaptureTest, SighupFlushesRecordsStillInCuptiBuffers) {
+  check_terminating_signal(run_app("sigterm", {}, "SIGHUP"), db_path(), SIGHUP, "SIGHUP");
+}
+
+TEST_F(CuptiCaptureTest, WritesEveryKernelOfALargeRun) {
+  const AppRun run = run_app("many");
+  ASSERT_TRUE(run.exited_ok()) << run.describe();
+  const Facts facts = facts_of(run.out);
+  expect_no_violation(run, facts);
+  const int64_t kernels = facts.number("kernels");
+  ASSERT_EQ(kernels, 200'000);
+  EXPECT_GT(facts.number("fake.buffers_completed_full"), 0);  // full buffers on app threads
+  EXPECT_EQ(facts.number("fake.records_dropped"), 0);
+  TestDb db(db_path());
+  ASSERT_TRUE(db.intact());
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"), kernels);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME"), kernels);
+  EXPECT_EQ(db.stat("kernels_written"), kernels);
+  EXPECT_EQ(db.stat("api_calls_written"), kernels);
+  EXPECT_EQ(db.stat("cupti_records_dropped"), 0);
+  EXPECT_EQ(db.scalar("SELECT count(DISTINCT correlationId) FROM CUPTI_ACTIVITY_KIND_KERNEL"),
+            kernels);
+  EXPECT_EQ(kernel_names(db), (std::set<std::string>{kAdd, kSgemm, kElementwise, kCutlass}));
+  // Each thread's launch calls carry its own tid.
+  const int64_t pid = db.scalar("SELECT pid FROM PROCESSES");
+  for (int t = 0; t < 4; ++t) {
+    const int64_t tid = facts.number("thread" + std::to_string(t));
+    EXPECT_EQ(db.scalar("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE globalTid = " +
+                        std::to_string(gtid(pid, tid))),
+              kernels / 4)
+        << "thread " << t;
+    EXPECT_EQ(db.scalar("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE streamId = " +
+                        std::to_string(13 + t)),
+              kernels / 4);
+  }
+}
+
+TEST_F(CuptiCaptureTest, ShutdownFlushesCuptiAndLaterRecordsAreNotWritten) {
+  const AppRun run = run_app("shutdown");
+  ASSERT_TRUE(run.exited_ok()) << run.describe();
+  const Facts facts = facts_of(run.out);
+  expect_no_violation(run, facts);
+  EXPECT_EQ(facts.number("shutdown"), 0);
+  TestDb db(db_path());
+  ASSERT_TRUE(db.intact());
+  EXPECT_EQ(capture(db, "FINALIZED_BY"), "pyprof_collect_shutdown");
+  EXPECT_EQ(kernel_names(db), (std::set<std::string>{"_Z15before_shutdownv"}));
+  EXPECT_EQ(db.stat("kernels_written"), 5);
+  expect_launches_in_ranges(db, facts, facts.launches);
+}
+
+// ---------------------------------------------------------------------------------------------
+// When CUPTI cannot be used: one line on stderr, NVTX still recorded, the reason in the file.
+// ---------------------------------------------------------------------------------------------
+void expect_nvtx_without_cuda(const TestDb& db) {
+  EXPECT_TRUE(db.intact());
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM NVTX_EVENTS WHERE eventType = 59 AND text = "
+                      "'op:gemm'"),
+            1);
+  for (const char* table : {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME",
+                            "CUPTI_ACTIVITY_KIND_MEMCPY", "TARGET_INFO_GPU"}) {
+    EXPECT_EQ(row_count(db, table), 0) << table;
+  }
+  EXPECT_LE(db.stat("cupti_records"), 0);
+}
+
+TEST_F(CuptiCaptureTest, AnotherCuptiSubscriberLeavesNvtxRecording) {
+  const AppRun run =
+      run_app("basic", {{"FAKE_CUPTI_OTHER_SUBSCRIBER", "Nsight Systems 2026.1"}}, "init-first");
+  ASSERT_TRUE(run.exited_ok()) << run.describe();
+  const Facts facts = facts_of(run.out);
+  expect_no_violation(run, facts);
+  EXPECT_EQ(lines_containing(run.err, "Nsight Systems 2026.1"), 1u) << run.err;
+  TestDb db(db_path());
+  expect_nvtx_without_cuda(db);
+  const std::string status = capture(db, "PYPROF_CUDA_TRACE");
+  EXPECT_NE(status.rfind("on", 0), 0u) << status;
+  EXPECT_NE(status.find("Nsight Systems 2026.1"), std::string::npos) << status;
+}
+
+TEST_F(CuptiCaptureTest, MissingCuptiLibraryLeavesNvtxRecording) {
+  const AppRun run =
+      run_app("basic", {{"PYPROF_CUPTI_LIBRARY", "/nonexistent/libcupti.so.13"}}, "init-first");
+  ASSERT_TRUE(run.exited_ok()) << run.describe();
+  EXPECT_EQ(lines_containing(run.err, "/nonexistent/libcupti.so.13"), 1u) << run.err;
+  const Facts facts = facts_of(run.out);
+  EXPECT_EQ(facts.number("fake.subscribe_calls"), 0);
+  TestDb db(db_path());
+  expect_nvtx_without_cuda(db);
+  const std::string status = capture(db, "PYPROF_CUDA_TRACE");
+  EXPECT_NE(status.rfind("on", 0), 0u) << status;
+  EXPECT_NE(status.find("/nonexistent/libcupti.so.13"), std::string::npos) << status;
+}
+
+TEST_F(CuptiCaptureTest, TooOldCuptiIsRefused) {
+  const AppRun run = run_app("basic", {{"FAKE_CUPTI_VERSION", "120000"}}, "init-first");
+  ASSERT_TRUE(run.exited_ok()) << run.describe();
+  EXPECT_EQ(lines_containing(run.err, "120000"), 1u) << run.err;
+  const Facts facts = facts_of(run.out);
+  expect_no_violation(run, facts);
+  EXPECT_EQ(facts.number("fake.subscribe_calls"), 0);
+  TestDb db(db_path());
+  expect_nvtx_without_cuda(db);
+  const std::string status = capture(db, "PYPROF_CUDA_TRACE");
+  EXPECT_NE(status.rfind("on", 0), 0u) << status;
+  EXPECT_NE(status.find("120000"), std::string::npos) << status;
+}
+
+TEST_F(CuptiCaptureTest, CudaTraceOffByEnvironment) {
+  const AppRun run = run_app("basic", {{"PYPROF_CUDA_TRACE", "0"}}, "init-first");
+  ASSERT_TRUE(run.exited_ok()) << run.describe();
+  const Facts facts = facts_of(run.out);
+  EXPECT_EQ(facts.number("fake.subscribe_calls"), 0);
+  EXPECT_EQ(facts.number("fake.flushes"), 0);
+  TestDb db(db_path());
+  expect_nvtx_without_cuda(db);
+  const std::string status = capture(db, "PYPROF_CUDA_TRACE");
+  EXPECT_NE(status.rfind("on", 0), 0u) << status;
+  EXPECT_NE(status.find("PYPROF_CUDA_TRACE"), std::string::npos) << status;
+}
+
+TEST_F(CuptiCaptureTest, ProgramThatNeverInitialisesCuda) {
+  const AppRun run = run_app("nvtx-only");
+  ASSERT_TRUE(run.exited_ok()) << run.describe();
+  const Facts facts = facts_of(run.out);
+  EXPECT_EQ(facts.number("fake.subscribe_calls"), 0);
+  TestDb db(db_path());
+  ASSERT_TRUE(db.intact());
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM NVTX_EVENTS WHERE text = 'no cuda'"), 1);
+  const std::string status = capture(db, "PYPROF_CUDA_TRACE");
+  EXPECT_NE(status.rfind("on", 0), 0u) << status;
+  EXPECT_NE(status.find("initiali"), std::string::npos) << status;  // "never initialised CUDA"
+  EXPECT_LE(db.stat("cupti_records"), 0);
+}
+
+}  // namespace
+}  // namespace pyprof::collect
