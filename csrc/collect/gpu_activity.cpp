@@ -31,6 +31,34 @@ bool place(uint64_t start, uint64_t end, const ConversionWindow& window,
   return true;
 }
 
+// The fields kernel, copy and memset rows share; CUPTI names them alike in every record.
+template <typename Row, typename Record>
+Row& place_row(std::vector<Row>& rows, const Record& r, int64_t start, int64_t end,
+               uint64_t global_pid) {
+  Row& row = rows.emplace_back();
+  row.start = start;
+  row.end = end;
+  row.device_id = r.deviceId;
+  row.context_id = r.contextId;
+  row.stream_id = r.streamId;
+  row.correlation_id = r.correlationId;
+  row.global_pid = global_pid;
+  return row;
+}
+
+// Memcpy6 and MemcpyPtoP4 (peer copies) share everything but the peer ids.
+template <typename Record>
+MemcpyRow& copy_row(GpuBatch& batch, const Record& m, int64_t start, int64_t end,
+                    uint64_t global_pid) {
+  MemcpyRow& row = place_row(batch.memcpys, m, start, end, global_pid);
+  row.bytes = m.bytes;
+  row.copy_kind = m.copyKind;  // CUpti_ActivityMemcpyKind 0-10 = ENUM_CUDA_MEMCPY_OPER 0-10
+  row.src_kind = nsys::mem_kind_from_cupti(m.srcKind);
+  row.dst_kind = nsys::mem_kind_from_cupti(m.dstKind);
+  row.graph_node_id = nonzero(m.graphNodeId);
+  return row;
+}
+
 }  // namespace
 
 std::string format_uuid(const CUuuid& uuid) {
@@ -92,14 +120,7 @@ void ActivityConverter::convert(const CUpti_Activity& record, const ConversionWi
       const auto& k = reinterpret_cast<const CUpti_ActivityKernel10&>(record);
       if (!place(k.start, k.end, window, counters, &start, &end)) return;
       const KernelNames& names = kernel_names(k.name);
-      KernelRow& row = batch.kernels.emplace_back();
-      row.start = start;
-      row.end = end;
-      row.device_id = k.deviceId;
-      row.context_id = k.contextId;
-      row.stream_id = k.streamId;
-      row.correlation_id = k.correlationId;
-      row.global_pid = global_pid;
+      KernelRow& row = place_row(batch.kernels, k, start, end, global_pid);
       row.demangled_name = names.demangled;
       row.short_name = names.short_name;
       row.mangled_name = names.mangled;
@@ -144,54 +165,23 @@ void ActivityConverter::convert(const CUpti_Activity& record, const ConversionWi
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto& m = reinterpret_cast<const CUpti_ActivityMemcpy6&>(record);
       if (!place(m.start, m.end, window, counters, &start, &end)) return;
-      MemcpyRow& row = batch.memcpys.emplace_back();
-      row.start = start;
-      row.end = end;
-      row.device_id = m.deviceId;
-      row.context_id = m.contextId;
-      row.stream_id = m.streamId;
-      row.correlation_id = m.correlationId;
-      row.global_pid = global_pid;
-      row.bytes = m.bytes;
-      row.copy_kind = m.copyKind;  // CUpti_ActivityMemcpyKind 0-10 = ENUM_CUDA_MEMCPY_OPER 0-10
-      row.src_kind = nsys::mem_kind_from_cupti(m.srcKind);
-      row.dst_kind = nsys::mem_kind_from_cupti(m.dstKind);
-      row.graph_node_id = nonzero(m.graphNodeId);
+      copy_row(batch, m, start, end, global_pid);
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {  // peer-to-peer
       const auto& m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4&>(record);
       if (!place(m.start, m.end, window, counters, &start, &end)) return;
-      MemcpyRow& row = batch.memcpys.emplace_back();
-      row.start = start;
-      row.end = end;
-      row.device_id = m.deviceId;
-      row.context_id = m.contextId;
-      row.stream_id = m.streamId;
-      row.correlation_id = m.correlationId;
-      row.global_pid = global_pid;
-      row.bytes = m.bytes;
-      row.copy_kind = m.copyKind;
-      row.src_kind = nsys::mem_kind_from_cupti(m.srcKind);
-      row.dst_kind = nsys::mem_kind_from_cupti(m.dstKind);
+      MemcpyRow& row = copy_row(batch, m, start, end, global_pid);
       row.src_device_id = m.srcDeviceId;
       row.src_context_id = m.srcContextId;
       row.dst_device_id = m.dstDeviceId;
       row.dst_context_id = m.dstContextId;
-      row.graph_node_id = nonzero(m.graphNodeId);
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto& m = reinterpret_cast<const CUpti_ActivityMemset4&>(record);
       if (!place(m.start, m.end, window, counters, &start, &end)) return;
-      MemsetRow& row = batch.memsets.emplace_back();
-      row.start = start;
-      row.end = end;
-      row.device_id = m.deviceId;
-      row.context_id = m.contextId;
-      row.stream_id = m.streamId;
-      row.correlation_id = m.correlationId;
-      row.global_pid = global_pid;
+      MemsetRow& row = place_row(batch.memsets, m, start, end, global_pid);
       row.value = m.value;
       row.bytes = m.bytes;
       row.mem_kind = nsys::mem_kind_from_cupti(m.memoryKind);
