@@ -40,12 +40,13 @@ if ! ls /usr/local/cuda*/include/nvtx3/nvToolsExt.h >/dev/null 2>&1 \
 fi
 
 # CUPTI headers (record layouts for the collector's CUDA trace; libcupti is only dlopen'ed at run
-# time): from the CUDA toolkit, else from pip's header-carrying CUDA 13.0 wheels.
+# time): from the CUDA toolkit, else from pip's header-carrying CUDA 13.0 wheels (cupti*.h; cuda.h
+# and builtin_types.h; crt/host_defines.h, which builtin_types.h includes).
 if ! { ls /usr/local/cuda*/include/cupti_activity.h || ls /usr/local/cuda*/extras/CUPTI/include/cupti_activity.h; } \
      >/dev/null 2>&1 && [ -z "${CUDA_HOME:-}" ]; then
   $PYTHON -c "import nvidia, os, sys; sys.exit(not any(os.path.exists(os.path.join(p, 'cu13/include/cupti_activity.h')) and os.path.exists(os.path.join(p, 'cu13/include/cuda.h')) for p in nvidia.__path__))" 2>/dev/null \
     || $PYTHON -m pip install -q --disable-pip-version-check --root-user-action=ignore \
-         "nvidia-cuda-cupti==13.0.*" "nvidia-cuda-runtime==13.0.*"
+         "nvidia-cuda-cupti==13.0.*" "nvidia-cuda-runtime==13.0.*" "nvidia-cuda-crt==13.0.*"
 fi
 
 echo "setup: building pyprof (build/, tests=${PYPROF_BUILD_TESTS:-0})"
