@@ -28,22 +28,14 @@ namespace {
 
 using testing::as_int;
 using testing::as_text;
+using testing::capture;
+using testing::exists;
 using testing::is_null;
+using testing::read_file;
 using testing::Row;
+using testing::spawn_with_output;
 using testing::TempDir;
 using testing::TestDb;
-
-bool exists(const std::string& path) {
-  struct stat info;
-  return ::stat(path.c_str(), &info) == 0;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream content;
-  content << in.rdbuf();
-  return content.str();
-}
 
 // "key=value" lines printed by the app.
 std::multimap<std::string, std::string> facts_of(const std::string& out) {
@@ -104,22 +96,8 @@ class AppRunner {
     for (const auto& [name, value] : env) {
       if (!value.empty()) variables.push_back(name + "=" + value);
     }
-    std::vector<char*> envp;
-    for (std::string& variable : variables) envp.push_back(variable.data());
-    envp.push_back(nullptr);
-    std::string app = NVTX_TEST_APP;
-    std::vector<char*> argv = {app.data(), const_cast<char*>(scenario.c_str()), nullptr};
-
-    run.pid = fork();
-    if (run.pid == 0) {
-      const int out = ::open(run.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      const int err = ::open(run.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(out, STDOUT_FILENO);
-      dup2(err, STDERR_FILENO);
-      if (chdir(dir_.path().c_str()) != 0) _exit(126);
-      execve(argv[0], argv.data(), envp.data());
-      _exit(127);
-    }
+    run.pid = spawn_with_output({NVTX_TEST_APP, scenario}, std::move(variables), run.out_path,
+                                run.err_path, dir_.path());
     return run;
   }
 
@@ -190,10 +168,6 @@ const EventRow& only(const std::multimap<std::string, EventRow>& events, const s
   const auto count = events.count(name);
   EXPECT_EQ(count, 1u) << "rows named '" << name << "'";
   return count == 0 ? missing : events.find(name)->second;
-}
-
-std::string capture(const TestDb& db, const std::string& name) {
-  return db.text("SELECT value FROM META_DATA_CAPTURE WHERE name = '" + name + "'");
 }
 
 class CollectorTest : public ::testing::Test {

@@ -35,8 +35,12 @@ namespace {
 
 using testing::as_int;
 using testing::as_text;
+using testing::capture;
+using testing::exists;
 using testing::is_null;
+using testing::read_file;
 using testing::Row;
+using testing::spawn_with_output;
 using testing::TempDir;
 using testing::TestDb;
 using testing::Value;
@@ -51,18 +55,6 @@ constexpr char kElementwise[] =
     "EUliE_EEviT1_";
 constexpr char kAdd[] = "_Z10add_kernelPfS_i";
 constexpr char kCutlass[] = "_ZN7cutlass7Kernel2I30cutlass_80_tensorop_s1688gemm_EEvNT_6ParamsE";
-
-bool exists(const std::string& path) {
-  struct stat info;
-  return ::stat(path.c_str(), &info) == 0;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream content;
-  content << in.rdbuf();
-  return content.str();
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -175,23 +167,8 @@ class Runner {
     for (const auto& [name, value] : env) {
       if (!value.empty()) variables.push_back(name + "=" + value);
     }
-    std::vector<char*> envp;
-    for (std::string& variable : variables) envp.push_back(variable.data());
-    envp.push_back(nullptr);
-    std::vector<char*> args;
-    for (std::string& arg : argv) args.push_back(arg.data());
-    args.push_back(nullptr);
-
-    run.pid = fork();
-    if (run.pid == 0) {
-      const int out = ::open(run.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      const int err = ::open(run.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(out, STDOUT_FILENO);
-      dup2(err, STDERR_FILENO);
-      if (chdir(dir_.path().c_str()) != 0) _exit(126);
-      execve(args[0], args.data(), envp.data());
-      _exit(127);
-    }
+    run.pid = spawn_with_output(std::move(argv), std::move(variables), run.out_path, run.err_path,
+                                dir_.path());
     return run;
   }
 
@@ -287,10 +264,6 @@ std::map<int64_t, NamedRow> by_correlation(const std::vector<NamedRow>& rows) {
   std::map<int64_t, NamedRow> indexed;
   for (const NamedRow& row : rows) indexed[num(row, "correlationId")] = row;
   return indexed;
-}
-
-std::string capture(const TestDb& db, const std::string& name) {
-  return db.text("SELECT value FROM META_DATA_CAPTURE WHERE name = '" + name + "'");
 }
 
 // NVTX push/pop and start/end ranges by message.

@@ -1,12 +1,18 @@
-// Test helper: read an SQLite file back with the sqlite3 C API.
+// Test helpers shared by the collector's tests: read an SQLite file back with the sqlite3 C API,
+// temporary folders, and running a test app as a child process with its output in files.
 #pragma once
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <variant>
 #include <vector>
@@ -111,5 +117,46 @@ class TempDir {
  private:
   std::string path_;
 };
+
+inline bool exists(const std::string& path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0;
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+// META_DATA_CAPTURE value of `name` ("<none>" if absent).
+inline std::string capture(const TestDb& db, const std::string& name) {
+  return db.text("SELECT value FROM META_DATA_CAPTURE WHERE name = '" + name + "'");
+}
+
+// fork + execve of argv[0] with exactly `environment`, stdout and stderr into the two files, in
+// `directory`. Returns the child's pid (exit 126: cannot chdir, 127: cannot exec).
+inline pid_t spawn_with_output(std::vector<std::string> argv, std::vector<std::string> environment,
+                               const std::string& out_path, const std::string& err_path,
+                               const std::string& directory) {
+  std::vector<char*> envp;
+  for (std::string& variable : environment) envp.push_back(variable.data());
+  envp.push_back(nullptr);
+  std::vector<char*> args;
+  for (std::string& arg : argv) args.push_back(arg.data());
+  args.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out, STDOUT_FILENO);
+    dup2(err, STDERR_FILENO);
+    if (chdir(directory.c_str()) != 0) _exit(126);
+    execve(args[0], args.data(), envp.data());
+    _exit(127);
+  }
+  return pid;
+}
 
 }  // namespace pyprof::collect::testing
