@@ -265,14 +265,15 @@ bool Collector::gpu_buffer_allowed(uint64_t pending, uint64_t bytes) const noexc
 
 void Collector::submit_gpu_batch(std::unique_ptr<GpuBatch> batch, uint64_t records) noexcept {
   if (!batch || batch->rows() == 0) return;
-  // Finalizing still accepts: flush_for_exit() delivers the last buffers then.
-  if (phase_.load() == kFinalized || forked_child_) {
-    gpu_records_after_shutdown_.fetch_add(records, std::memory_order_relaxed);
-    return;
-  }
   try {
     const uint64_t bytes = batch->bytes();
     std::lock_guard lock(queue_mutex_);
+    // Finalizing still accepts until the final write takes the queue: flush_for_exit() delivers
+    // the last buffers then. Later batches would never be written, so they are counted.
+    if (gpu_queue_closed_ || forked_child_) {
+      gpu_records_after_shutdown_.fetch_add(records, std::memory_order_relaxed);
+      return;
+    }
     gpu_queue_.push_back(std::move(batch));
     queued_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   } catch (...) {
@@ -999,6 +1000,7 @@ int Collector::write_final(FinalizeReason reason) noexcept {
       for (auto& chunk : queue_) chunks.push_back(std::move(chunk));
       queue_.clear();
       gpu_batches.swap(gpu_queue_);
+      gpu_queue_closed_ = true;
     }
     {
       std::lock_guard lock(start_end_mutex_);
@@ -1075,9 +1077,9 @@ int Collector::write_final(FinalizeReason reason) noexcept {
     bool ok = db_ && db_->begin() && write_gpu_batches_locked(gpu_batches, gpu_final);
     add_gpu_written(stats, gpu_final);
     const MetadataRow capture_rows[] = {finalized_by, cuda_trace};
-    ok = ok && db_->write_strings(strings_.take_unwritten()) && db_->write_strings(strings) &&
-         db_->write_events(metadata) && write_chunks_locked(chunks, &unclosed) &&
-         db_->write_thread_names(thread_names) && db_->write_stats(stats.rows()) &&
+    ok = ok && db_->write_strings(strings) && db_->write_events(metadata) &&
+         write_chunks_locked(chunks, &unclosed) && db_->write_thread_names(thread_names) &&
+         db_->write_stats(stats.rows()) &&
          db_->write_metadata(MetadataTable::kExport, {{export_time_row(realtime_ns())}}) &&
          db_->write_metadata(MetadataTable::kCapture, capture_rows) && db_->commit();
     if (ok) {

@@ -201,7 +201,8 @@ class Collector {
 
   std::mutex queue_mutex_;
   ChunkList queue_;
-  GpuBatchList gpu_queue_;  // guarded by queue_mutex_; bytes counted in queued_bytes_
+  GpuBatchList gpu_queue_;         // guarded by queue_mutex_; bytes counted in queued_bytes_
+  bool gpu_queue_closed_ = false;  // guarded by queue_mutex_: the final write has taken it
   std::atomic<uint64_t> queued_bytes_{0};  // chunks handed off and not yet written
   std::mutex spare_mutex_;
   ChunkList spare_chunks_;  // written chunks, recycled with their capacity
