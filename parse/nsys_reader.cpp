@@ -3,6 +3,7 @@
 #include <array>
 #include <functional>
 #include <future>
+#include <map>
 #include <set>
 #include <thread>
 #include <vector>
@@ -127,25 +128,28 @@ bool NsysReader::read_devices(Trace& trace, std::string& error) {
   if (!cols.count("id") || !cols.count("name")) return true;  // the 2020.5 five-column form
   // nsys numbers GPUs per machine (id) and maps each process' CUDA ordinal through
   // TARGET_INFO_CUDA_DEVICE; without that table the two are the same.
-  std::string id_column = "id";
+  std::map<int64_t, int64_t> ordinal_of_gpu;
   if (db_.has_table("TARGET_INFO_CUDA_DEVICE")) {
     auto device_cols = db_.columns("TARGET_INFO_CUDA_DEVICE");
     if (device_cols.count("gpuId") && device_cols.count("cudaId")) {
-      id_column =
-          "coalesce((SELECT min(cudaId) FROM TARGET_INFO_CUDA_DEVICE d WHERE d.gpuId = "
-          "TARGET_INFO_GPU.id), id)";
+      Statement m = db_.prepare(
+          "SELECT gpuId, min(cudaId) FROM TARGET_INFO_CUDA_DEVICE GROUP BY gpuId", error);
+      if (!m.valid()) return false;
+      while (m.step() == SQLITE_ROW) ordinal_of_gpu[m.int64(0)] = m.int64(1);
     }
   }
-  std::string sql = select_columns(cols, table,
-                                   {"id", "name", "smCount", "clockRate", "memoryBandwidth",
-                                    "totalMemory", "computeMajor", "computeMinor"},
-                                   " ORDER BY id");
-  sql.replace(sql.find("\"id\""), 4, id_column);
-  Statement s = db_.prepare(sql, error);
+  Statement s = db_.prepare(select_columns(cols, table,
+                                           {"id", "name", "smCount", "clockRate", "memoryBandwidth",
+                                            "totalMemory", "computeMajor", "computeMinor"},
+                                           " ORDER BY id"),
+                            error);
   if (!s.valid()) return false;
   while (s.step() == SQLITE_ROW) {
     Trace::Device& d = trace.devices.emplace_back();
     d.id = or_default(s, 0, -1);
+    if (auto mapped = ordinal_of_gpu.find(d.id); mapped != ordinal_of_gpu.end()) {
+      d.id = mapped->second;
+    }
     d.name = std::string(s.text(1));
     d.sm_count = or_default(s, 2, 0);
     d.clock_hz = or_default(s, 3, 0);
