@@ -1,14 +1,20 @@
-"""Builds pyprof's C++ parts with CMake (see CMakeLists.txt) and packages them.
+"""Builds pyprof's C++ parts with CMake (see CMakeLists.txt); metadata lives in pyproject.toml.
 
-    pip install --no-build-isolation .
+    pip install --no-build-isolation .        # or -e . for a development checkout
 
---no-build-isolation matters: the extension must be built against the torch that is
-installed, not against a fresh one pip would download into an isolated environment.
+--no-build-isolation matters: pyprof._C is compiled against the torch installed in your
+environment, which an isolated build (pip's default) cannot see; installing a second torch into
+the isolated environment would mean gigabytes and a mismatched build. The checks below turn each
+way this goes wrong into one message that says what to do (docs/install.md).
+
 Environment knobs: PYPROF_BUILD_DIR (default ./build), PYPROF_BUILD_TESTS (default 0),
-PYPROF_JOBS (parallel compile jobs).
+PYPROF_JOBS (parallel compile jobs), PYPROF_CMAKE_ARGS (extra CMake arguments, e.g.
+-DCMAKE_PREFIX_PATH=... for dependencies outside the system prefix).
 """
 
+import importlib.util
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -17,52 +23,112 @@ from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
-# Binary parts CMake writes into the package folder, beside the Python sources.
+# What CMake writes into the package folder beside _C (the extension itself is setuptools').
 BINARY_PARTS = ["bin/pyprof-profile", "bin/pyprof-parse", "bin/pyprof-prof",
-                "lib/libpyprof_collect.so"]
+                "lib/libpyprof_collect.so", "_build_info.py"]
+
+
+def _load_torch_support():
+    # Loaded by path: importing the pyprof package itself is not needed to build it.
+    spec = importlib.util.spec_from_file_location(
+        "pyprof_torch_support", os.path.join(ROOT, "pyprof", "_torch_support.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _fail(message):
+    sys.stderr.write(f"\npyprof: error: {message}\n\n")
+    sys.stderr.flush()
+    raise SystemExit(1)
+
+
+def _isolated_build():
+    """True inside a PEP 517 isolated build environment (pip's or pypa/build's)."""
+    return any("pip-build-env-" in p or os.sep + "build-env-" in p for p in sys.path)
+
+
+def require_torch():
+    """The torch this build compiles against, or a message saying how to get one."""
+    support = _load_torch_support()
+    try:
+        import torch
+    except ImportError as exc:
+        if _isolated_build():
+            _fail("pip is building pyprof in an isolated environment, which cannot see your "
+                  "torch. pyprof must be compiled against the torch you run, so install it "
+                  "with:\n    pip install --no-build-isolation .")
+        if importlib.util.find_spec("torch") is not None:
+            _fail(f"torch is installed but does not import ({exc}); fix that torch first.")
+        _fail(f"no torch in this environment ({sys.executable}). Install torch "
+              f">= {support.MIN_TORCH} first (the build that matches your CUDA, "
+              "https://pytorch.org/get-started/locally/), then:\n"
+              "    pip install --no-build-isolation .")
+    if not support.is_supported(torch.__version__):
+        _fail(f"torch {torch.__version__} is older than {support.MIN_TORCH}, the oldest "
+              "release pyprof builds against (docs/install.md). Upgrade torch, then install "
+              "pyprof again.")
+    return torch
+
+
+def require_bdist_wheel():
+    """pip builds a wheel even for `pip install .`; old setuptools needs the `wheel` package."""
+    if importlib.util.find_spec("setuptools.command.bdist_wheel") is not None:
+        return  # setuptools >= 70.1 has it built in
+    if importlib.util.find_spec("wheel") is not None:
+        return
+    import setuptools
+    _fail(f"setuptools {setuptools.__version__} in this environment cannot build wheels "
+          "without the `wheel` package, and with --no-build-isolation pip uses what is "
+          "installed. Run\n    pip install 'setuptools>=70.1'\nthen the same install "
+          "command again.")
 
 
 class CMakeBuild(build_ext):
+    def run(self):
+        # setuptools clears `inplace` while it builds and copies only _C back to the source
+        # tree afterwards (editable installs, build_ext --inplace); the tools must follow it.
+        self._into_source_tree = bool(self.inplace or getattr(self, "editable_mode", False))
+        super().run()
+
     def build_extension(self, ext):
-        import torch.utils  # noqa: F401  (fail early with a clear message if torch is missing)
+        torch = require_torch()
+        print(f"pyprof: building against torch {torch.__version__} ({torch.__file__})")
 
         build_dir = os.environ.get("PYPROF_BUILD_DIR", os.path.join(ROOT, "build"))
-        package_dir = os.path.join(ROOT, "pyprof")
+        # CMake writes _C, the collector and the tools into the package folder the wheel is made
+        # from (setuptools' build tree), so a non-editable install leaves the checkout as it was.
+        package_dir = os.path.dirname(os.path.abspath(self.get_ext_fullpath(ext.name)))
         tests = os.environ.get("PYPROF_BUILD_TESTS", "0")
         configure = [
             "cmake", "-S", ROOT, "-B", build_dir, "-G", "Ninja",
             f"-DPython3_EXECUTABLE={sys.executable}",
             f"-DPYPROF_PACKAGE_DIR={package_dir}",
             f"-DPYPROF_BUILD_TESTS={'ON' if tests not in ('0', '', 'OFF') else 'OFF'}",
-        ]
+        ] + shlex.split(os.environ.get("PYPROF_CMAKE_ARGS", ""))
         subprocess.check_call(configure)
         build = ["cmake", "--build", build_dir]
         if os.environ.get("PYPROF_JOBS"):
             build += ["-j", os.environ["PYPROF_JOBS"]]
         subprocess.check_call(build)
 
-        # CMake wrote _C, the collector and the launcher into ./pyprof; a non-editable install
-        # also needs them in the build tree setuptools packages from.
-        ext_path = self.get_ext_fullpath(ext.name)
-        target_dir = os.path.dirname(ext_path)
-        if os.path.abspath(target_dir) != os.path.abspath(package_dir):
-            os.makedirs(target_dir, exist_ok=True)
-            shutil.copy2(os.path.join(package_dir, os.path.basename(ext_path)), ext_path)
-            for part in BINARY_PARTS:
-                dest = os.path.join(target_dir, part)
-                os.makedirs(os.path.dirname(dest), exist_ok=True)
-                shutil.copy2(os.path.join(package_dir, part), dest)
+        if self._into_source_tree:
+            source_package = os.path.join(ROOT, "pyprof")
+            if os.path.abspath(source_package) != package_dir:
+                for part in BINARY_PARTS:
+                    dest = os.path.join(source_package, part)
+                    os.makedirs(os.path.dirname(dest), exist_ok=True)
+                    shutil.copy2(os.path.join(package_dir, part), dest)
 
+
+# pip asks for metadata (dist_info), then a wheel (bdist_wheel, or editable_wheel for -e): each
+# needs bdist_wheel, and old setuptools' own message ("invalid command") says nothing useful.
+if {"dist_info", "bdist_wheel", "editable_wheel"} & set(sys.argv[1:]):
+    require_bdist_wheel()
 
 setup(
-    name="pyprof",
-    version="0.1.0",
-    description="C++-core profiler for PyTorch models on NVIDIA GPUs (PyProf/DLProf lineage)",
     packages=find_packages(include=["pyprof", "pyprof.*"]),
     ext_modules=[Extension("pyprof._C", sources=[])],
     cmdclass={"build_ext": CMakeBuild},
-    package_data={"pyprof": BINARY_PARTS},
-    entry_points={"console_scripts": ["pyprof = pyprof.cli:main"]},
-    python_requires=">=3.9",
     zip_safe=False,
 )

@@ -19,11 +19,33 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# torch 2.13.0 CPU comes from the local wheel: an exact pin, since a looser spec would pull
-# the CUDA build and gigabytes of dependencies.
+# torch: the one in the environment is kept when it is new enough (pyprof/_torch_support.py's
+# MIN_TORCH; a user's CUDA build must never be swapped for another). Only when there is none is
+# one installed: PYPROF_TORCH_SPEC, by default the 2.13.0 CPU wheel on the development machines
+# (an exact pin: a looser spec would pull a CUDA build and gigabytes of dependencies).
+MIN_TORCH=$($PYTHON -c "exec(open('pyprof/_torch_support.py').read()); print(MIN_TORCH)")
+if $PYTHON -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)" 2>/dev/null; then
+  if ! torch_version=$($PYTHON -c "import torch; print(torch.__version__)" 2>/tmp/pyprof-torch-import.$$); then
+    echo "setup: error: torch is installed for $PYTHON but does not import:" >&2
+    tail -n 3 /tmp/pyprof-torch-import.$$ >&2; rm -f /tmp/pyprof-torch-import.$$
+    echo "setup: fix that torch (setup does not replace an installed torch)" >&2
+    exit 1
+  fi
+  rm -f /tmp/pyprof-torch-import.$$
+  if ! $PYTHON -c "exec(open('pyprof/_torch_support.py').read()); import sys; sys.exit(not is_supported('$torch_version'))"; then
+    echo "setup: error: torch $torch_version is older than $MIN_TORCH, the oldest release pyprof" \
+         "builds against (docs/install.md). setup does not replace an installed torch: upgrade" \
+         "it (the build that matches your CUDA) and run setup again." >&2
+    exit 1
+  fi
+  echo "setup: using the installed torch $torch_version (pyprof needs >= $MIN_TORCH)"
+else
+  TORCH_SPEC=${PYPROF_TORCH_SPEC:-torch==2.13.0}
+  echo "setup: no torch for $PYTHON: pip install $TORCH_SPEC"
+  $PYTHON -m pip install -q --disable-pip-version-check --root-user-action=ignore "$TORCH_SPEC"
+fi
+
 pip_missing=()
-$PYTHON -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '2.13.0')" 2>/dev/null \
-  || pip_missing+=("torch==2.13.0")
 for mod in pytest numpy; do
   $PYTHON -c "import $mod" 2>/dev/null || pip_missing+=("$mod")
 done

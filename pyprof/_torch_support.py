@@ -1,0 +1,30 @@
+"""The torch releases pyprof builds against: the one home of that range.
+
+pyprof._C is compiled against the user's own torch (RecordFunction and c10 types are C++ API,
+not ABI-stable), so the oldest release whose headers have what csrc/annotate uses is a fact
+measured by scripts/torch_headers_check.py, not a guess. setup.py, scripts/setup.sh and
+CMakeLists.txt all read MIN_TORCH from this file; docs/install.md lists what was checked.
+"""
+
+from __future__ import annotations
+
+import re
+
+# torch 2.7 lacks RecordFunction::overload_name() and ScalarType::Float4_e2m1fn_x2.
+MIN_TORCH = "2.8"
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """(2, 11, 0) for '2.11.0+cu130', (2, 13) for '2.13.0a0+git...'-style strings' release part."""
+    match = re.match(r"\s*(\d+(?:\.\d+)*)", version)
+    if not match:
+        raise ValueError(f"not a version: {version!r}")
+    return tuple(int(part) for part in match.group(1).split("."))
+
+
+def is_supported(version: str) -> bool:
+    """True when a torch of this version is new enough to build pyprof against."""
+    have = version_tuple(version)
+    need = version_tuple(MIN_TORCH)
+    width = max(len(have), len(need))
+    return have + (0,) * (width - len(have)) >= need + (0,) * (width - len(need))
