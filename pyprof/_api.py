@@ -16,7 +16,34 @@ import weakref
 
 import torch  # loads libtorch before our extension needs it
 
-from pyprof import _C
+
+def _load_extension():
+    """pyprof._C, or an ImportError that says why it does not load and what to do."""
+    try:
+        from pyprof import _C as extension
+    except ImportError as exc:
+        raise ImportError(extension_load_advice(str(exc), torch.__version__)) from exc
+    return extension
+
+
+def extension_load_advice(error: str, running_torch: str) -> str:
+    """The message for a pyprof._C that fails to import (a C++ extension is tied to the torch
+    it was compiled against: an upgraded torch is the usual cause)."""
+    try:
+        from pyprof import _build_info
+    except ImportError:
+        return (f"pyprof's C++ extension is not built ({error}). Build it against this "
+                f"torch: pip install --no-build-isolation . (docs/install.md)")
+    built = _build_info.TORCH_VERSION
+    if built != running_torch:
+        return (f"pyprof._C was built against torch {built} but this is torch {running_torch}, "
+                f"and it does not load ({error}). Rebuild pyprof against this torch: "
+                f"pip install --no-build-isolation --force-reinstall --no-deps . "
+                f"(docs/install.md)")
+    return f"pyprof._C does not load ({error}); it was built against this torch ({built})."
+
+
+_C = _load_extension()
 
 __all__ = ["init", "stop", "is_enabled", "range", "annotate", "mark", "stats"]
 

@@ -6,10 +6,12 @@ import sys
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 
 USAGE = """usage: pyprof <command> [options]
+       pyprof --version
 
 commands:
-  profile   run a program and record its NVTX ranges into NAME.sqlite
-            (pyprof profile -o NAME [--force] [--delay S] [--duration S] -- CMD ...)
+  profile   run a program; record its NVTX ranges and, on a GPU, its CUDA activity into
+            NAME.sqlite (pyprof profile -o NAME [--force] [--delay S] [--duration S]
+            [--capture-range cudaProfilerApi] [--no-cuda-trace] -- CMD ...)
   parse     attribute every kernel to its op, module and direction; JSON Lines out
             (pyprof parse DB [-o FILE]; also python -m pyprof.parse DB > net.dict)
   prof      FLOPs, bytes, Tensor Core use per kernel or op, and reports
@@ -41,11 +43,32 @@ def run_tool(name: str, args: list[str]) -> int:
     return 1  # not reached
 
 
+def version_text() -> str:
+    """pyprof's version and what its C++ parts were built against (no torch import: fast)."""
+    from pyprof import __version__
+
+    lines = [f"pyprof {__version__}"]
+    try:
+        from pyprof import _build_info as built
+    except ImportError:
+        lines.append("C++ parts: not built (pip install --no-build-isolation .)")
+    else:
+        cupti = int(built.CUPTI_API_VERSION or 0)
+        lines.append(f"built against torch {built.TORCH_VERSION} (C++{built.TORCH_CXX_STANDARD}), "
+                     f"Python {built.PYTHON}, CUPTI headers {cupti // 10000}.{cupti // 100 % 100}"
+                     f" (API {cupti}), {built.CXX_COMPILER}")
+    lines.append(f"package: {_PKG_DIR}")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(USAGE, end="")
         return 0 if argv else 2
+    if argv[0] in ("-V", "--version", "version"):
+        print(version_text(), end="")
+        return 0
     command, rest = argv[0], argv[1:]
     if command == "profile":
         return run_tool("pyprof-profile", rest)
