@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "collector.h"
 #include "collector_internal.h"
+#include "common/env_vars.h"
 #include "common/nsys_schema.h"
 #include "diagnostics.h"
 
@@ -165,8 +166,8 @@ int Collector::finalize(FinalizeReason reason) noexcept {
   } else {
     result = -1;
     print_line(
-        "the writer did not finish within PYPROF_FINALIZE_TIMEOUT_S=%lld s; %s keeps "
-        "what was written so far (pid %d)",
+        "the writer did not finish within %s=%lld s; %s keeps what was written so far (pid %d)",
+        env::kFinalizeTimeoutS,
         static_cast<long long>(config_.finalize_timeout_ns / kNanosPerSecond),
         output_path_ready_.load() ? output_path_.c_str() : "the output file",
         static_cast<int>(pid_));
@@ -391,8 +392,8 @@ void Collector::print_summary(int result) noexcept {
     }
     print_line(
         "WARNING: %llu events dropped: more than %s were waiting to be written (raise the "
-        "limit with PYPROF_BUFFER_MB)",
-        static_cast<unsigned long long>(stats.events_dropped), limit_text);
+        "limit with %s)",
+        static_cast<unsigned long long>(stats.events_dropped), limit_text, env::kBufferMb);
   }
   if (gpu_source_.load() != nullptr && !forked_child_) {
     print_line("CUDA (pid %d): %llu kernels, %llu API calls, %llu copies, %llu memsets, %llu syncs",
@@ -405,8 +406,8 @@ void Collector::print_summary(int result) noexcept {
   if (stats.cupti_records_dropped > 0) {
     print_line(
         "WARNING: %llu CUDA activity records were dropped (CUPTI's own buffers overflowed, more "
-        "than PYPROF_BUFFER_MB was waiting to be written, or a write failed); kernels are missing",
-        static_cast<unsigned long long>(stats.cupti_records_dropped));
+        "than %s was waiting to be written, or a write failed); kernels are missing",
+        static_cast<unsigned long long>(stats.cupti_records_dropped), env::kBufferMb);
   }
   if (stats.cupti_records_no_timestamp > 0) {
     print_line("WARNING: %llu CUDA activity records had no timestamp and were left out",
