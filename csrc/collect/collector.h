@@ -7,6 +7,10 @@
 // wakes the writer, which finalizes and re-raises the signal). fork() children keep recording
 // into their own file.
 //
+// Implemented in collector.cpp (start-up, the NVTX event API, chunks), collector_writer.cpp,
+// collector_finalize.cpp (with the exit and signal hooks) and collector_fork.cpp;
+// collector_internal.h holds what they share.
+//
 // Lock order (outer to inner); no code takes them in another order, and the fork handlers take
 // all of them in this order:
 //   writer_busy_ -> lifecycle_mutex_ -> registry_mutex_ -> ThreadBuffer::mutex -> queue_mutex_

@@ -26,6 +26,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/env_vars.h"
+
 namespace {
 
 constexpr int kBatch = 32;
@@ -147,10 +149,10 @@ int spawn_self(const char* self, long iterations, const char* mode, const char* 
   const pid_t pid = fork();
   if (pid == 0) {
     if (injection != nullptr) {
-      setenv("NVTX_INJECTION64_PATH", injection, 1);
-      setenv("PYPROF_OUTPUT", output, 1);
+      setenv(pyprof::env::kNvtxInjection, injection, 1);
+      setenv(pyprof::env::kOutput, output, 1);
     } else {
-      unsetenv("NVTX_INJECTION64_PATH");
+      unsetenv(pyprof::env::kNvtxInjection);
     }
     const std::string count = std::to_string(iterations);
     execl(self, self, "--child", count.c_str(), mode, static_cast<char*>(nullptr));

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "common/nsys_schema.h"
-#include "test_db.h"
+#include "testing/test_db.h"
 
 extern char** environ;
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 
+#include "common/env_vars.h"
 #include "diagnostics.h"
 
 namespace pyprof::collect {
@@ -71,44 +72,44 @@ int64_t CollectorConfig::window_end_ns() const {
 
 CollectorConfig CollectorConfig::from_environment(int64_t now_mono_ns, int64_t now_utc_ns) {
   CollectorConfig config;
-  const std::optional<int64_t> start_mono = env_non_negative("PYPROF_SESSION_START_MONO_NS");
-  const std::optional<int64_t> start_utc = env_non_negative("PYPROF_SESSION_START_UTC_NS");
+  const std::optional<int64_t> start_mono = env_non_negative(env::kSessionStartMonoNs);
+  const std::optional<int64_t> start_utc = env_non_negative(env::kSessionStartUtcNs);
   config.session_start_mono_ns = start_mono.value_or(now_mono_ns);
   config.session_start_utc_ns =
       start_utc.value_or(now_utc_ns - (now_mono_ns - config.session_start_mono_ns));
 
-  if (const char* base = std::getenv("PYPROF_OUTPUT"); base != nullptr && *base != '\0') {
+  if (const char* base = std::getenv(env::kOutput); base != nullptr && *base != '\0') {
     config.output_base = base;
   }
-  if (const char* rank = std::getenv("RANK"); rank != nullptr && *rank != '\0') {
+  if (const char* rank = std::getenv(env::kRank); rank != nullptr && *rank != '\0') {
     config.rank = rank;
   }
-  config.root_pid = env_non_negative("PYPROF_ROOT_PID");
-  if (const char* command = std::getenv("PYPROF_LAUNCH_CMDLINE"); command != nullptr) {
+  config.root_pid = env_non_negative(env::kRootPid);
+  if (const char* command = std::getenv(env::kLaunchCmdline); command != nullptr) {
     config.launch_command_line = command;
   }
-  config.delay_ns = env_non_negative("PYPROF_DELAY_NS");
-  config.duration_ns = env_non_negative("PYPROF_DURATION_NS");
-  if (const std::optional<int64_t> mb = env_non_negative("PYPROF_BUFFER_MB")) {
+  config.delay_ns = env_non_negative(env::kDelayNs);
+  config.duration_ns = env_non_negative(env::kDurationNs);
+  if (const std::optional<int64_t> mb = env_non_negative(env::kBufferMb)) {
     config.buffer_limit_bytes = static_cast<uint64_t>(*mb) << 20;
   }
-  if (const std::optional<int64_t> bytes = env_non_negative("PYPROF_BUFFER_BYTES")) {
+  if (const std::optional<int64_t> bytes = env_non_negative(env::kBufferBytes)) {
     config.buffer_limit_bytes = static_cast<uint64_t>(*bytes);
   }
-  if (const std::optional<int64_t> seconds = env_non_negative("PYPROF_FINALIZE_TIMEOUT_S")) {
+  if (const std::optional<int64_t> seconds = env_non_negative(env::kFinalizeTimeoutS)) {
     config.finalize_timeout_ns = *seconds * kNanosPerSecond;
   }
-  if (const char* range = std::getenv("PYPROF_CAPTURE_RANGE"); range != nullptr && *range) {
+  if (const char* range = std::getenv(env::kCaptureRange); range != nullptr && *range) {
     if (std::strcmp(range, "cudaProfilerApi") == 0) {
       config.capture_range_cuda_profiler = true;
     } else if (std::strcmp(range, "none") != 0) {
-      print_line("ignoring PYPROF_CAPTURE_RANGE=%s (expected cudaProfilerApi or none)", range);
+      print_line("ignoring %s=%s (expected cudaProfilerApi or none)", env::kCaptureRange, range);
     }
   }
-  if (const char* trace = std::getenv("PYPROF_CUDA_TRACE"); trace != nullptr && *trace) {
+  if (const char* trace = std::getenv(env::kCudaTrace); trace != nullptr && *trace) {
     config.cuda_trace = std::strcmp(trace, "0") != 0;
   }
-  if (const char* library = std::getenv("PYPROF_CUPTI_LIBRARY"); library != nullptr && *library) {
+  if (const char* library = std::getenv(env::kCuptiLibrary); library != nullptr && *library) {
     config.cupti_library = library;
   }
   return config;

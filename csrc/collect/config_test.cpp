@@ -7,7 +7,7 @@
 
 #include <limits>
 
-#include "test_db.h"
+#include "testing/test_db.h"
 
 namespace pyprof::collect {
 namespace {

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/env_vars.h"
+
 namespace pyprof::collect {
 namespace {
 
@@ -138,9 +140,10 @@ std::optional<CuptiApi> load_cupti(const std::optional<std::string>& explicit_pa
     }
     return api;
   }
-  *error = explicit_path ? "cannot load PYPROF_CUPTI_LIBRARY=" + *explicit_path + ": " + first_error
-                         : std::string("no libcupti.so.13 found (") + first_error +
-                               "); set PYPROF_CUPTI_LIBRARY to its path";
+  *error = explicit_path ? std::string("cannot load ") + env::kCuptiLibrary + "=" + *explicit_path +
+                               ": " + first_error
+                         : std::string("no libcupti.so.13 found (") + first_error + "); set " +
+                               env::kCuptiLibrary + " to its path";
   return std::nullopt;
 }
 

@@ -25,8 +25,8 @@
 
 #include "common/kernel_names.h"
 #include "common/nsys_schema.h"
-#include "fake_cupti.h"
-#include "test_db.h"
+#include "testing/fake_cupti.h"
+#include "testing/test_db.h"
 
 extern char** environ;
 

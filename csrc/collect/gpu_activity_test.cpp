@@ -10,7 +10,7 @@
 
 #include "common/nsys_schema.h"
 #include "sqlite_writer.h"
-#include "test_db.h"
+#include "testing/test_db.h"
 
 namespace pyprof::collect {
 namespace {

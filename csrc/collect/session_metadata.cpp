@@ -10,6 +10,7 @@
 #include <ctime>
 
 #include "clock.h"
+#include "common/env_vars.h"
 #include "common/nsys_schema.h"
 
 namespace pyprof::collect {
@@ -134,9 +135,10 @@ std::vector<MetadataRow> capture_metadata(const CollectorConfig& config, const P
 MetadataRow cuda_trace_not_started_row(const CollectorConfig& config) {
   std::string why;
   if (!config.cuda_trace) {
-    why = "off: disabled (--no-cuda-trace / PYPROF_CUDA_TRACE=0)";
-  } else if (const char* path = std::getenv("CUDA_INJECTION64_PATH"); path == nullptr || !*path) {
-    why = "off: CUDA_INJECTION64_PATH was not set (run the program under `pyprof profile`)";
+    why = std::string("off: disabled (--no-cuda-trace / ") + env::kCudaTrace + "=0)";
+  } else if (const char* path = std::getenv(env::kCudaInjection); path == nullptr || !*path) {
+    why = std::string("off: ") + env::kCudaInjection +
+          " was not set (run the program under `pyprof profile`)";
   } else {
     why = "off: the program never initialised CUDA";
   }

@@ -11,7 +11,7 @@
 #include "common/nsys_schema.h"
 #include "registries.h"
 #include "session_metadata.h"
-#include "test_db.h"
+#include "testing/test_db.h"
 
 namespace pyprof::collect {
 namespace {

@@ -35,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/env_vars.h"
 #include "launch_options.h"
 #include "output_names.h"
 
@@ -199,16 +200,10 @@ std::string join(const std::vector<std::string>& words, std::string_view sep) {
 // Environment variables this launcher sets for the command; inherited values are dropped.
 // CUDA_INJECTION64_PATH is not among them: another CUDA tool's value is kept (see
 // prepare_collector).
-constexpr std::array<std::string_view, 10> kOwnedEnv = {"NVTX_INJECTION64_PATH",
-                                                        "PYPROF_OUTPUT",
-                                                        "PYPROF_ROOT_PID",
-                                                        "PYPROF_SESSION_START_MONO_NS",
-                                                        "PYPROF_SESSION_START_UTC_NS",
-                                                        "PYPROF_LAUNCH_CMDLINE",
-                                                        "PYPROF_DELAY_NS",
-                                                        "PYPROF_DURATION_NS",
-                                                        "PYPROF_CAPTURE_RANGE",
-                                                        "PYPROF_CUDA_TRACE"};
+constexpr std::array<std::string_view, 10> kOwnedEnv = {
+    env::kNvtxInjection,     env::kOutput,        env::kRootPid, env::kSessionStartMonoNs,
+    env::kSessionStartUtcNs, env::kLaunchCmdline, env::kDelayNs, env::kDurationNs,
+    env::kCaptureRange,      env::kCudaTrace};
 
 bool is_owned_env(std::string_view entry) {
   const size_t eq = entry.find('=');
@@ -221,7 +216,6 @@ bool is_owned_env(std::string_view entry) {
 
 // Writes "PYPROF_ROOT_PID=<pid>" into `buf` without allocating (runs between fork and exec).
 void format_root_pid(char* buf, size_t size, pid_t pid) {
-  static constexpr char kPrefix[] = "PYPROF_ROOT_PID=";
   char digits[24];
   size_t n = 0;
   auto value = static_cast<uint64_t>(pid);
@@ -230,7 +224,8 @@ void format_root_pid(char* buf, size_t size, pid_t pid) {
     value /= 10;
   } while (value != 0 && n < sizeof(digits));
   size_t pos = 0;
-  for (size_t i = 0; kPrefix[i] != '\0' && pos + 1 < size; ++i) buf[pos++] = kPrefix[i];
+  for (const char* c = env::kRootPid; *c != '\0' && pos + 1 < size; ++c) buf[pos++] = *c;
+  if (pos + 1 < size) buf[pos++] = '=';
   while (n > 0 && pos + 1 < size) buf[pos++] = digits[--n];
   buf[pos] = '\0';
 }
@@ -262,14 +257,15 @@ int prepare_output(Run& run) {
 }
 
 int prepare_collector(Run& run) {
-  if (const char* from_env = env_or_null("PYPROF_COLLECTOR")) {
+  if (const char* from_env = env_or_null(env::kCollector)) {
     run.collector = absolute(from_env);  // as given, so that messages name what the user set
   } else {
     const std::optional<std::string> exe_dir = own_executable_dir();
     if (!exe_dir) {
       return fail(kFailure,
                   "cannot find the collector library: /proc/self/exe is unreadable "
-                  "(set PYPROF_COLLECTOR to its path)");
+                  "(set {} to its path)",
+                  env::kCollector);
     }
     // Resolve the package directory (which exists) so that messages show a clean path even
     // when the library is missing.
@@ -279,13 +275,13 @@ int prepare_collector(Run& run) {
 
   // NVTX loads one injection library per process: another tool (e.g. Nsight Systems) already
   // owns it unless the variable names our collector (as in a nested `pyprof profile`).
-  if (const char* existing = env_or_null("NVTX_INJECTION64_PATH")) {
+  if (const char* existing = env_or_null(env::kNvtxInjection)) {
     if (canonical_or_absolute(existing) != canonical_or_absolute(run.collector)) {
       return fail(kFailure,
-                  "NVTX_INJECTION64_PATH is already set to {} (another NVTX tool, e.g. Nsight "
-                  "Systems?); a process can load only one NVTX injection library, so unset it or "
-                  "run pyprof outside that tool",
-                  existing);
+                  "{} is already set to {} (another NVTX tool, e.g. Nsight Systems?); a process "
+                  "can load only one NVTX injection library, so unset it or run pyprof outside "
+                  "that tool",
+                  env::kNvtxInjection, existing);
     }
   }
 
@@ -310,13 +306,13 @@ int prepare_collector(Run& run) {
   // The CUDA driver loads one injection library too. Another tool's stays (it may be what the
   // user wants profiled), and only NVTX ranges are recorded then.
   run.inject_cuda = run.opts.cuda_trace;
-  if (const char* existing = env_or_null("CUDA_INJECTION64_PATH");
+  if (const char* existing = env_or_null(env::kCudaInjection);
       existing != nullptr && run.opts.cuda_trace &&
       canonical_or_absolute(existing) != canonical_or_absolute(run.collector)) {
     fmt::print(stderr,
-               "pyprof: CUDA_INJECTION64_PATH is already set to {} (another CUDA tool); pyprof "
-               "records NVTX ranges only, no CUDA kernels\n",
-               existing);
+               "pyprof: {} is already set to {} (another CUDA tool); pyprof records NVTX ranges "
+               "only, no CUDA kernels\n",
+               env::kCudaInjection, existing);
     run.inject_cuda = false;
   }
   return 0;
@@ -351,27 +347,29 @@ int handle_earlier_run(const Run& run) {
 // Builds the command's environment: ours minus kOwnedEnv, plus the session variables. The
 // PYPROF_ROOT_PID entry points into `root_pid_buf`, which the child fills in after fork.
 std::vector<std::string> session_env(const Run& run, int64_t mono_ns, int64_t utc_ns) {
-  std::vector<std::string> env;
+  std::vector<std::string> entries;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
-    if (!is_owned_env(*entry)) env.emplace_back(*entry);
+    if (!is_owned_env(*entry)) entries.emplace_back(*entry);
   }
-  env.push_back("NVTX_INJECTION64_PATH=" + run.collector);
-  env.push_back("PYPROF_OUTPUT=" + run.prefix);
-  env.push_back(fmt::format("PYPROF_SESSION_START_MONO_NS={}", mono_ns));
-  env.push_back(fmt::format("PYPROF_SESSION_START_UTC_NS={}", utc_ns));
-  env.push_back("PYPROF_LAUNCH_CMDLINE=" + join(run.opts.command, " "));
-  if (run.opts.delay_ns) env.push_back(fmt::format("PYPROF_DELAY_NS={}", *run.opts.delay_ns));
-  if (run.opts.duration_ns) {
-    env.push_back(fmt::format("PYPROF_DURATION_NS={}", *run.opts.duration_ns));
-  }
-  if (run.opts.capture_range_cuda_profiler) env.push_back("PYPROF_CAPTURE_RANGE=cudaProfilerApi");
-  if (!run.opts.cuda_trace) env.push_back("PYPROF_CUDA_TRACE=0");
+  const auto set = [&entries](std::string_view name, const auto& value) {
+    entries.push_back(fmt::format("{}={}", name, value));
+  };
+  set(env::kNvtxInjection, run.collector);
+  set(env::kOutput, run.prefix);
+  set(env::kSessionStartMonoNs, mono_ns);
+  set(env::kSessionStartUtcNs, utc_ns);
+  set(env::kLaunchCmdline, join(run.opts.command, " "));
+  if (run.opts.delay_ns) set(env::kDelayNs, *run.opts.delay_ns);
+  if (run.opts.duration_ns) set(env::kDurationNs, *run.opts.duration_ns);
+  if (run.opts.capture_range_cuda_profiler) set(env::kCaptureRange, "cudaProfilerApi");
+  if (!run.opts.cuda_trace) set(env::kCudaTrace, "0");
   if (run.inject_cuda) {
-    std::erase_if(
-        env, [](const std::string& entry) { return entry.starts_with("CUDA_INJECTION64_PATH="); });
-    env.push_back("CUDA_INJECTION64_PATH=" + run.collector);
+    const std::string inherited = fmt::format("{}=", env::kCudaInjection);
+    std::erase_if(entries,
+                  [&inherited](const std::string& entry) { return entry.starts_with(inherited); });
+    set(env::kCudaInjection, run.collector);
   }
-  return env;
+  return entries;
 }
 
 int exit_status_of(int status) {
@@ -491,7 +489,7 @@ std::optional<int> run_command(const Run& run, int& exit_code) {
 // Makes sure NAME.sqlite exists: a program that never made an NVTX call never loaded the
 // collector, so nothing wrote it.
 void ensure_root_database(const Run& run, int status) {
-  const char* rank = std::getenv("RANK");
+  const char* rank = std::getenv(env::kRank);
   const std::string root = root_database_name(run.prefix, rank);
   struct stat st {};
   if (stat(root.c_str(), &st) == 0) {
@@ -534,7 +532,7 @@ void report_databases(const Run& run, int64_t launch_coarse_ns) {
     warn("cannot list {}: {}", run.dir, std::strerror(errno));
     return;
   }
-  const std::string root_name = root_database_name(run.base, std::getenv("RANK"));
+  const std::string root_name = root_database_name(run.base, std::getenv(env::kRank));
   std::stable_partition(names.begin(), names.end(),
                         [&](const std::string& name) { return name == root_name; });
   // Earlier files were refused or deleted before the launch, so the mtime test only guards

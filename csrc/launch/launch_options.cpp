@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "common/env_vars.h"
+
 namespace pyprof::launch {
 namespace {
 
@@ -93,9 +95,9 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args,
                "Record NVTX ranges only: do not trace CUDA kernels, API calls and copies (CUPTI)");
   app.footer(fmt::format(
       "Command line: {}\n\nThe collector library is <launcher dir>/../lib/libpyprof_collect.so, or "
-      "$PYPROF_COLLECTOR if set.\nExit status: CMD's own; 128+N if CMD was killed by signal N; "
+      "${} if set.\nExit status: CMD's own; 128+N if CMD was killed by signal N; "
       "1, 2, 126 or 127 if pyprof could not run it.",
-      kUsage));
+      kUsage, env::kCollector));
 
   try {
     std::reverse(ours.begin(), ours.end());  // CLI11 consumes the vector from its back

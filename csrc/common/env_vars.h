@@ -1,0 +1,62 @@
+// The environment variables of pyprof's own tools: how `pyprof profile` (csrc/launch) configures
+// the collector (csrc/collect) inside the program it runs, what users may set for either, and the
+// foreign names that are part of the same contract. One home for the names, so that the side that
+// sets a variable and the side that reads it cannot drift apart. Tests spell the names out on
+// purpose: they check this contract from outside.
+#pragma once
+
+namespace pyprof::env {
+
+// ---- Set by the launcher for the command it runs; read by the collector (config.cpp). ----
+
+// Output base path without extension; the collector adds [.rankR][.pidP].sqlite.
+inline constexpr char kOutput[] = "PYPROF_OUTPUT";
+// Pid of the launched command, written by the forked child itself: that process writes
+// BASE.sqlite, the others BASE.pidP.sqlite.
+inline constexpr char kRootPid[] = "PYPROF_ROOT_PID";
+// Session start in CLOCK_MONOTONIC ns: time zero of every database of the run.
+inline constexpr char kSessionStartMonoNs[] = "PYPROF_SESSION_START_MONO_NS";
+// The same instant in UTC ns (TARGET_INFO_SESSION_START_TIME).
+inline constexpr char kSessionStartUtcNs[] = "PYPROF_SESSION_START_UTC_NS";
+// The command line the launcher ran, kept in META_DATA_CAPTURE.
+inline constexpr char kLaunchCmdline[] = "PYPROF_LAUNCH_CMDLINE";
+// --delay in ns: nothing is recorded before the session start plus this.
+inline constexpr char kDelayNs[] = "PYPROF_DELAY_NS";
+// --duration in ns: nothing is recorded after the delay plus this.
+inline constexpr char kDurationNs[] = "PYPROF_DURATION_NS";
+// --capture-range: "cudaProfilerApi" records only between the first cudaProfilerStart() and the
+// next cudaProfilerStop() ("none" or unset: always).
+inline constexpr char kCaptureRange[] = "PYPROF_CAPTURE_RANGE";
+// --no-cuda-trace sets "0": the collector never starts CUPTI.
+inline constexpr char kCudaTrace[] = "PYPROF_CUDA_TRACE";
+
+// ---- Set by the user (or a test); read by the collector. ----
+
+// MiB of recorded events and CUDA records that may wait to be written (default 1024); more are
+// dropped and counted.
+inline constexpr char kBufferMb[] = "PYPROF_BUFFER_MB";
+// The same limit in bytes, overriding kBufferMb (tests, limits below 1 MiB).
+inline constexpr char kBufferBytes[] = "PYPROF_BUFFER_BYTES";
+// Seconds finalization waits for the writer thread to drain (default 120).
+inline constexpr char kFinalizeTimeoutS[] = "PYPROF_FINALIZE_TIMEOUT_S";
+// The libcupti to load instead of searching for libcupti.so.13.
+inline constexpr char kCuptiLibrary[] = "PYPROF_CUPTI_LIBRARY";
+
+// ---- Set by the user; read by the launcher. ----
+
+// The collector library to inject instead of ../lib/libpyprof_collect.so beside the launcher.
+inline constexpr char kCollector[] = "PYPROF_COLLECTOR";
+
+// ---- Not pyprof's, but part of the contract. ----
+
+// The library NVTX loads into each process: the launcher sets it to the collector, and refuses
+// to run when another tool (Nsight Systems) already set it.
+inline constexpr char kNvtxInjection[] = "NVTX_INJECTION64_PATH";
+// The library the CUDA driver loads at cuInit: the launcher sets it to the collector unless
+// another CUDA tool's is there; the collector reports when it was not set.
+inline constexpr char kCudaInjection[] = "CUDA_INJECTION64_PATH";
+// The process's rank under torchrun & co.: launcher and collector both name its database
+// BASE.rankR.sqlite.
+inline constexpr char kRank[] = "RANK";
+
+}  // namespace pyprof::env
