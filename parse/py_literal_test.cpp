@@ -1,21 +1,16 @@
 #include "parse/py_literal.h"
 
 #include <gtest/gtest.h>
-#include <simdjson.h>
 
 #include <string>
 #include <utility>
+
+#include "parse/marker_test_util.h"
 
 namespace pyprof::parse {
 namespace {
 
 using namespace std::string_literals;
-
-bool is_valid_json(const std::string& json) {
-  simdjson::dom::parser parser;
-  simdjson::dom::element root;
-  return parser.parse(json).get(root) == simdjson::SUCCESS;
-}
 
 TEST(PythonLiteral, Conversions) {
   const std::pair<std::string, std::string> cases[] = {
