@@ -18,19 +18,23 @@ namespace pyprof::nsys {
 // NVTX_EVENTS.eventType (nsys' own numbering, REFERENCES ENUM_NSYS_EVENT_TYPE(id)).
 // Exports hold the paired forms: one row per push/pop range (59) or start/end range (60),
 // written when the range ends. 35-38 exist in the enum but nsys does not emit them as rows.
+// 64-74 are the Nvtxt* types of events nsys imported from NVTXT text files; only their two range
+// types are listed, because parse reads them as ranges (pyprof never writes any of them).
 // ---------------------------------------------------------------------------------------------
 enum class NvtxEventType : int32_t {
-  kCategory = 33,       // nvtxNameCategory: category = id, text = name
-  kMark = 34,           // nvtxMark: end is NULL
-  kPushRange = 35,      // enum only
-  kPopRange = 36,       // enum only
-  kStartRange = 37,     // enum only
-  kEndRange = 38,       // enum only
-  kThread = 39,         // nvtxNameOsThread: text = name, globalTid = the named thread
-  kPushPopRange = 59,   // nvtxRangePush/Pop pair
-  kStartEndRange = 60,  // nvtxRangeStart/End pair (may end on another thread)
-  kDomainCreate = 75,   // text = domain name, domainId = the new domain
-  kDomainDestroy = 76,  // domainId = the destroyed domain
+  kCategory = 33,            // nvtxNameCategory: category = id, text = name
+  kMark = 34,                // nvtxMark: end is NULL
+  kPushRange = 35,           // enum only
+  kPopRange = 36,            // enum only
+  kStartRange = 37,          // enum only
+  kEndRange = 38,            // enum only
+  kThread = 39,              // nvtxNameOsThread: text = name, globalTid = the named thread
+  kPushPopRange = 59,        // nvtxRangePush/Pop pair
+  kStartEndRange = 60,       // nvtxRangeStart/End pair (may end on another thread)
+  kNvtxtPushPopRange = 70,   // a push/pop pair nsys imported from an NVTXT file
+  kNvtxtStartEndRange = 71,  // a start/end pair nsys imported from an NVTXT file
+  kDomainCreate = 75,        // text = domain name, domainId = the new domain
+  kDomainDestroy = 76,       // domainId = the destroyed domain
 };
 
 constexpr int32_t to_int(NvtxEventType type) { return static_cast<int32_t>(type); }
