@@ -1,9 +1,11 @@
 // Shared vocabulary of the Nsight Systems SQLite layout that pyprof writes (collect) and reads
-// (parse, prof): NVTX event type numbering, ENUM_NSYS_EVENT_TYPE rows, global thread/process id
-// packing and the NVTX payload type numbering. Header-only and dependency-free on purpose, so
-// every stage can include it without pulling in NVTX, SQLite or CUDA.
+// (parse): NVTX event type numbering, ENUM_* rows, global thread/process id packing, the NVTX
+// payload type numbering, the CUDA enums in nsys' numbering with their translation from CUPTI's,
+// and table names. Header-only and dependency-free on purpose, so every stage can include it
+// without pulling in NVTX, SQLite or CUDA.
 //
-// Facts: /work/shared/reference/trace-formats.md §1.1, §1.3, §1.4, §7.
+// Facts: trace-formats.md §1.1, §1.3, §1.4, §7 (the shared format reference, kept outside the
+// repository); what pyprof writes with them: docs/formats.md §2.
 #pragma once
 
 #include <array>
