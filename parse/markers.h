@@ -78,12 +78,8 @@ void decode_marker(std::string_view text, bool in_pyprof_domain, Marker& out);
 
 // The emit_nvtx name of a backward node: "AddmmBackward0", "AddmmBackward",
 // "CudnnConvolutionBackward", "torch::autograd::AccumulateGrad", "MulBackward1", and the
-// 1.0-era "stashed seq" names. Exposed for the direction rule and its tests.
+// 1.0-era "stashed seq" names. The pyprof and emit_nvtx decoders tell backward nodes from ops
+// by it; public for its tests.
 bool is_backward_node_name(std::string_view name);
-
-// Converts a Python literal (what repr() of dicts, lists, tuples, str, int, float, bool, None
-// prints) to JSON. Returns false (and leaves an explanation in `error`) on anything else;
-// nesting deeper than 64 levels is refused. Used for legacy PyProf markers; exposed for tests.
-bool python_literal_to_json(std::string_view literal, std::string& json, std::string& error);
 
 }  // namespace pyprof::parse

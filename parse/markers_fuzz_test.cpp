@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "parse/markers.h"
+#include "parse/py_literal.h"
 
 namespace pyprof::parse {
 namespace {

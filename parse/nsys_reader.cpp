@@ -378,17 +378,21 @@ bool read_range_chunk(const SqliteDb& db, const std::string& select, int64_t lo,
     return pool_id;
   };
 
+  using nsys::NvtxEventType;
+  using nsys::to_int;
   Marker marker;
   int rc;
   while ((rc = s.step()) == SQLITE_ROW) {
     int64_t type = s.is_null(3) ? -1 : s.int64(3);
     RangeRecord base;
-    // 70/71 are ranges nsys imported from NVTXT files; they behave like 59/60.
-    if (type == 59 || type == 70) {
+    // Ranges nsys imported from NVTXT files behave like the ones it recorded.
+    if (type == to_int(NvtxEventType::kPushPopRange) ||
+        type == to_int(NvtxEventType::kNvtxtPushPopRange)) {
       base.shape = RangeShape::kPushPop;
-    } else if (type == 60 || type == 71) {
+    } else if (type == to_int(NvtxEventType::kStartEndRange) ||
+               type == to_int(NvtxEventType::kNvtxtStartEndRange)) {
       base.shape = RangeShape::kStartEnd;
-    } else if (type == nsys::to_int(nsys::NvtxEventType::kMark)) {
+    } else if (type == to_int(NvtxEventType::kMark)) {
       base.shape = RangeShape::kMark;
     } else {
       continue;  // domains (read beforehand), categories, thread names: not ranges
@@ -479,9 +483,10 @@ bool NsysReader::read_ranges(Trace& trace, std::string& error,
   // JSON markers), and a range can come before its domain's creation row in table order.
   auto read_domain_names = [&](const SqliteDb& db, DomainNames& names, std::string& err) {
     Statement s = db.prepare(
-        select_columns(cols, table, {"globalTid", "domainId", "text"}, " WHERE eventType = 75"),
+        select_columns(cols, table, {"globalTid", "domainId", "text"}, " WHERE eventType = ?"),
         err);
     if (!s.valid()) return false;
+    s.bind_int64(1, nsys::to_int(nsys::NvtxEventType::kDomainCreate));
     while (s.step() == SQLITE_ROW) {
       auto pid = nsys::pid_of_global_id(static_cast<uint64_t>(or_default(s, 0, 0)));
       names[domain_key(pid, or_default(s, 1, 0))] = std::string(s.text(2));

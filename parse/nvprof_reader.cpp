@@ -1,13 +1,16 @@
 #include "parse/nvprof_reader.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <set>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "common/kernel_names.h"
+#include "common/nsys_schema.h"
 
 namespace pyprof::parse {
 
@@ -48,10 +51,11 @@ constexpr std::string_view kNvprof = "nvprof";
 // bits shows up negative); the low 32 bits are the id.
 uint32_t low32(int64_t v) { return static_cast<uint32_t>(static_cast<uint64_t>(v) & 0xFFFFFFFFu); }
 
-// CUpti_ActivityMemoryKind -> nsys ENUM_CUDA_MEM_KIND: nsys = CUPTI - 1, and CUPTI's 0
-// (unknown) is nsys 7 (trace-formats.md §1.4).
+// nvprof stores CUPTI's memory kinds; records carry nsys' numbering. A value past uint32 is as
+// unknown as any other stray one.
 uint8_t nsys_mem_kind(int64_t cupti) {
-  return (cupti >= 1 && cupti <= 7) ? static_cast<uint8_t>(cupti - 1) : 7;
+  if (cupti < 0 || cupti > std::numeric_limits<uint32_t>::max()) return nsys::kMemKindUnknown;
+  return static_cast<uint8_t>(nsys::mem_kind_from_cupti(static_cast<uint32_t>(cupti)));
 }
 
 // CUpti_ActivityMemcpyKind 0-10 equals ENUM_CUDA_MEMCPY_OPER 0-10; nothing else is known.

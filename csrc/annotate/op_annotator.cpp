@@ -2,6 +2,8 @@
 
 #include <ATen/record_function.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -11,6 +13,7 @@
 #include <unordered_map>
 
 #include "call_site.h"
+#include "common/marker_schema.h"
 #include "nvtx_ranges.h"
 #include "op_marker.h"
 
@@ -26,6 +29,20 @@ constexpr uint64_t kIdBlock = 4096;
 
 std::atomic<uint64_t> g_ops_annotated{0};
 std::atomic<uint64_t> g_message_bytes{0};
+
+// The marker an op gets when building its own failed (out of memory, most likely). Spelled out
+// at compile time, since that path must not allocate; NUL-terminated like every message.
+constexpr auto kErrorMarker = [] {
+  static_assert(kMarkerSchemaVersion >= 0 && kMarkerSchemaVersion <= 9,
+                "the error marker spells the schema version as one digit");
+  constexpr std::string_view kHead = R"({"v":)";
+  constexpr std::string_view kTail = R"(,"op":"<error>","error":"marker could not be built"})";
+  std::array<char, kHead.size() + 1 + kTail.size() + 1> text{};
+  char* out = std::copy(kHead.begin(), kHead.end(), text.begin());
+  *out++ = static_cast<char>('0' + kMarkerSchemaVersion);
+  std::copy(kTail.begin(), kTail.end(), out);
+  return text;
+}();
 
 // OpInfo cache, one per thread so the hot path takes no lock.
 //
@@ -115,7 +132,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     }
     message = build_op_message(ts.buffer, info, op, fn.inputs());
   } catch (...) {
-    message = "{\"v\":1,\"op\":\"<error>\",\"error\":\"marker could not be built\"}";
+    message = std::string_view(kErrorMarker.data(), kErrorMarker.size() - 1);
   }
   if (fn.scope() != at::RecordScope::USER_SCOPE) ++ts.op_depth;
   push_marker(message.data());

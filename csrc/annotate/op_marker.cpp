@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "common/marker_schema.h"
+
 namespace pyprof {
 
 std::string_view scope_name(at::RecordScope scope) {

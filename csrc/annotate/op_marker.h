@@ -18,8 +18,6 @@
 
 namespace pyprof {
 
-// Version of the marker JSON schema; bump on incompatible changes (docs/formats.md).
-inline constexpr int kMarkerSchemaVersion = 1;
 // Upper bound of one op message. Arguments that would go past it are left out and counted.
 inline constexpr size_t kMaxMessageBytes = 32 * 1024;
 

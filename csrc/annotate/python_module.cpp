@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "call_site.h"
+#include "common/marker_schema.h"
 #include "module_ranges.h"
 #include "nvtx_ranges.h"
 #include "op_annotator.h"

@@ -1,9 +1,11 @@
 // Shared vocabulary of the Nsight Systems SQLite layout that pyprof writes (collect) and reads
-// (parse, prof): NVTX event type numbering, ENUM_NSYS_EVENT_TYPE rows, global thread/process id
-// packing and the NVTX payload type numbering. Header-only and dependency-free on purpose, so
-// every stage can include it without pulling in NVTX, SQLite or CUDA.
+// (parse): NVTX event type numbering, ENUM_* rows, global thread/process id packing, the NVTX
+// payload type numbering, the CUDA enums in nsys' numbering with their translation from CUPTI's,
+// and table names. Header-only and dependency-free on purpose, so every stage can include it
+// without pulling in NVTX, SQLite or CUDA.
 //
-// Facts: /work/shared/reference/trace-formats.md §1.1, §1.3, §1.4, §7.
+// Facts: trace-formats.md §1.1, §1.3, §1.4, §7 (the shared format reference, kept outside the
+// repository); what pyprof writes with them: docs/formats.md §2.
 #pragma once
 
 #include <array>
@@ -18,19 +20,23 @@ namespace pyprof::nsys {
 // NVTX_EVENTS.eventType (nsys' own numbering, REFERENCES ENUM_NSYS_EVENT_TYPE(id)).
 // Exports hold the paired forms: one row per push/pop range (59) or start/end range (60),
 // written when the range ends. 35-38 exist in the enum but nsys does not emit them as rows.
+// 64-74 are the Nvtxt* types of events nsys imported from NVTXT text files; only their two range
+// types are listed, because parse reads them as ranges (pyprof never writes any of them).
 // ---------------------------------------------------------------------------------------------
 enum class NvtxEventType : int32_t {
-  kCategory = 33,       // nvtxNameCategory: category = id, text = name
-  kMark = 34,           // nvtxMark: end is NULL
-  kPushRange = 35,      // enum only
-  kPopRange = 36,       // enum only
-  kStartRange = 37,     // enum only
-  kEndRange = 38,       // enum only
-  kThread = 39,         // nvtxNameOsThread: text = name, globalTid = the named thread
-  kPushPopRange = 59,   // nvtxRangePush/Pop pair
-  kStartEndRange = 60,  // nvtxRangeStart/End pair (may end on another thread)
-  kDomainCreate = 75,   // text = domain name, domainId = the new domain
-  kDomainDestroy = 76,  // domainId = the destroyed domain
+  kCategory = 33,            // nvtxNameCategory: category = id, text = name
+  kMark = 34,                // nvtxMark: end is NULL
+  kPushRange = 35,           // enum only
+  kPopRange = 36,            // enum only
+  kStartRange = 37,          // enum only
+  kEndRange = 38,            // enum only
+  kThread = 39,              // nvtxNameOsThread: text = name, globalTid = the named thread
+  kPushPopRange = 59,        // nvtxRangePush/Pop pair
+  kStartEndRange = 60,       // nvtxRangeStart/End pair (may end on another thread)
+  kNvtxtPushPopRange = 70,   // a push/pop pair nsys imported from an NVTXT file
+  kNvtxtStartEndRange = 71,  // a start/end pair nsys imported from an NVTXT file
+  kDomainCreate = 75,        // text = domain name, domainId = the new domain
+  kDomainDestroy = 76,       // domainId = the destroyed domain
 };
 
 constexpr int32_t to_int(NvtxEventType type) { return static_cast<int32_t>(type); }

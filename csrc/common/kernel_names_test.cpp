@@ -1,18 +1,19 @@
 #include "common/kernel_names.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
-#include "parse/sqlite_db.h"
-
-namespace pyprof::parse {
+namespace pyprof {
 namespace {
 
 namespace fs = std::filesystem;
@@ -20,7 +21,7 @@ namespace fs = std::filesystem;
 // A test input by file name: the repository's copy in tests/data, else the shared data beside
 // the checkout (../shared/traces, or PYPROF_TRACES_DIR). Empty when neither has it.
 fs::path data_file(const std::string& name) {
-  const fs::path repo = fs::path(__FILE__).parent_path().parent_path();
+  const fs::path repo = fs::path(__FILE__).parent_path().parent_path().parent_path();
   fs::path shared = repo.parent_path() / "shared" / "traces";
   if (const char* env = std::getenv("PYPROF_TRACES_DIR"); env && *env) shared = env;
   for (const fs::path& dir : {repo / "tests" / "data", shared / "real"}) {
@@ -33,6 +34,46 @@ fs::path data_file(const std::string& name) {
 const char* const kNsysExports[] = {"nsys-2020.3.4_beast-stream_report2.sqlite",
                                     "nsys-2022.1.3_dlprof-pytorch1.10-emit-nvtx_lenet.sqlite",
                                     "nsys-2024.6.2_nvfuser-nvtx_report1.sqlite"};
+
+// One result row, every column as text; NULL reads as nullopt.
+using Row = std::vector<std::optional<std::string>>;
+
+// The rows `sql` selects from the database at `path`. SQLite is called directly: pyprof_common
+// depends on nothing, and parse's reader sits a stage above it.
+std::vector<Row> query(const fs::path& path, const std::string& sql) {
+  std::vector<Row> rows;
+  sqlite3* db = nullptr;
+  // immutable: the shared test data may be read-only, where SQLite could not take a lock.
+  const std::string uri = "file:" + path.string() + "?immutable=1";
+  if (sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) !=
+      SQLITE_OK) {
+    ADD_FAILURE() << path << ": " << sqlite3_errmsg(db);
+    sqlite3_close(db);
+    return rows;
+  }
+  sqlite3_stmt* statement = nullptr;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr) != SQLITE_OK) {
+    ADD_FAILURE() << sql << ": " << sqlite3_errmsg(db);
+  } else {
+    int rc;
+    while ((rc = sqlite3_step(statement)) == SQLITE_ROW) {
+      Row& row = rows.emplace_back();
+      for (int i = 0; i < sqlite3_column_count(statement); ++i) {
+        if (sqlite3_column_type(statement, i) == SQLITE_NULL) {
+          row.emplace_back();
+        } else {
+          row.emplace_back(
+              std::string(reinterpret_cast<const char*>(sqlite3_column_text(statement, i)),
+                          static_cast<size_t>(sqlite3_column_bytes(statement, i))));
+        }
+      }
+    }
+    if (rc != SQLITE_DONE) ADD_FAILURE() << sql << ": " << sqlite3_errmsg(db);
+  }
+  sqlite3_finalize(statement);
+  sqlite3_close(db);
+  return rows;
+}
 
 // The value of `'key': '...'` in one line of a legacy PyProf .dict file (a Python dict repr).
 std::string dict_string(const std::string& line, const std::string& key) {
@@ -154,25 +195,23 @@ TEST(KernelNames, MatchesNsysShortNameOnRealExports) {
   for (const char* name : kNsysExports) {
     fs::path path = data_file(name);
     if (path.empty()) GTEST_SKIP() << "no test data: " << name;
-    SqliteDb db;
-    std::string error;
-    ASSERT_TRUE(db.open(path.string(), error)) << error;
-    bool has_mangled = db.columns("CUPTI_ACTIVITY_KIND_KERNEL").count("mangledName") > 0;
-    Statement s = db.prepare(
+    const bool has_mangled = !query(path,
+                                    "SELECT 1 FROM pragma_table_info('CUPTI_ACTIVITY_KIND_KERNEL') "
+                                    "WHERE name = 'mangledName'")
+                                  .empty();
+    const std::string sql =
         std::string("SELECT DISTINCT d.value, s.value, ") + (has_mangled ? "m.value" : "NULL") +
-            " FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds d ON d.id = k.demangledName "
-            "JOIN StringIds s ON s.id = k.shortName " +
-            (has_mangled ? "LEFT JOIN StringIds m ON m.id = k.mangledName" : ""),
-        error);
-    ASSERT_TRUE(s.valid()) << error;
-    while (s.step() == SQLITE_ROW) {
-      std::string demangled(s.text(0)), nsys_short(s.text(1));
+        " FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds d ON d.id = k.demangledName "
+        "JOIN StringIds s ON s.id = k.shortName " +
+        (has_mangled ? "LEFT JOIN StringIds m ON m.id = k.mangledName" : "");
+    for (const Row& row : query(path, sql)) {
+      const std::string demangled = row[0].value_or(""), nsys_short = row[1].value_or("");
       ++names;
       EXPECT_EQ(short_kernel_name(demangled), nsys_short) << name;
       // Our own demangling (GNU style) must lead to the same short name.
-      if (!s.is_null(2)) {
+      if (row[2]) {
         ++mangled;
-        EXPECT_EQ(short_kernel_name(demangle(s.text(2))), nsys_short) << s.text(2);
+        EXPECT_EQ(short_kernel_name(demangle(*row[2])), nsys_short) << *row[2];
       }
     }
   }
@@ -208,24 +247,19 @@ TEST(KernelNames, LegacyRuleDiffersFromNsysOnlyByNamespacesAndUnnamed) {
   for (const char* name : kNsysExports) {
     fs::path path = data_file(name);
     if (path.empty()) GTEST_SKIP() << "no test data: " << name;
-    SqliteDb db;
-    std::string error;
-    ASSERT_TRUE(db.open(path.string(), error)) << error;
-    Statement s = db.prepare(
+    const char* const sql =
         "SELECT DISTINCT d.value, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "
-        "JOIN StringIds d ON d.id = k.demangledName JOIN StringIds s ON s.id = k.shortName",
-        error);
-    ASSERT_TRUE(s.valid()) << error;
-    while (s.step() == SQLITE_ROW) {
-      std::string legacy = legacy_short_kernel_name(s.text(0));
-      std::string nsys_short(s.text(1));
+        "JOIN StringIds d ON d.id = k.demangledName JOIN StringIds s ON s.id = k.shortName";
+    for (const Row& row : query(path, sql)) {
+      const std::string demangled = row[0].value_or("");
+      std::string legacy = legacy_short_kernel_name(demangled);
+      std::string nsys_short = row[1].value_or("");
       if (legacy == nsys_short) continue;
       differences.emplace(legacy, nsys_short);
       bool keeps_namespace = legacy.size() > nsys_short.size() + 2 &&
                              legacy.compare(legacy.size() - nsys_short.size() - 2,
                                             std::string::npos, "::" + nsys_short) == 0;
-      bool unnamed = legacy.empty() &&
-                     std::string_view(s.text(0)).find("<unnamed>::") != std::string_view::npos;
+      bool unnamed = legacy.empty() && demangled.find("<unnamed>::") != std::string::npos;
       EXPECT_TRUE(keeps_namespace || unnamed) << legacy << " vs " << nsys_short;
     }
   }
@@ -236,4 +270,4 @@ TEST(KernelNames, LegacyRuleDiffersFromNsysOnlyByNamespacesAndUnnamed) {
 }
 
 }  // namespace
-}  // namespace pyprof::parse
+}  // namespace pyprof

@@ -1,0 +1,28 @@
+// What the marker and Python-literal unit tests share.
+#pragma once
+
+#include <simdjson.h>
+
+#include <string>
+#include <string_view>
+
+#include "parse/markers.h"
+
+namespace pyprof::parse {
+
+// One message decoded into a fresh Marker.
+inline Marker decode(std::string_view text, bool in_pyprof_domain = false) {
+  Marker m;
+  decode_marker(text, in_pyprof_domain, m);
+  return m;
+}
+
+// Whether `json` is one valid JSON value. The DOM parser checks all of it; On-Demand, which
+// parse itself uses, checks only what is read.
+inline bool is_valid_json(const std::string& json) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  return parser.parse(json).get(root) == simdjson::SUCCESS;
+}
+
+}  // namespace pyprof::parse
