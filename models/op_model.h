@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -104,7 +105,18 @@ struct OpCost {
   std::string family;        // the docs/ops.md family: "matmul", "conv", "pointwise", ...
 };
 
-// Size in bytes of one element of `dtype` (PyTorch names, docs/formats.md §1.1); 0 when
+// A dtype spelling of older torch and legacy PyProf records ("half", the name of the Tensor
+// method) and PyTorch's Python name for it ("float16", docs/formats.md §1.1).
+struct DtypeAlias {
+  std::string_view legacy;
+  std::string_view name;
+};
+// The one alias table: canonical_dtype() and dtype_size() read it, so a legacy record costs
+// what the same record with Python names costs.
+std::span<const DtypeAlias> dtype_aliases();
+// PyTorch's Python name of `dtype`: legacy spellings mapped, every other name unchanged.
+std::string canonical_dtype(std::string_view dtype);
+// Size in bytes of one element of `dtype` (Python names or their legacy spellings); 0 when
 // unknown ("" or an unrecognised name). float4_e2m1fn_x2 is 1 (two values per byte).
 int dtype_size(std::string_view dtype);
 // Bytes of a tensor: numel * dtype_size; unknown dtype counts as 4 bytes (float32, PyTorch's

@@ -30,18 +30,6 @@ constexpr double fl(double arith, double trans = 0) { return arith * kArith + tr
 // ---- dtypes ---------------------------------------------------------------------------------
 enum class Cat : uint8_t { kUnknown, kBool, kInt, kFloat, kComplex };
 
-// PyTorch's Python name for legacy spellings ("half" -> "float16"); others unchanged.
-inline std::string canonical_dtype(std::string_view d) {
-  static const std::pair<std::string_view, std::string_view> kAlias[] = {
-      {"float", "float32"},    {"double", "float64"},     {"half", "float16"},   {"long", "int64"},
-      {"int", "int32"},        {"short", "int16"},        {"byte", "uint8"},     {"char", "int8"},
-      {"cfloat", "complex64"}, {"cdouble", "complex128"}, {"chalf", "complex32"}};
-  for (const auto& [from, to] : kAlias) {
-    if (d == from) return std::string(to);
-  }
-  return std::string(d);
-}
-
 inline Cat category(std::string_view raw) {
   std::string d = canonical_dtype(raw);
   if (d.empty() || dtype_size(d) == 0) return Cat::kUnknown;
