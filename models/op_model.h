@@ -1,6 +1,9 @@
-// Per-op cost models: FLOPs, ideal DRAM bytes and Tensor Core eligibility of one op call, from
-// the arguments parse wrote for it (docs/formats.md §3). Every formula lives in exactly one
-// function here and is listed in docs/ops.md.
+// The interface of the per-op cost models, which give the FLOPs, ideal DRAM bytes and Tensor Core
+// eligibility of one op call from the arguments parse wrote for it (docs/formats.md §3): OpArgs
+// (the arguments in their three dialects), OpCost, dtype names and sizes, Tensor Core alignment,
+// the registry and op_cost(), which finds an op's model by name. The formulas themselves live in
+// one file per family (models/<family>.cpp, registered by the register_* functions below), each
+// in exactly one function, and are listed in docs/ops.md.
 //
 // Conventions (stated in docs/ops.md and in prof's column headers):
 // - a multiply-add is 2 FLOPs;

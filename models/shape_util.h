@@ -1,7 +1,9 @@
-// Shared helpers of the element-wise-style model families (norm, softmax, pointwise, reduction,
-// loss, embedding, pooling, dropout, upsample, movement): the FLOP weights of elementary
-// operations, dtype categories and PyTorch type promotion, broadcasting, byte counts, argument
-// reading that works for all three argument dialects. Header-only; internal to models/.
+// Helpers the model families share, header-only and internal to models/. The element-wise-style
+// families (norm, softmax, pointwise, reduction, loss, embedding, pooling, dropout, upsample,
+// movement) use most of it: the FLOP weights of elementary operations, dtype categories and
+// PyTorch type promotion, broadcasting, strides and contiguity, argument reading that works for
+// all three argument dialects. The GEMM-based, optimizer and collective families use only
+// elem_size(), dtype_suffix() and unmodeled(). Dtype names, sizes and aliases are op_model.h's.
 #pragma once
 
 #include <algorithm>
