@@ -221,6 +221,38 @@ bool read_fields(od::object o, Fields& f) {
   return true;
 }
 
+// What links a CPU op record to the one it runs inside: parse names the parent by its op id,
+// which is unique within a process.
+struct CpuOp {
+  int32_t record = 0;  // index in ReadResult::records
+  int64_t pid = 0;
+  int64_t id = 0;         // 0: the markers carry no op ids
+  int64_t parent_id = 0;  // 0: at the top of a call tree
+};
+
+// Sets ProfRecord::parent of the CPU op records. After the whole input, not as records come: a
+// parent may follow its child (parse orders records by start; equal starts keep database order).
+void link_cpu_parents(const std::vector<CpuOp>& cpu_ops, std::vector<ProfRecord>& records) {
+  struct Key {
+    int64_t pid, id;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<int64_t>()(k.id) ^ (std::hash<int64_t>()(k.pid) << 1);
+    }
+  };
+  std::unordered_map<Key, int32_t, KeyHash> by_id;
+  for (const CpuOp& op : cpu_ops) {
+    if (op.id != 0) by_id[{op.pid, op.id}] = op.record;  // a repeated id: the last one wins
+  }
+  for (const CpuOp& op : cpu_ops) {
+    if (op.parent_id == 0) continue;
+    auto it = by_id.find({op.pid, op.parent_id});
+    if (it != by_id.end()) records[op.record].parent = it->second;
+  }
+}
+
 }  // namespace
 
 bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::string& error) {
@@ -237,6 +269,7 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
   static char in_buffer[1 << 20];
   std::setvbuf(in, in_buffer, _IOFBF, sizeof in_buffer);
   Fields f;
+  std::vector<CpuOp> cpu_ops;
   while ((n = getline(&line, &capacity, in)) > 0) {
     ++out.lines;
     std::string_view text(line, static_cast<size_t>(n));
@@ -293,9 +326,7 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
     r.tid = f.tid;
     r.seq = f.seq;
     r.sub = static_cast<int32_t>(f.sub);
-    r.parent_id = f.parent_id;
     r.fwd_instance = f.fwd_instance;
-    int64_t pid = f.pid;
     std::string_view op = f.op;
     r.op = s.intern(op);
     size_t colon = op.rfind("::");
@@ -322,16 +353,21 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
         backward_estimate = true;
       }
       r.op_id = f.fwd_op_id;
-      int64_t inner = f.bwd_op_id ? f.bwd_op_id : f.bwd_node_id;
-      r.instance = inner ? (pid << 40) ^ inner : 0;
     } else {
       r.op_id = f.op_id;
-      r.instance = r.op_id ? (pid << 40) ^ r.op_id : 0;
     }
-    if (int64_t instance = f.instance; instance != 0 && r.kind != Kind::kOp) {
-      r.instance = instance;  // parse's own numbering: present for every dialect
+    if (r.kind == Kind::kOp) {
+      // parse's `instance` of a CPU record inside a backward node is the node, shared with the
+      // node's other ops; prof counts every CPU op record as an instance of its own
+      // (docs/prof.md §1), so its position is its instance.
+      r.instance = static_cast<int64_t>(out.records.size()) + 1;
+      cpu_ops.push_back({static_cast<int32_t>(out.records.size()), f.pid, f.id, f.parent_id});
+    } else {
+      // parse writes `instance` on every record that has an op, and has since prof first read it
+      // (both came in one change), so there is no older numbering to fall back to; a record
+      // without one has no op and shares its cost with nothing.
+      r.instance = f.instance;
     }
-    if (r.kind == Kind::kOp) r.instance = (pid << 40) ^ f.id;
     r.cost_op = s.intern(cost_op);
 
     if (r.kind == Kind::kMemcpy || r.kind == Kind::kMemset) {
@@ -392,6 +428,7 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
     out.records.push_back(r);
   }
   free(line);
+  link_cpu_parents(cpu_ops, out.records);
   if (!header_seen) {
     error = out.lines == 0 ? "empty input (expected the output of `pyprof parse`)"
                            : "no pyprof_dict header (is this the output of `pyprof parse`?)";
@@ -445,21 +482,17 @@ void assign_costs(ReadResult& result) {
   }
   // CPU records: each op instance is a record; a call tree is counted at its outermost
   // modelled op (aten::linear's aten::addmm is not counted again).
-  std::unordered_map<int64_t, size_t> by_id;
-  for (size_t i = 0; i < records.size(); ++i) by_id[records[i].instance] = i;
   for (ProfRecord& r : records) {
     if (!r.modeled) continue;
-    int64_t pid_bits = r.instance & ~((int64_t{1} << 40) - 1);
     bool inside_modelled = false;
-    for (int64_t p = r.parent_id, guard = 0; p != 0 && guard < 1000; ++guard) {
-      auto it = by_id.find(pid_bits ^ p);
-      if (it == by_id.end()) break;
-      const ProfRecord& parent = records[it->second];
+    // The guard stops a cycle of parent links, which only a malformed input can hold.
+    for (int32_t p = r.parent, guard = 0; p >= 0 && guard < 1000; ++guard) {
+      const ProfRecord& parent = records[p];
       if (parent.modeled) {
         inside_modelled = true;
         break;
       }
-      p = parent.parent_id;
+      p = parent.parent;
     }
     r.counted = !inside_modelled;
     if (!r.counted) {
