@@ -799,12 +799,13 @@ void register_movement(Registry& r) {
   add_ops(r, f, {"_copy_from", "_copy_from_and_resize"}, copy_from);
   add_ops(r, f, {"_to_copy"}, to_copy);
   add_ops(r, f, {"to"}, to);
-  const std::pair<const char*, const char*> converters[] = {
-      {"float", "float32"},     {"double", "float64"},   {"half", "float16"},
-      {"bfloat16", "bfloat16"}, {"long", "int64"},       {"int", "int32"},
-      {"short", "int16"},       {"char", "int8"},        {"byte", "uint8"},
-      {"bool", "bool"},         {"cfloat", "complex64"}, {"cdouble", "complex128"}};
-  for (const auto& [name, dtype] : converters) r.add(name, f, convert_to(dtype));
+  // Legacy PyProf records Tensor.half(), .float(), ... by method name; each method converts to
+  // the dtype it spells (canonical_dtype: "half" -> "float16"; "bfloat16" and "bool" already
+  // are Python names).
+  for (std::string_view method : {"float", "double", "half", "bfloat16", "long", "int", "short",
+                                  "char", "byte", "bool", "cfloat", "cdouble"}) {
+    r.add(std::string(method), f, convert_to(canonical_dtype(method)));
+  }
   add_ops(r, f, {"clone"}, clone);
   add_ops(r, f, {"contiguous"}, contiguous);
   add_ops(r, f, {"reshape"}, reshape);

@@ -263,6 +263,27 @@ bool OpArgs::bool_or(std::string_view name, size_t position, bool fallback) cons
   return fallback;
 }
 
+namespace {
+
+constexpr DtypeAlias kDtypeAliases[] = {
+    {"float", "float32"},    {"double", "float64"},     {"half", "float16"},    {"long", "int64"},
+    {"int", "int32"},        {"short", "int16"},        {"byte", "uint8"},      {"char", "int8"},
+    {"cfloat", "complex64"}, {"cdouble", "complex128"}, {"chalf", "complex32"},
+};
+
+std::string_view canonical_name(std::string_view dtype) {
+  for (const DtypeAlias& alias : kDtypeAliases) {
+    if (dtype == alias.legacy) return alias.name;
+  }
+  return dtype;
+}
+
+}  // namespace
+
+std::span<const DtypeAlias> dtype_aliases() { return kDtypeAliases; }
+
+std::string canonical_dtype(std::string_view dtype) { return std::string(canonical_name(dtype)); }
+
 int dtype_size(std::string_view dtype) {
   static const std::map<std::string, int, std::less<>> kSizes = {
       {"float64", 8},
@@ -292,17 +313,8 @@ int dtype_size(std::string_view dtype) {
       {"qint32", 4},
       {"quint4x2", 1},
       {"quint2x4", 1},
-      // Legacy PyProf and older torch spellings.
-      {"float", 4},
-      {"double", 8},
-      {"half", 2},
-      {"long", 8},
-      {"int", 4},
-      {"short", 2},
-      {"byte", 1},
-      {"char", 1},
   };
-  auto it = kSizes.find(dtype);
+  auto it = kSizes.find(canonical_name(dtype));
   return it == kSizes.end() ? 0 : it->second;
 }
 

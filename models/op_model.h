@@ -1,6 +1,9 @@
-// Per-op cost models: FLOPs, ideal DRAM bytes and Tensor Core eligibility of one op call, from
-// the arguments parse wrote for it (docs/formats.md §3). Every formula lives in exactly one
-// function here and is listed in docs/ops.md.
+// The interface of the per-op cost models, which give the FLOPs, ideal DRAM bytes and Tensor Core
+// eligibility of one op call from the arguments parse wrote for it (docs/formats.md §3): OpArgs
+// (the arguments in their three dialects), OpCost, dtype names and sizes, Tensor Core alignment,
+// the registry and op_cost(), which finds an op's model by name. The formulas themselves live in
+// one file per family (models/<family>.cpp, registered by the register_* functions below), each
+// in exactly one function, and are listed in docs/ops.md.
 //
 // Conventions (stated in docs/ops.md and in prof's column headers):
 // - a multiply-add is 2 FLOPs;
@@ -16,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -104,7 +108,18 @@ struct OpCost {
   std::string family;        // the docs/ops.md family: "matmul", "conv", "pointwise", ...
 };
 
-// Size in bytes of one element of `dtype` (PyTorch names, docs/formats.md §1.1); 0 when
+// A dtype spelling of older torch and legacy PyProf records ("half", the name of the Tensor
+// method) and PyTorch's Python name for it ("float16", docs/formats.md §1.1).
+struct DtypeAlias {
+  std::string_view legacy;
+  std::string_view name;
+};
+// The one alias table: canonical_dtype() and dtype_size() read it, so a legacy record costs
+// what the same record with Python names costs.
+std::span<const DtypeAlias> dtype_aliases();
+// PyTorch's Python name of `dtype`: legacy spellings mapped, every other name unchanged.
+std::string canonical_dtype(std::string_view dtype);
+// Size in bytes of one element of `dtype` (Python names or their legacy spellings); 0 when
 // unknown ("" or an unrecognised name). float4_e2m1fn_x2 is 1 (two values per byte).
 int dtype_size(std::string_view dtype);
 // Bytes of a tensor: numel * dtype_size; unknown dtype counts as 4 bytes (float32, PyTorch's

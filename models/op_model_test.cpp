@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace pyprof::models {
 namespace {
 
@@ -62,6 +64,41 @@ TEST(Dtypes, SizesAndTensorCoreAlignment) {
   EXPECT_TRUE(tc_eligible("float32", 64, 128, 256, true));
   EXPECT_FALSE(tc_eligible("float8_e4m3fn", 64, 8, 256, false));
   EXPECT_TRUE(tc_eligible("float8_e4m3fn", 64, 16, 256, false));
+}
+
+TEST(Dtypes, LegacyAliasesCostAsTheirPythonNames) {
+  ASSERT_FALSE(dtype_aliases().empty());
+  for (const DtypeAlias& alias : dtype_aliases()) {
+    SCOPED_TRACE(std::string(alias.legacy) + " -> " + std::string(alias.name));
+    EXPECT_NE(alias.legacy, alias.name);
+    EXPECT_GT(dtype_size(alias.name), 0);  // an alias names a dtype this table knows
+    EXPECT_EQ(dtype_size(alias.legacy), dtype_size(alias.name));
+    EXPECT_EQ(canonical_dtype(alias.legacy), alias.name);
+    EXPECT_EQ(canonical_dtype(alias.name), alias.name);
+  }
+  EXPECT_EQ(canonical_dtype("half"), "float16");
+  EXPECT_EQ(canonical_dtype("long"), "int64");
+  EXPECT_EQ(canonical_dtype("weird"), "weird");
+  EXPECT_EQ(canonical_dtype(""), "");
+  EXPECT_EQ(dtype_size("half"), 2);
+  EXPECT_EQ(dtype_size("cdouble"), 16);
+
+  // A legacy record with legacy spellings costs what the same record with Python names does.
+  auto add_cost = [](const char* dtype) {
+    std::string t =
+        std::string(R"({"name":"","type":"tensor","shape":[8,64],"dtype":")") + dtype + R"("})";
+    return op_cost("add", OpArgs::from_json("[" + t + "," + t + "]"));
+  };
+  EXPECT_EQ(add_cost("half").bytes, add_cost("float16").bytes);
+  EXPECT_EQ(add_cost("half").dtype, "float16");
+  // Tensor.half() converts by its method name: a copy of a float32 tensor, nothing for fp16.
+  auto half_of = [](const char* dtype) {
+    return op_cost("half", OpArgs::from_json(std::string(R"([{"name":"","type":"tensor",)") +
+                                             R"("shape":[100],"dtype":")" + dtype + R"("}])"));
+  };
+  EXPECT_EQ(half_of("float32").bytes, 100 * 4 + 100 * 2);
+  EXPECT_EQ(half_of("float16").bytes, 0);
+  EXPECT_EQ(half_of("half").bytes, 0);
 }
 
 TEST(Registry, UnknownOpIsUnmodeled) {

@@ -1,7 +1,9 @@
-// Shared helpers of the element-wise-style model families (norm, softmax, pointwise, reduction,
-// loss, embedding, pooling, dropout, upsample, movement): the FLOP weights of elementary
-// operations, dtype categories and PyTorch type promotion, broadcasting, byte counts, argument
-// reading that works for all three argument dialects. Header-only; internal to models/.
+// Helpers the model families share, header-only and internal to models/. The element-wise-style
+// families (norm, softmax, pointwise, reduction, loss, embedding, pooling, dropout, upsample,
+// movement) use most of it: the FLOP weights of elementary operations, dtype categories and
+// PyTorch type promotion, broadcasting, strides and contiguity, argument reading that works for
+// all three argument dialects. The GEMM-based, optimizer and collective families use only
+// elem_size(), dtype_suffix() and unmodeled(). Dtype names, sizes and aliases are op_model.h's.
 #pragma once
 
 #include <algorithm>
@@ -29,18 +31,6 @@ constexpr double fl(double arith, double trans = 0) { return arith * kArith + tr
 
 // ---- dtypes ---------------------------------------------------------------------------------
 enum class Cat : uint8_t { kUnknown, kBool, kInt, kFloat, kComplex };
-
-// PyTorch's Python name for legacy spellings ("half" -> "float16"); others unchanged.
-inline std::string canonical_dtype(std::string_view d) {
-  static const std::pair<std::string_view, std::string_view> kAlias[] = {
-      {"float", "float32"},    {"double", "float64"},     {"half", "float16"},   {"long", "int64"},
-      {"int", "int32"},        {"short", "int16"},        {"byte", "uint8"},     {"char", "int8"},
-      {"cfloat", "complex64"}, {"cdouble", "complex128"}, {"chalf", "complex32"}};
-  for (const auto& [from, to] : kAlias) {
-    if (d == from) return std::string(to);
-  }
-  return std::string(d);
-}
 
 inline Cat category(std::string_view raw) {
   std::string d = canonical_dtype(raw);

@@ -9,48 +9,77 @@
 #include "models/op_model.h"
 #include "prof/tensor_cores.h"
 
+// read_dict runs four steps per line of net.dict, in one pass over the input:
+//   1. line:   LineReader yields the line in a buffer padded for simdjson;
+//   2. fields: read_line_fields picks the keys prof uses out of the JSON object (On-Demand, one
+//              pass, no document tree), as views into the parser's buffers;
+//   3. record: make_record turns them into a ProfRecord: identity, place, timing, names;
+//   4. cost:   RecordCoster adds what the record cost (models/, each distinct op call costed
+//              once) and, for kernels, Tensor Core use (each distinct kernel name judged once).
+// Then link_cpu_parents joins the records of a CPU-only profile into call trees.
+
 namespace pyprof::prof {
 
 namespace {
 
-std::string shapes_of(const models::OpArgs& args) {
-  std::string out;
-  for (const models::Tensor* t : args.tensors()) {
-    if (!out.empty()) out += ',';
-    out += '[';
-    for (size_t i = 0; i < t->shape.size(); ++i) {
-      if (i) out += ',';
-      out += std::to_string(t->shape[i]);
-    }
-    out += ']';
-  }
-  return out;
-}
+namespace od = simdjson::ondemand;
 
-struct CachedCost {
-  models::OpCost cost;
-  std::string shapes;
+// ---- 1. line ----------------------------------------------------------------------------------
+
+class LineReader {
+ public:
+  explicit LineReader(std::FILE* in) : in_(in) {
+    // A large stdio buffer: a million-kernel net.dict is over a gigabyte.
+    static char buffer[1 << 20];
+    std::setvbuf(in, buffer, _IOFBF, sizeof buffer);
+  }
+  ~LineReader() { std::free(line_); }
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+
+  // Moves to the next line that is not blank; false at the end of the input.
+  bool next() {
+    ssize_t n;
+    while ((n = getline(&line_, &capacity_, in_)) > 0) {
+      ++number_;
+      std::string_view text(line_, static_cast<size_t>(n));
+      while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+      if (text.empty()) continue;
+      padded_.assign(text);
+      padded_.reserve(text.size() + simdjson::SIMDJSON_PADDING);
+      return true;
+    }
+    return false;
+  }
+  // The current line without its line end; its capacity leaves simdjson's padding.
+  std::string& padded() { return padded_; }
+  // Lines read so far, blank ones included: the current line's number.
+  int64_t number() const { return number_; }
+
+ private:
+  std::FILE* in_;
+  char* line_ = nullptr;  // getline's buffer
+  size_t capacity_ = 0;
+  std::string padded_;
+  int64_t number_ = 0;
 };
 
-}  // namespace
+// ---- 2. fields --------------------------------------------------------------------------------
 
-namespace {
-
-// One line of net.dict, as views into the parser's buffer (valid until the next line).
+// The keys of one line that prof uses, as views into the line and the parser's string buffer
+// (valid until the next line is parsed). Absent keys keep these defaults.
 struct Fields {
   bool header = false;
   int64_t version = 0;
   std::string_view records, source, kind, dir, name, long_name, op, legacy_mod, module, stack,
       bwd_op, args, bwd_args;
   int64_t device = -1, stream = -1, start = 0, duration = 0, self_duration = -1, tid = -1, seq = -1,
-          sub = 0, parent_id = 0, pid = 0, op_id = 0, fwd_op_id = 0, bwd_op_id = 0, bwd_node_id = 0,
-          fwd_instance = 0, instance = 0, id = 0, bytes = -1;
+          sub = 0, parent_id = 0, pid = 0, op_id = 0, fwd_op_id = 0, fwd_instance = 0, instance = 0,
+          id = 0, bytes = -1;
   int32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   std::string layer;  // user ranges joined by ':'
   std::string trace;  // legacy trace frames joined by ','
 };
-
-namespace od = simdjson::ondemand;
 
 void read_xyz(od::value v, int32_t out[3]) {
   od::array a;
@@ -65,7 +94,7 @@ void read_xyz(od::value v, int32_t out[3]) {
 
 // One pass over the object's fields (On-Demand): no tape of the whole record, and `args` comes
 // back as its raw JSON text.
-bool read_fields(od::object o, Fields& f) {
+bool read_object_fields(od::object o, Fields& f) {
   for (auto field : o) {
     std::string_view key;
     if (field.unescaped_key().get(key) != simdjson::SUCCESS) return false;
@@ -103,10 +132,6 @@ bool read_fields(od::object o, Fields& f) {
           str(f.bwd_op);
         else if (key == "bwd_args")
           raw(f.bwd_args);
-        else if (key == "bwd_op_id")
-          num(f.bwd_op_id);
-        else if (key == "bwd_node_id")
-          num(f.bwd_node_id);
         else if (key == "block")
           read_xyz(v, f.block);
         else if (key == "bytes")
@@ -221,177 +246,290 @@ bool read_fields(od::object o, Fields& f) {
   return true;
 }
 
+// Reads `line` (padded) into `f`; false when it is not a JSON object.
+bool read_line_fields(od::parser& parser, std::string& line, Fields& f) {
+  f = Fields{};
+  od::document doc;
+  od::object o;
+  return parser.iterate(line.data(), line.size(), line.capacity()).get(doc) == simdjson::SUCCESS &&
+         doc.get_object().get(o) == simdjson::SUCCESS && read_object_fields(o, f);
+}
+
+// The header line: what kind of records follow and where they came from.
+void read_header(const Fields& f, ReadResult& out) {
+  if (f.version > 1) {
+    out.warnings.push_back("net.dict version " + std::to_string(f.version) +
+                           " is newer than this prof (1): unknown keys are ignored");
+  }
+  out.cpu_only = f.records == "op";
+  out.source = std::string(f.source);
+}
+
+// Counts line `out.lines` as unreadable; warns about the first few.
+void skip_line(ReadResult& out) {
+  ++out.skipped_lines;
+  if (out.warnings.size() < 5) {
+    out.warnings.push_back("line " + std::to_string(out.lines) + ": not a JSON object");
+  }
+}
+
+// ---- 3. record --------------------------------------------------------------------------------
+
+Kind kind_of(std::string_view kind) {
+  return kind == "kernel"   ? Kind::kKernel
+         : kind == "memcpy" ? Kind::kMemcpy
+         : kind == "memset" ? Kind::kMemset
+                            : Kind::kOp;
+}
+
+Dir dir_of(std::string_view dir) {
+  return dir == "fprop" ? Dir::kFprop : dir == "bprop" ? Dir::kBprop : Dir::kNone;
+}
+
+// The record of a line, everything but its cost and Tensor Core use. `index` is its position
+// in ReadResult::records. Interns its strings in a fixed order (reports break ties by string
+// id).
+ProfRecord make_record(const Fields& f, size_t index, Strings& s) {
+  ProfRecord r;
+  r.kind = kind_of(f.kind);
+  r.dir = dir_of(f.dir);
+  r.name = s.intern(f.name);
+  r.long_name = s.intern(f.long_name);
+  r.device = static_cast<int32_t>(f.device);
+  r.stream = f.stream;
+  std::copy(f.grid, f.grid + 3, r.grid);
+  std::copy(f.block, f.block + 3, r.block);
+  r.start = f.start;
+  r.duration = f.duration;
+  r.self_duration = f.self_duration >= 0 ? f.self_duration : f.duration;
+  r.tid = f.tid;
+  r.seq = f.seq;
+  r.sub = static_cast<int32_t>(f.sub);
+  r.fwd_instance = f.fwd_instance;
+  r.op_id = r.dir == Dir::kBprop ? f.fwd_op_id : f.op_id;
+  if (r.kind == Kind::kOp) {
+    // parse's `instance` of a CPU record inside a backward node is the node, shared with the
+    // node's other ops; prof counts every CPU op record as an instance of its own
+    // (docs/prof.md §1), so its position is its instance.
+    r.instance = static_cast<int64_t>(index) + 1;
+  } else if (r.kind == Kind::kKernel) {
+    // parse writes `instance` on every record that has an op, and has since prof first read it
+    // (both came in one change), so there is no older numbering to fall back to; a record
+    // without one has no op and shares its cost with nothing.
+    r.instance = f.instance;
+  }  // a copy's bytes are its own, not shared with its op's kernels: instance 0
+  std::string_view op = f.op;
+  r.op = s.intern(op);
+  size_t colon = op.rfind("::");
+  r.mod = s.intern(!f.legacy_mod.empty()             ? f.legacy_mod
+                   : colon != std::string_view::npos ? op.substr(0, colon)
+                                                     : std::string_view());
+  r.module = s.intern(f.module);
+  r.layer = s.intern(f.layer);
+  r.trace = s.intern(f.stack.empty() ? std::string_view(f.trace) : f.stack);
+  return r;
+}
+
+// ---- 4. cost ----------------------------------------------------------------------------------
+
+// Which op's model costs a record, and with which arguments.
+struct CostSource {
+  std::string_view op;    // "" when the record carries no op cost
+  std::string_view args;  // that op's args JSON
+  // A bprop kernel whose backward node ran no op the trace names (emit_nvtx, legacy PyProf):
+  // its forward op's cost stands in (docs/prof.md §1, "Backward").
+  bool backward_estimate = false;
+};
+
+CostSource cost_source(const Fields& f, const ProfRecord& r) {
+  // Its own op (CPU records: the record's name), or for bprop the op that ran inside the
+  // backward node.
+  CostSource source{r.kind == Kind::kOp ? f.name : f.op, f.args};
+  if (r.dir != Dir::kBprop) return source;
+  if (!f.bwd_op.empty()) {
+    source.op = f.bwd_op;
+    source.args = f.bwd_args;
+  } else if (r.kind == Kind::kOp) {
+    source.op = {};  // a backward node's own record: its ops carry the cost
+  } else {
+    source.backward_estimate = true;
+  }
+  return source;
+}
+
+std::string shapes_of(const models::OpArgs& args) {
+  std::string out;
+  for (const models::Tensor* t : args.tensors()) {
+    if (!out.empty()) out += ',';
+    out += '[';
+    for (size_t i = 0; i < t->shape.size(); ++i) {
+      if (i) out += ',';
+      out += std::to_string(t->shape[i]);
+    }
+    out += ']';
+  }
+  return out;
+}
+
+// Fills in what each record cost and whether its kernel used Tensor Cores. Records repeat the
+// same op calls and kernels, so each distinct (op, args) is costed once and each distinct
+// kernel name judged once.
+class RecordCoster {
+ public:
+  RecordCoster(const ReadOptions& options, Strings& strings)
+      : allow_tf32_(options.allow_tf32), strings_(strings) {}
+
+  // Sets r.cost_op, the cost fields (modeled, flops, bytes, op_flops, op_bytes, estimated,
+  // tc_eligible, params, dtype, family, shapes) and, for kernels, r.tc.
+  void cost(const Fields& f, ProfRecord& r) {
+    CostSource source = cost_source(f, r);
+    r.cost_op = strings_.intern(source.op);
+    if (r.kind == Kind::kMemcpy || r.kind == Kind::kMemset) {
+      cost_copy(f, r);
+    } else if (!source.op.empty()) {
+      cost_op(f, source, r);
+    }
+    if (r.kind == Kind::kKernel) r.tc = uses_tensor_cores(r);
+  }
+
+ private:
+  struct CachedCost {
+    models::OpCost cost;
+    std::string shapes;
+  };
+
+  void cost_copy(const Fields& f, ProfRecord& r) {
+    r.bytes_moved = f.bytes;
+    r.modeled = r.bytes_moved >= 0;
+    r.bytes = r.op_bytes = r.bytes_moved >= 0 ? static_cast<double>(r.bytes_moved) : 0;
+    r.family = strings_.intern(r.kind == Kind::kMemcpy ? "memcpy" : "memset");
+  }
+
+  void cost_op(const Fields& f, CostSource source, ProfRecord& r) {
+    const CachedCost* cached = &lookup(source.op, source.args);
+    if (!cached->cost.modeled && r.dir == Dir::kBprop && r.kind != Kind::kOp && source.op != f.op) {
+      // The backward op's arguments are unknown (emit_nvtx without record_shapes): estimate
+      // from the forward op.
+      const CachedCost& forward = lookup(f.op, f.args);
+      if (forward.cost.modeled) {
+        cached = &forward;
+        source.backward_estimate = true;
+      }
+    }
+    const models::OpCost& c = cached->cost;
+    r.modeled = c.modeled;
+    r.estimated = source.backward_estimate && c.modeled;
+    // The backward of an op seen only by name (emit_nvtx / legacy records without the
+    // backward node's inner ops): GEMM-like ops cost twice their forward (dgrad + wgrad).
+    double scale = r.estimated && (c.family == "matmul" || c.family == "conv") ? 2 : 1;
+    r.flops = r.op_flops = c.flops * scale;
+    r.bytes = r.op_bytes = c.bytes * scale;
+    r.tc_eligible = c.tc_eligible && (allow_tf32_ || c.dtype != "float32");
+    r.params = strings_.intern(r.estimated ? c.params + ",bwd=est" : c.params);
+    r.dtype = strings_.intern(c.dtype);
+    r.family = strings_.intern(c.family);
+    r.shapes = strings_.intern(cached->shapes);
+  }
+
+  const CachedCost& lookup(std::string_view op, std::string_view args) {
+    key_.assign(op);
+    key_ += '\n';
+    key_ += args;
+    auto it = costs_.find(key_);
+    if (it == costs_.end()) {
+      models::OpArgs op_args = models::OpArgs::from_json(args);
+      CachedCost c{models::op_cost(op, op_args), shapes_of(op_args)};
+      it = costs_.emplace(key_, std::move(c)).first;
+    }
+    return it->second;
+  }
+
+  int8_t uses_tensor_cores(const ProfRecord& r) {
+    if (r.long_name >= tc_by_long_name_.size()) tc_by_long_name_.resize(r.long_name + 1, -1);
+    int8_t& tc = tc_by_long_name_[r.long_name];
+    if (tc < 0) {
+      tc = static_cast<int8_t>(
+          rules_.uses_tensor_cores(strings_.get(r.long_name), strings_.get(r.name)) == 1 ? 1 : 0);
+    }
+    return tc;
+  }
+
+  bool allow_tf32_;
+  Strings& strings_;
+  std::unordered_map<std::string, CachedCost> costs_;  // op + '\n' + args -> cost
+  std::string key_;
+  const TensorCoreRules& rules_ = TensorCoreRules::builtin();
+  std::vector<int8_t> tc_by_long_name_;  // long-name string id -> 1/0, -1 not judged yet
+};
+
+// ---- after the last line ----------------------------------------------------------------------
+
+// What links a CPU op record to the one it runs inside: parse names the parent by its op id,
+// which is unique within a process.
+struct CpuOp {
+  int32_t record = 0;  // index in ReadResult::records
+  int64_t pid = 0;
+  int64_t id = 0;         // 0: the markers carry no op ids
+  int64_t parent_id = 0;  // 0: at the top of a call tree
+};
+
+// Sets ProfRecord::parent of the CPU op records. After the whole input, not as records come: a
+// parent may follow its child (parse orders records by start; equal starts keep database order).
+void link_cpu_parents(const std::vector<CpuOp>& cpu_ops, std::vector<ProfRecord>& records) {
+  struct Key {
+    int64_t pid, id;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<int64_t>()(k.id) ^ (std::hash<int64_t>()(k.pid) << 1);
+    }
+  };
+  std::unordered_map<Key, int32_t, KeyHash> by_id;
+  for (const CpuOp& op : cpu_ops) {
+    if (op.id != 0) by_id[{op.pid, op.id}] = op.record;  // a repeated id: the last one wins
+  }
+  for (const CpuOp& op : cpu_ops) {
+    if (op.parent_id == 0) continue;
+    auto it = by_id.find({op.pid, op.parent_id});
+    if (it != by_id.end()) records[op.record].parent = it->second;
+  }
+}
+
 }  // namespace
 
 bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::string& error) {
+  LineReader lines(in);
   od::parser parser;
-  char* line = nullptr;
-  size_t capacity = 0;
-  ssize_t n;
-  bool header_seen = false;
-  std::unordered_map<std::string, CachedCost> costs;  // op + args -> cost
-  std::vector<int8_t> tc_cache;                       // long-name id -> 1/0, -1 unknown
-  const TensorCoreRules& rules = TensorCoreRules::builtin();
-  std::string key;
-  std::string padded;
-  static char in_buffer[1 << 20];
-  std::setvbuf(in, in_buffer, _IOFBF, sizeof in_buffer);
   Fields f;
-  while ((n = getline(&line, &capacity, in)) > 0) {
-    ++out.lines;
-    std::string_view text(line, static_cast<size_t>(n));
-    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
-    if (text.empty()) continue;
-    padded.assign(text);
-    padded.reserve(text.size() + simdjson::SIMDJSON_PADDING);
-    f = Fields{};
-    od::document doc;
-    od::object o;
-    bool ok = parser.iterate(padded.data(), padded.size(), padded.capacity()).get(doc) ==
-                  simdjson::SUCCESS &&
-              doc.get_object().get(o) == simdjson::SUCCESS && read_fields(o, f);
-    if (!ok) {
-      ++out.skipped_lines;
-      if (out.warnings.size() < 5) {
-        out.warnings.push_back("line " + std::to_string(out.lines) + ": not a JSON object");
-      }
+  RecordCoster coster(options, out.strings);
+  std::vector<CpuOp> cpu_ops;
+  bool header_seen = false;
+  while (lines.next()) {
+    out.lines = lines.number();
+    if (!read_line_fields(parser, lines.padded(), f)) {
+      skip_line(out);
       continue;
     }
     if (f.header) {
-      if (f.version > 1) {
-        out.warnings.push_back("net.dict version " + std::to_string(f.version) +
-                               " is newer than this prof (1): unknown keys are ignored");
-      }
+      read_header(f, out);
       header_seen = true;
-      out.cpu_only = f.records == "op";
-      out.source = std::string(f.source);
       continue;
     }
     if (!header_seen) {
-      free(line);
       error = "line " + std::to_string(out.lines) +
               ": no pyprof_dict header (is this the output of `pyprof parse`?)";
       return false;
     }
-    ProfRecord r;
-    std::string_view kind = f.kind;
-    r.kind = kind == "kernel"   ? Kind::kKernel
-             : kind == "memcpy" ? Kind::kMemcpy
-             : kind == "memset" ? Kind::kMemset
-                                : Kind::kOp;
-    r.dir = f.dir == "fprop" ? Dir::kFprop : f.dir == "bprop" ? Dir::kBprop : Dir::kNone;
-    Strings& s = out.strings;
-    r.name = s.intern(f.name);
-    r.long_name = s.intern(f.long_name);
-    r.device = static_cast<int32_t>(f.device);
-    r.stream = f.stream;
-    std::copy(f.grid, f.grid + 3, r.grid);
-    std::copy(f.block, f.block + 3, r.block);
-    r.start = f.start;
-    r.duration = f.duration;
-    r.self_duration = f.self_duration >= 0 ? f.self_duration : f.duration;
-    r.tid = f.tid;
-    r.seq = f.seq;
-    r.sub = static_cast<int32_t>(f.sub);
-    r.parent_id = f.parent_id;
-    r.fwd_instance = f.fwd_instance;
-    int64_t pid = f.pid;
-    std::string_view op = f.op;
-    r.op = s.intern(op);
-    size_t colon = op.rfind("::");
-    r.mod = s.intern(!f.legacy_mod.empty()             ? f.legacy_mod
-                     : colon != std::string_view::npos ? op.substr(0, colon)
-                                                       : std::string_view());
-    r.module = s.intern(f.module);
-    r.layer = s.intern(f.layer);
-    r.trace = s.intern(f.stack.empty() ? std::string_view(f.trace) : f.stack);
-
-    // Which op's cost this record carries: its own op (CPU records: the record's name), or
-    // for bprop the op that ran inside the backward node.
-    std::string_view cost_op = r.kind == Kind::kOp ? f.name : op;
-    std::string_view args = f.args;
-    bool backward_estimate = false;
-    if (r.dir == Dir::kBprop) {
-      std::string_view bwd_op = f.bwd_op;
-      if (!bwd_op.empty()) {
-        cost_op = bwd_op;
-        args = f.bwd_args;
-      } else if (r.kind == Kind::kOp) {
-        cost_op = {};  // a backward node's own record: its ops carry the cost
-      } else {
-        backward_estimate = true;
-      }
-      r.op_id = f.fwd_op_id;
-      int64_t inner = f.bwd_op_id ? f.bwd_op_id : f.bwd_node_id;
-      r.instance = inner ? (pid << 40) ^ inner : 0;
-    } else {
-      r.op_id = f.op_id;
-      r.instance = r.op_id ? (pid << 40) ^ r.op_id : 0;
+    ProfRecord r = make_record(f, out.records.size(), out.strings);
+    if (r.kind == Kind::kOp) {
+      cpu_ops.push_back({static_cast<int32_t>(out.records.size()), f.pid, f.id, f.parent_id});
     }
-    if (int64_t instance = f.instance; instance != 0 && r.kind != Kind::kOp) {
-      r.instance = instance;  // parse's own numbering: present for every dialect
-    }
-    if (r.kind == Kind::kOp) r.instance = (pid << 40) ^ f.id;
-    r.cost_op = s.intern(cost_op);
-
-    if (r.kind == Kind::kMemcpy || r.kind == Kind::kMemset) {
-      r.bytes_moved = f.bytes;
-      r.modeled = r.bytes_moved >= 0;
-      r.bytes = r.op_bytes = r.bytes_moved >= 0 ? static_cast<double>(r.bytes_moved) : 0;
-      r.family = s.intern(r.kind == Kind::kMemcpy ? "memcpy" : "memset");
-      r.instance = 0;  // a copy is its own instance
-    } else if (!cost_op.empty()) {
-      auto lookup = [&](std::string_view name, std::string_view json) -> const CachedCost& {
-        key.assign(name);
-        key += '\n';
-        key += json;
-        auto it = costs.find(key);
-        if (it == costs.end()) {
-          models::OpArgs op_args = models::OpArgs::from_json(json);
-          CachedCost c{models::op_cost(name, op_args), shapes_of(op_args)};
-          it = costs.emplace(key, std::move(c)).first;
-        }
-        return it->second;
-      };
-      const CachedCost* cached = &lookup(cost_op, args);
-      if (!cached->cost.modeled && r.dir == Dir::kBprop && r.kind != Kind::kOp && cost_op != op) {
-        // The backward op's arguments are unknown (emit_nvtx without record_shapes): estimate
-        // from the forward op.
-        const CachedCost& forward = lookup(op, f.args);
-        if (forward.cost.modeled) {
-          cached = &forward;
-          backward_estimate = true;
-        }
-      }
-      const models::OpCost& c = cached->cost;
-      r.modeled = c.modeled;
-      // The backward of an op seen only by name (emit_nvtx / legacy records without the
-      // backward node's inner ops): GEMM-like ops cost twice their forward (dgrad + wgrad).
-      double scale = 1;
-      if (backward_estimate && c.modeled) {
-        scale = (c.family == "matmul" || c.family == "conv") ? 2 : 1;
-      }
-      r.estimated = backward_estimate && c.modeled;
-      r.flops = r.op_flops = c.flops * scale;
-      r.bytes = r.op_bytes = c.bytes * scale;
-      r.tc_eligible = c.tc_eligible && (options.allow_tf32 || c.dtype != "float32");
-      r.params = s.intern(backward_estimate && c.modeled ? c.params + ",bwd=est" : c.params);
-      r.dtype = s.intern(c.dtype);
-      r.family = s.intern(c.family);
-      r.shapes = s.intern(cached->shapes);
-    }
-    if (r.kind == Kind::kKernel) {
-      if (r.long_name >= tc_cache.size()) tc_cache.resize(r.long_name + 1, -1);
-      int8_t& tc = tc_cache[r.long_name];
-      if (tc < 0) {
-        tc = static_cast<int8_t>(
-            rules.uses_tensor_cores(s.get(r.long_name), s.get(r.name)) == 1 ? 1 : 0);
-      }
-      r.tc = tc;
-    }
+    coster.cost(f, r);
     out.records.push_back(r);
   }
-  free(line);
+  out.lines = lines.number();
+  link_cpu_parents(cpu_ops, out.records);
   if (!header_seen) {
     error = out.lines == 0 ? "empty input (expected the output of `pyprof parse`)"
                            : "no pyprof_dict header (is this the output of `pyprof parse`?)";
@@ -445,21 +583,17 @@ void assign_costs(ReadResult& result) {
   }
   // CPU records: each op instance is a record; a call tree is counted at its outermost
   // modelled op (aten::linear's aten::addmm is not counted again).
-  std::unordered_map<int64_t, size_t> by_id;
-  for (size_t i = 0; i < records.size(); ++i) by_id[records[i].instance] = i;
   for (ProfRecord& r : records) {
     if (!r.modeled) continue;
-    int64_t pid_bits = r.instance & ~((int64_t{1} << 40) - 1);
     bool inside_modelled = false;
-    for (int64_t p = r.parent_id, guard = 0; p != 0 && guard < 1000; ++guard) {
-      auto it = by_id.find(pid_bits ^ p);
-      if (it == by_id.end()) break;
-      const ProfRecord& parent = records[it->second];
+    // The guard stops a cycle of parent links, which only a malformed input can hold.
+    for (int32_t p = r.parent, guard = 0; p >= 0 && guard < 1000; ++guard) {
+      const ProfRecord& parent = records[p];
       if (parent.modeled) {
         inside_modelled = true;
         break;
       }
-      p = parent.parent_id;
+      p = parent.parent;
     }
     r.counted = !inside_modelled;
     if (!r.counted) {

@@ -38,10 +38,12 @@ struct ProfRecord {
   int64_t tid = -1;
   int64_t seq = -1;
   int32_t sub = 0;
-  int64_t op_id = 0;         // fprop: op_id; bprop: the forward op's id
-  int64_t instance = 0;      // the op instance this record belongs to (0: none)
-  int64_t parent_id = 0;     // CPU records: enclosing op
+  int64_t op_id = 0;  // fprop: op_id; bprop: the forward op's id
+  // The op instance whose cost this record shares (0: none). GPU records: parse's `instance`;
+  // CPU records: each op record is an instance of its own (see read_dict).
+  int64_t instance = 0;
   int64_t fwd_instance = 0;  // bprop: parse's instance number of the forward op
+  int32_t parent = -1;       // CPU records: index of the op record this one runs inside
   int64_t bytes_moved = -1;  // memcpy / memset size
   double flops = 0;          // this record's share of its op instance's FLOPs
   double bytes = 0;          // and of its bytes

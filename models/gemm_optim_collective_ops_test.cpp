@@ -1,15 +1,15 @@
-// Tests of the matmul, conv, attention, rnn, optim and collectives models: one table of
-// hand-computed values per family, built from args JSON as parse writes it (pyprof markers keyed
-// by schema names, emit_nvtx positional shapes, legacy PyProf lists).
+// Tests of the GEMM-based families (matmul, conv, attention, rnn), the optimizer and the
+// collective models: one table of hand-computed values per family, built from args JSON as parse
+// writes it (pyprof markers keyed by schema names, emit_nvtx positional shapes, legacy PyProf
+// lists).
 //
 // "FCM" below is torch.utils.flop_counter.FlopCounterMode (torch 2.13, CPU): the value it gives
 // for the same op and shapes, checked by running the op under it (meta tensors for the CUDA
 // kernels) or by calling its registered formula on the op's real arguments.
 //
-// bool[] arguments (output_mask, grad_input_mask) are written as 0/1 ints in these tables: pyprof
-// markers write them as JSON booleans ([true,false,true]), which OpArgs does not decode yet (the
-// value becomes kOther and the models assume every output); BoolMasks below checks the marker form
-// once OpArgs reads boolean arrays.
+// bool[] arguments (output_mask, grad_input_mask) are written as 0/1 ints in the tables, which
+// keeps the rows short; pyprof markers write JSON booleans ([true,false,true]), which OpArgs reads
+// as the same 0/1 list: BackwardMasks checks that both forms cost the same.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -1115,9 +1115,9 @@ TEST(CollectiveModels, FamilyAndUnfit) {
             "collectives");
 }
 
-// Masks as pyprof markers write them (JSON booleans) must cost what the 0/1 form costs.
-// Disabled until OpArgs decodes boolean arrays (today they are kOther: every output is assumed).
-TEST(FamilyA, BoolMasks) {
+// Masks as pyprof markers write them (JSON booleans) cost what the 0/1 form costs: a mask that
+// OpArgs could not read would make the models assume every output.
+TEST(BackwardMasks, JsonBooleansCostAsInts) {
   const char* kConvBwd =
       R"({"grad_output":{"shape":[2,16,6,5],"dtype":"float32"},"input":{"shape":[2,8,11,9],"dtype":"float32"},)"
       R"("weight":{"shape":[16,2,3,3],"dtype":"float32"},"bias_sizes":null,"stride":[2,2],"padding":[1,1],)"
@@ -1134,7 +1134,7 @@ TEST(FamilyA, BoolMasks) {
 }
 
 // The families' names resolve as op_cost strips namespaces and in-place suffixes.
-TEST(FamilyA, NameResolution) {
+TEST(NameResolution, NamespacesAndInPlaceSuffixes) {
   const char* kMm = R"({"self":{"shape":[4,5]},"mat2":{"shape":[5,6]}})";
   EXPECT_TRUE(op_cost("mm", OpArgs::from_json(kMm)).modeled);
   EXPECT_TRUE(op_cost("aten::mm", OpArgs::from_json(kMm)).modeled);

@@ -1,8 +1,9 @@
-// Tests of the norm, softmax, pointwise, reduction, loss, embedding, pooling, dropout, upsample
-// and movement models: hand-computed FLOPs and bytes (the arithmetic in each comment) for the
-// three argument dialects parse writes: pyprof (schema names; several records copied from a
-// real CPU capture of tests' kind, with strides and devices), emit_nvtx (positional shapes, no
-// dtypes: 4 bytes per element) and legacy PyProf (positional lists).
+// Tests of the element-wise-style families (docs/ops.md): the norm, softmax, pointwise,
+// reduction, loss, embedding, pooling, dropout, upsample and movement models: hand-computed FLOPs
+// and bytes (the arithmetic in each comment) for the three argument dialects parse writes: pyprof
+// (schema names; several records copied from a real CPU capture of tests' kind, with strides and
+// devices), emit_nvtx (positional shapes, no dtypes: 4 bytes per element) and legacy PyProf
+// (positional lists).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -1399,7 +1400,7 @@ TEST(MovementModel, FillsPadsRepeats) {
 }
 
 // The remaining ops of each family, one case each.
-TEST(FamilyB, MoreOps) {
+TEST(ElementwiseModels, MoreOps) {
   check(
       {
           // [10] fp32 comparisons -> bool: 40 + 40 + 10
@@ -1684,7 +1685,7 @@ TEST(FamilyB, MoreOps) {
 }
 
 // Every op the families promise is registered.
-TEST(FamilyB, Coverage) {
+TEST(ElementwiseModels, Coverage) {
   const char* ops[] = {
       // norm
       "batch_norm", "native_batch_norm", "_native_batch_norm_legit",

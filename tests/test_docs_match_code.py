@@ -1,0 +1,169 @@
+"""Docs that must change when the code does, checked against what the code does rather than
+against a copy of it.
+
+1. Every op in the models registry (what `pyprof-prof --list-ops`, a hidden option, prints from
+   the registry it was built with) is listed in docs/ops.md.
+2. The record keys docs/formats.md §3 lists are the keys pyprof-parse writes: the union over
+   all records of its output for every real trace in tests/data, and for two databases built
+   with tests/nsys_synth.py for what none of those traces has (pyprof markers with modules, call
+   sites and backward ops, a CUDA graph launch, a memset, a CPU-only profile).
+
+docs/ops.md names ops in code spans, with this shorthand (what `ops_md_names` expands):
+  `c10d::allreduce_`    the registry's name drops the namespace: allreduce_
+  `max_pool{1,2,3}d`    max_pool1d, max_pool2d, max_pool3d (any number of {...} groups)
+  `_fused_adam(_)`      _fused_adam, _fused_adam_ (optional suffixes, each starting with "_")
+  `conv1d/2d/3d`        conv1d, conv2d, conv3d (a part starting with a digit replaces as many
+                        characters at the end of the name before it)
+  `lstm/gru`            lstm, gru
+"""
+
+import collections
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+import pyprof_db
+from nsys_synth import SynthDb, tensor
+
+pytestmark = pytest.mark.needs_build
+
+BIN = os.path.join(pyprof_db.ROOT, "pyprof", "bin")
+DOCS = os.path.join(pyprof_db.ROOT, "docs")
+DATA = os.path.join(pyprof_db.ROOT, "tests", "data")
+GEMM = "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_32x3_tn_align4>(Params)"
+ELEMENTWISE = "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int)"
+
+
+# ---- 1. docs/ops.md lists every modelled op ------------------------------------------------
+
+def registry_ops():
+    """{op: family} of the models registry, from the built pyprof-prof."""
+    out = subprocess.run([os.path.join(BIN, "pyprof-prof"), "--list-ops"], capture_output=True,
+                         text=True, timeout=60, check=True).stdout
+    return dict(line.split() for line in out.splitlines())
+
+
+def expand_braces(text):
+    group = re.search(r"\{([^{}]*)\}", text)
+    if not group:
+        return [text]
+    return [expanded for alternative in group.group(1).split(",")
+            for expanded in expand_braces(text[:group.start()] + alternative.strip()
+                                          + text[group.end():])]
+
+
+NAME = re.compile(r"(?:[A-Za-z_]\w*::)*(?P<name>[A-Za-z_]\w*)"
+                  r"(?P<suffixes>\((?:\s*_\w*\s*,?)+\))?(?P<alternatives>(?:/\w+)*)")
+
+
+def ops_md_names():
+    """Every name docs/ops.md writes in a code span, its shorthand expanded."""
+    with open(os.path.join(DOCS, "ops.md")) as f:
+        spans = re.findall(r"`([^`]*)`", f.read())
+    names = set()
+    for span in spans:
+        for text in expand_braces(span):
+            for m in NAME.finditer(text):
+                name = m.group("name")
+                names.add(name)
+                if m.group("suffixes"):
+                    names.update(name + s.strip() for s in m.group("suffixes")[1:-1].split(","))
+                for part in filter(None, m.group("alternatives").split("/")):
+                    names.add(name[:len(name) - len(part)] + part if part[0].isdigit() else part)
+    return names
+
+
+def test_every_registry_op_is_in_ops_md():
+    documented = ops_md_names()
+    missing = collections.defaultdict(list)
+    for op, family in sorted(registry_ops().items()):
+        if op not in documented:
+            missing[family].append(op)
+    assert not missing, (
+        "ops the models registry has but docs/ops.md does not list, by the family (section "
+        "\"### <family>\") they belong in:\n"
+        + "\n".join(f"  {family}: {' '.join(ops)}" for family, ops in sorted(missing.items())))
+
+
+# ---- 2. docs/formats.md §3 lists the keys parse writes ----------------------------------
+
+def formats_md_record_keys():
+    """The keys in the first column of the "Record keys" table of docs/formats.md §3."""
+    with open(os.path.join(DOCS, "formats.md")) as f:
+        text = f.read()
+    section = text[text.index("\n## 3. "):]
+    section = section[:section.find("\n## ", 1)] if "\n## " in section[1:] else section
+    lines = section[section.index("Record keys:"):].splitlines()[1:]
+    while lines and not lines[0].startswith("|"):
+        lines.pop(0)
+    keys = set()
+    for line in lines:
+        if not line.startswith("|"):
+            break
+        keys.update(re.findall(r"`([^`]+)`", line.split("|")[1]))
+    return keys
+
+
+def gpu_synth_db():
+    """pyprof markers around a Linear forward and backward (module, call site, backward op and
+    its arguments), a copy, a memset and a CUDA graph launch."""
+    db = SynthDb()
+    main = db.thread(pid=100)
+    x, w, b = tensor([8, 64]), tensor([32, 64]), tensor([32])
+    with main.pyprof_module("Net.fc", "Linear"):
+        with main.pyprof_op("aten::addmm", seq=3, args={"self": b, "mat1": x, "mat2": w},
+                            stack="train.py:12"):
+            main.launch(GEMM)
+    with main.pyprof_op("aten::copy_"):
+        main.memcpy(4096, "HtoD")
+    with main.pyprof_op("aten::zero_"):
+        main.memset(1024, 0)
+    with main.range("cuda graph replay"):
+        main.graph_launch([ELEMENTWISE])
+    engine = db.thread(pid=100, tid=101)
+    engine.wait_until(main.now)
+    with engine.pyprof_op("AddmmBackward0", scope="backward", seq=3, fwd_tid=main.rf_tid):
+        with engine.pyprof_op("aten::mm", args={"self": tensor([8, 32]), "mat2": w}):
+            engine.launch(GEMM.replace("_tn_", "_nn_"))
+    return db
+
+
+def cpu_synth_db():
+    """A CPU-only profile: op records (ids, parents, self time) instead of GPU activities."""
+    db = SynthDb()
+    t = db.thread(pid=100)
+    with t.pyprof_op("aten::linear", seq=1):
+        t.advance(100)
+        with t.pyprof_op("aten::addmm", seq=1):
+            t.advance(300)
+    return db
+
+
+def test_formats_md_record_keys_are_the_keys_parse_writes(tmp_path):
+    traces = sorted(os.path.join(DATA, name) for name in os.listdir(DATA)
+                    if name.endswith((".sqlite", ".sql")))
+    assert traces, "no traces in tests/data"
+    for name, db in (("synthetic_gpu.sqlite", gpu_synth_db()),
+                     ("synthetic_cpu_only.sqlite", cpu_synth_db())):
+        db.save(tmp_path / name)
+        traces.append(str(tmp_path / name))
+    written = collections.defaultdict(set)  # key -> the record kinds it was written on
+    for trace in traces:
+        res = subprocess.run([os.path.join(BIN, "pyprof-parse"), trace, "-q"],
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, f"{trace}: {res.stderr}"
+        for line in res.stdout.splitlines()[1:]:
+            record = json.loads(line)
+            for key in record:
+                written[key].add(record["kind"])
+    documented = formats_md_record_keys()
+    undocumented = {k: sorted(kinds) for k, kinds in written.items() if k not in documented}
+    unwritten = sorted(documented - set(written))
+    assert not undocumented and not unwritten, (
+        "docs/formats.md §3 \"Record keys\" and pyprof-parse's output disagree:\n"
+        f"  written by parse (on these kinds of record) but not documented: {undocumented}\n"
+        f"  documented but written on no record of {len(traces)} traces "
+        f"(tests/data and two synthetic ones): {unwritten}")
