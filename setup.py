@@ -23,9 +23,6 @@ from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
-# What CMake writes into the package folder beside _C (the extension itself is setuptools').
-BINARY_PARTS = ["bin/pyprof-profile", "bin/pyprof-parse", "bin/pyprof-prof",
-                "lib/libpyprof_collect.so", "_build_info.py"]
 
 
 def _load_torch_support():
@@ -86,8 +83,8 @@ def require_bdist_wheel():
 
 class CMakeBuild(build_ext):
     def run(self):
-        # setuptools clears `inplace` while it builds and copies only _C back to the source
-        # tree afterwards (editable installs, build_ext --inplace); the tools must follow it.
+        # setuptools clears `inplace` while it builds, then copies _C from its own tree back to
+        # the source tree (editable installs, build_ext --inplace): remember which build this is.
         self._into_source_tree = bool(self.inplace or getattr(self, "editable_mode", False))
         super().run()
 
@@ -96,9 +93,12 @@ class CMakeBuild(build_ext):
         print(f"pyprof: building against torch {torch.__version__} ({torch.__file__})")
 
         build_dir = os.environ.get("PYPROF_BUILD_DIR", os.path.join(ROOT, "build"))
-        # CMake writes _C, the collector and the tools into the package folder the wheel is made
-        # from (setuptools' build tree), so a non-editable install leaves the checkout as it was.
-        package_dir = os.path.dirname(os.path.abspath(self.get_ext_fullpath(ext.name)))
+        # CMake writes _C, the collector and the tools into one package folder: ./pyprof for an
+        # editable or in-place build (a stable place, which ctest and the tests use), else the
+        # tree the wheel is made from, so a non-editable install leaves the checkout as it was.
+        ext_path = os.path.abspath(self.get_ext_fullpath(ext.name))
+        package_dir = (os.path.join(ROOT, "pyprof") if self._into_source_tree
+                       else os.path.dirname(ext_path))
         tests = os.environ.get("PYPROF_BUILD_TESTS", "0")
         configure = [
             "cmake", "-S", ROOT, "-B", build_dir, "-G", "Ninja",
@@ -112,13 +112,10 @@ class CMakeBuild(build_ext):
             build += ["-j", os.environ["PYPROF_JOBS"]]
         subprocess.check_call(build)
 
-        if self._into_source_tree:
-            source_package = os.path.join(ROOT, "pyprof")
-            if os.path.abspath(source_package) != package_dir:
-                for part in BINARY_PARTS:
-                    dest = os.path.join(source_package, part)
-                    os.makedirs(os.path.dirname(dest), exist_ok=True)
-                    shutil.copy2(os.path.join(package_dir, part), dest)
+        if self._into_source_tree and os.path.dirname(ext_path) != package_dir:
+            # setuptools copies the extension from its own tree back into ./pyprof afterwards.
+            os.makedirs(os.path.dirname(ext_path), exist_ok=True)
+            shutil.copy2(os.path.join(package_dir, os.path.basename(ext_path)), ext_path)
 
 
 # pip asks for metadata (dist_info), then a wheel (bdist_wheel, or editable_wheel for -e): each

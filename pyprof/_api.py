@@ -29,12 +29,13 @@ def _load_extension():
 def extension_load_advice(error: str, running_torch: str) -> str:
     """The message for a pyprof._C that fails to import (a C++ extension is tied to the torch
     it was compiled against: an upgraded torch is the usual cause)."""
-    try:
-        from pyprof import _build_info
-    except ImportError:
+    from pyprof._torch_support import build_info
+
+    info = build_info()
+    if info is None:
         return (f"pyprof's C++ extension is not built ({error}). Build it against this "
                 f"torch: pip install --no-build-isolation . (docs/install.md)")
-    built = _build_info.TORCH_VERSION
+    built = info.TORCH_VERSION
     if built != running_torch:
         return (f"pyprof._C was built against torch {built} but this is torch {running_torch}, "
                 f"and it does not load ({error}). Rebuild pyprof against this torch: "

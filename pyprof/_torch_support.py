@@ -1,4 +1,5 @@
-"""The torch releases pyprof builds against: the one home of that range.
+"""The torch releases pyprof builds against (the one home of that range), and the torch this
+build of pyprof was compiled against.
 
 pyprof._C is compiled against the user's own torch (RecordFunction and c10 types are C++ API,
 not ABI-stable), so the oldest release whose headers have what csrc/annotate uses is a fact
@@ -8,7 +9,10 @@ CMakeLists.txt all read MIN_TORCH from this file; docs/install.md lists what was
 
 from __future__ import annotations
 
+import importlib
 import re
+import sysconfig
+from types import ModuleType
 
 # torch 2.7 lacks RecordFunction::overload_name() and ScalarType::Float4_e2m1fn_x2.
 MIN_TORCH = "2.8"
@@ -28,3 +32,13 @@ def is_supported(version: str) -> bool:
     need = version_tuple(MIN_TORCH)
     width = max(len(have), len(need))
     return have + (0,) * (width - len(have)) >= need + (0,) * (width - len(need))
+
+
+def build_info() -> ModuleType | None:
+    """What CMake recorded about the build of pyprof._C for this interpreter (torch version, C++
+    standard, CUPTI API, compiler), or None when it is not built. Importing it loads no torch."""
+    soabi = (sysconfig.get_config_var("SOABI") or "").replace("-", "_")
+    try:
+        return importlib.import_module(f"pyprof._build_info_{soabi}")
+    except ImportError:
+        return None

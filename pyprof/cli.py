@@ -48,10 +48,11 @@ def version_text() -> str:
     from pyprof import __version__
 
     lines = [f"pyprof {__version__}"]
-    try:
-        from pyprof import _build_info as built
-    except ImportError:
-        lines.append("C++ parts: not built (pip install --no-build-isolation .)")
+    from pyprof._torch_support import build_info
+
+    built = build_info()
+    if built is None:
+        lines.append("C++ parts: not built for this Python (pip install --no-build-isolation .)")
     else:
         cupti = int(built.CUPTI_API_VERSION or 0)
         lines.append(f"built against torch {built.TORCH_VERSION} (C++{built.TORCH_CXX_STANDARD}), "
