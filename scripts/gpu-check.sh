@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# The GPU validation in one command (docs/gpu-validation.md), for a GPU machine with no network.
+#
+#   bash scripts/gpu-check.sh --pack DIR      # beforehand, on a networked Debian machine: put what a
+#                                             # bare GPU machine lacks into DIR (a few MB)
+#   bash scripts/gpu-check.sh --deps DIR      # on the GPU machine: build, smoke-test, run
+#                                             # tests/test_gpu_capture.py and the overhead benchmark,
+#                                             # print the rows for docs/gpu-validation.md
+#
+# The GPU machines have Python, torch, CMake, ninja, nvcc, pytest and the nvidia-* wheels, but no
+# apt, SQLite headers, simdjson, CLI11 or fmt. --pack fetches Debian's packages of those and
+# unpacks them into DIR/prefix (plus the Python headers of a local python3.12, in case the
+# machine's interpreter has none); --deps points the build at them. Nothing is fetched at run
+# time. Each phase has a time cap inside --budget, writes its output under --out as it goes, and
+# a phase that fails or runs out of time is reported while the later phases still run.
+#
+# Options (run mode):
+#   --deps DIR     the folder --pack made (omit if the machine has the libraries itself)
+#   --out DIR      where logs and results go (default: $OUT if set, else ./gpu-check-out)
+#   --budget S     seconds for everything (default 540: one device call is at most 600)
+#   --runs N       overhead benchmark runs per mode (default 3)
+#   --skip LIST    comma-separated phases to skip: build,smoke,tests,overhead
+#   --cpu-ok       exit 0 when no CUDA device is visible (the offline dry run on a CPU machine)
+# Exit status: 0 when every phase that ran passed, 1 otherwise, 2 for usage errors.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+PYTHON=${PYTHON:-python3}
+
+PACK_DEBS=(libsqlite3-dev libsqlite3-0 libsimdjson-dev libsimdjson14 libfmt-dev libfmt9
+           libcli11-dev)
+PACK_LIMIT_BYTES=$((60 * 1024 * 1024))  # the device tool carries at most 64 MiB in all
+
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+
+# ---- --pack: on a networked machine --------------------------------------------------------
+pack() {
+  local dir=$1
+  mkdir -p "$dir/debs" "$dir/prefix" || exit 1
+  dir=$(cd "$dir" && pwd)
+  echo "gpu-check --pack: Debian packages into $dir/prefix"
+  if ! (cd "$dir/debs" && apt-get download "${PACK_DEBS[@]}" 2>"$dir/debs/apt.log"); then
+    echo "gpu-check --pack: apt-get download failed (see $dir/debs/apt.log); once, as root:" \
+         "apt-get update" >&2
+    exit 1
+  fi
+  local deb
+  for deb in "$dir"/debs/*.deb; do dpkg-deb -x "$deb" "$dir/prefix" || exit 1; done
+  # Docs and changelogs only make the folder heavier.
+  rm -rf "$dir/prefix/usr/share/doc" "$dir/prefix/usr/share/lintian"
+
+  # The GPU machines run Python 3.12; if their interpreter lacks Python.h, these headers stand in
+  # (same minor version, same ABI). Any local 3.12 will do: PYPROF_PACK_PYTHON names one.
+  local py312="" candidate
+  for candidate in ${PYPROF_PACK_PYTHON:-} $(command -v python3.12) /root/.pyenv/versions/3.12*/bin/python3.12 \
+                   /usr/bin/python3.12; do
+    if [ -x "$candidate" ] && "$candidate" -c "import sys; assert sys.version_info[:2] == (3, 12)" 2>/dev/null; then
+      py312=$candidate; break
+    fi
+  done
+  if [ -n "$py312" ]; then
+    local inc
+    inc=$("$py312" -c "import sysconfig; print(sysconfig.get_paths()['include'])")
+    if [ -f "$inc/Python.h" ]; then
+      rm -rf "$dir/python3.12-include"
+      cp -r "$inc" "$dir/python3.12-include"
+      echo "gpu-check --pack: Python 3.12 headers from $py312"
+    fi
+  else
+    echo "gpu-check --pack: no local python3.12: Python headers not packed (set PYPROF_PACK_PYTHON)"
+  fi
+
+  {
+    echo "# made by: bash scripts/gpu-check.sh --pack $dir  ($(date -u +%FT%TZ), $(uname -m))"
+    for deb in "$dir"/debs/*.deb; do dpkg-deb -W --showformat='${Package} ${Version}\n' "$deb"; done
+    [ -d "$dir/python3.12-include" ] && echo "python3.12-include from $py312"
+  } >"$dir/MANIFEST"
+  rm -rf "$dir/debs"
+  local bytes
+  bytes=$(du -sb "$dir" | cut -f1)
+  if [ "$bytes" -gt "$PACK_LIMIT_BYTES" ]; then
+    echo "gpu-check --pack: $dir is $((bytes / 1048576)) MiB, over the $((PACK_LIMIT_BYTES / 1048576)) MiB a device call carries" >&2
+    exit 1
+  fi
+  cat "$dir/MANIFEST"
+  echo "gpu-check --pack: $dir: $((bytes / 1024)) KiB. On the GPU machine:" \
+       "bash scripts/gpu-check.sh --deps $(basename "$dir")"
+}
+
+# ---- run mode ------------------------------------------------------------------------------
+DEPS=""; OUT_DIR=${OUT:-$ROOT/gpu-check-out}; BUDGET=540; RUNS=3; SKIP=""; CPU_OK=0
+while (($#)); do
+  case $1 in
+    --pack) [ $# -ge 2 ] || usage; pack "$2"; exit 0 ;;
+    --deps) [ $# -ge 2 ] || usage; DEPS=$2; shift 2 ;;
+    --out) [ $# -ge 2 ] || usage; OUT_DIR=$2; shift 2 ;;
+    --budget) [ $# -ge 2 ] || usage; BUDGET=$2; shift 2 ;;
+    --runs) [ $# -ge 2 ] || usage; RUNS=$2; shift 2 ;;
+    --skip) [ $# -ge 2 ] || usage; SKIP=$2; shift 2 ;;
+    --cpu-ok) CPU_OK=1; shift ;;
+    -h|--help) usage 0 ;;
+    *) echo "gpu-check: unknown option $1" >&2; usage ;;
+  esac
+done
+[[ $BUDGET =~ ^[0-9]+$ && $RUNS =~ ^[1-9][0-9]*$ ]] || { echo "gpu-check: --budget and --runs take whole numbers" >&2; exit 2; }
+mkdir -p "$OUT_DIR" || exit 2
+OUT_DIR=$(cd "$OUT_DIR" && pwd)
+LOG=$OUT_DIR/gpu-check.log
+: >"$LOG"
+START=$SECONDS
+FAILED=()
+say() { echo "$*" | tee -a "$LOG"; }
+skipped() { [[ ",$SKIP," == *",$1,"* ]]; }
+# Seconds a phase may take: its cap, or what is left of the budget if that is less.
+allow() { local left=$((BUDGET - (SECONDS - START))); ((left < $1)) && echo $((left > 10 ? left : 10)) || echo "$1"; }
+# run_phase NAME CAP CMD...: runs CMD under its time cap, output to OUT/NAME.log and the log.
+run_phase() {
+  local name=$1 cap; cap=$(allow "$2"); shift 2
+  say ""; say "== $name (up to ${cap}s)"
+  local t0=$SECONDS rc
+  echo "\$ $*" >"$OUT_DIR/$name.log"
+  timeout --kill-after=10 "$cap" "$@" >>"$OUT_DIR/$name.log" 2>&1
+  rc=$?
+  cat "$OUT_DIR/$name.log" >>"$LOG"
+  tail -n 25 "$OUT_DIR/$name.log"
+  if ((rc == 124 || rc == 137)); then
+    say "== $name: ran out of time after $((SECONDS - t0))s"; FAILED+=("$name(time)")
+  elif ((rc != 0)); then
+    # The tail of a failed pip build is a Python traceback: show the compiler's or CMake's words.
+    grep -m 8 -A 6 -E "CMake Error|error:|Error [0-9]+|FAILED:" "$OUT_DIR/$name.log" | head -n 60
+    say "== $name: FAILED (exit $rc) after $((SECONDS - t0))s"; FAILED+=("$name")
+  else
+    say "== $name: ok ($((SECONDS - t0))s)"
+  fi
+  return $rc
+}
+
+if [ -n "$DEPS" ]; then
+  [ -d "$DEPS/prefix/usr" ] || { echo "gpu-check: $DEPS has no prefix/usr: make it with --pack" >&2; exit 2; }
+  DEPS=$(cd "$DEPS" && pwd)
+  export CMAKE_PREFIX_PATH="$DEPS/prefix/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+  cmake_args="-DCMAKE_PREFIX_PATH=$DEPS/prefix/usr"
+  pyinc=$($PYTHON -c "import sysconfig; print(sysconfig.get_paths()['include'])")
+  pyver=$($PYTHON -c "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')")
+  if [ ! -f "$pyinc/Python.h" ] && [ -f "$DEPS/python$pyver-include/Python.h" ]; then
+    cmake_args+=" -DPython3_INCLUDE_DIR=$DEPS/python$pyver-include"
+    say "gpu-check: $PYTHON has no Python.h: using the packed Python $pyver headers"
+  fi
+  export PYPROF_CMAKE_ARGS="$cmake_args${PYPROF_CMAKE_ARGS:+ $PYPROF_CMAKE_ARGS}"
+fi
+
+# ---- facts ---------------------------------------------------------------------------------
+say "gpu-check: $(date -u +%FT%TZ) on $(hostname) ($(uname -sr), $(nproc) CPUs)"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
+  >"$OUT_DIR/nvidia-smi.txt" 2>&1 || echo "nvidia-smi: not available" >"$OUT_DIR/nvidia-smi.txt"
+say "nvidia-smi: $(head -n1 "$OUT_DIR/nvidia-smi.txt")"
+$PYTHON - >"$OUT_DIR/facts.json" 2>>"$LOG" <<'EOF'
+import json, platform, shutil, subprocess
+facts = {"python": platform.python_version()}
+try:
+    import torch
+    facts.update(torch=torch.__version__, cuda=torch.version.cuda,
+                 cuda_available=torch.cuda.is_available())
+    if facts["cuda_available"]:
+        p = torch.cuda.get_device_properties(0)
+        facts.update(gpu=p.name, sm=f"{p.major}.{p.minor}", sms=p.multi_processor_count,
+                     memory_gib=round(p.total_memory / 2**30, 1))
+except Exception as exc:  # the report says what went wrong instead of stopping here
+    facts["torch_error"] = f"{type(exc).__name__}: {exc}"
+for tool in ("cmake", "ninja", "nvcc"):
+    path = shutil.which(tool)
+    out = subprocess.run([path, "--version"], capture_output=True, text=True).stdout if path else ""
+    facts[tool] = (out.strip().splitlines() or ["not found"])[0 if tool != "nvcc" else -1]
+print(json.dumps(facts))
+EOF
+say "facts: $(cat "$OUT_DIR/facts.json")"
+HAVE_GPU=$($PYTHON -c "import json,sys; print(int(bool(json.load(open(sys.argv[1])).get('cuda_available'))))" "$OUT_DIR/facts.json" 2>/dev/null || echo 0)
+
+# ---- build: the way a user installs (pip, editable, against this torch, offline) -----------
+if ! skipped build; then
+  export PYPROF_BUILD_DIR="$ROOT/build-gpu" PYPROF_BUILD_TESTS=0 PYPROF_JOBS=$(nproc)
+  run_phase build 300 $PYTHON -m pip install --no-build-isolation --no-deps --no-index \
+      --disable-pip-version-check -e "$ROOT"
+  if (($? == 0)); then
+    $PYTHON -m pyprof --version 2>&1 | tee -a "$LOG"
+  else
+    say "gpu-check: the build failed: nothing else can run"
+    skipped smoke || SKIP+=",smoke"; skipped tests || SKIP+=",tests"; skipped overhead || SKIP+=",overhead"
+  fi
+fi
+
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+if ((HAVE_GPU)); then DEVICE=cuda; else DEVICE=cpu; fi
+
+# ---- smoke: profile a real model, parse it, print prof's summary ---------------------------
+if ! skipped smoke; then
+  export PYTHON OUT_DIR DEVICE
+  run_phase smoke 120 bash -ec '
+    $PYTHON -m pyprof profile -o "$OUT_DIR/smoke" --force -- \
+      $PYTHON examples/train.py --model resnet_block --device "$DEVICE" --steps 3
+    $PYTHON -m pyprof parse "$OUT_DIR/smoke.sqlite" -o "$OUT_DIR/smoke.dict"
+    $PYTHON -m pyprof prof --report summary,op --depth 1 "$OUT_DIR/smoke.dict" >"$OUT_DIR/smoke-prof.txt"
+    head -n 40 "$OUT_DIR/smoke-prof.txt"'
+fi
+
+# ---- the GPU tests and the overhead benchmark ----------------------------------------------
+if ((HAVE_GPU)); then
+  if ! skipped tests; then
+    run_phase tests 240 $PYTHON -m pytest tests/test_gpu_capture.py -v -rP -p no:cacheprovider \
+      --junitxml="$OUT_DIR/tests.xml"
+  fi
+  if ! skipped overhead; then
+    run_phase overhead 240 $PYTHON benchmarks/gpu_overhead.py --runs "$RUNS" --steps 20
+  fi
+else
+  say ""; say "== no CUDA device visible: tests/test_gpu_capture.py and the overhead benchmark skipped"
+  ((CPU_OK)) || FAILED+=("no-gpu")
+fi
+
+# ---- the rows for docs/gpu-validation.md ---------------------------------------------------
+say ""
+$PYTHON scripts/gpu_check_report.py "$OUT_DIR" 2>&1 | tee "$OUT_DIR/rows.md" | tee -a "$LOG"
+say ""
+if ((${#FAILED[@]})); then
+  say "gpu-check: FAILED: ${FAILED[*]} ($((SECONDS - START))s; logs in $OUT_DIR)"
+  exit 1
+fi
+say "gpu-check: passed ($((SECONDS - START))s; logs in $OUT_DIR)"
