@@ -1,0 +1,82 @@
+"""What the pytest files share: paths, the environment a profiled program needs, and runners
+for pyprof's tools that fail loudly (a tool killed by a signal is never taken as an exit code).
+
+Reading databases independently of pyprof's C++ code lives in pyprof_db.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "tests", "data")  # traces copied into the repo (tests/data/README.md)
+SHARED_TRACES = os.path.join(os.path.dirname(ROOT), "shared", "traces")  # beside the checkout
+SCRIPTS = os.path.join(ROOT, "tests", "scripts")
+BIN = os.path.join(ROOT, "pyprof", "bin")
+PARSE = os.path.join(BIN, "pyprof-parse")
+PROF = os.path.join(BIN, "pyprof-prof")
+PY = sys.executable
+
+
+def script(name: str) -> str:
+    """Path of one of the programs under tests/scripts."""
+    return os.path.join(SCRIPTS, name)
+
+
+def pyprof_env(extra: dict | None = None) -> dict:
+    """os.environ with this checkout first on PYTHONPATH and no NVTX tool inherited from the
+    environment pytest itself runs in."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
+    env.pop("NVTX_INJECTION64_PATH", None)
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run_tool(path: str, *args, stdin: str | None = None, timeout: float = 120,
+             cwd: str | None = None) -> subprocess.CompletedProcess:
+    """Runs one of pyprof's executables; text output; never mistakes a signal for an exit."""
+    res = subprocess.run([path, *map(str, args)], input=stdin, capture_output=True, text=True,
+                         timeout=timeout, cwd=cwd)
+    assert res.returncode >= 0, f"{os.path.basename(path)} killed by signal {-res.returncode}: " \
+                                f"{res.stderr[-2000:]}"
+    return res
+
+
+def read_records(text: str) -> tuple[dict, list[dict]]:
+    """parse's JSON Lines: (header, records)."""
+    lines = [json.loads(line) for line in text.splitlines() if line.strip()]
+    return lines[0], lines[1:]
+
+
+def read_dict(path) -> tuple[dict, list[dict]]:
+    """A net.dict file: (header, records)."""
+    with open(path) as f:
+        return read_records(f.read())
+
+
+def parse(path, *extra, timeout: float = 120) -> tuple[dict, list[dict], str]:
+    """pyprof-parse PATH to stdout, which must succeed: (header, records, stderr)."""
+    res = run_tool(PARSE, path, *extra, timeout=timeout)
+    assert res.returncode == 0, res.stderr
+    header, records = read_records(res.stdout)
+    return header, records, res.stderr
+
+
+def parse_to(path, out, *extra, timeout: float = 300) -> None:
+    """pyprof-parse PATH -o OUT -q, which must succeed."""
+    res = run_tool(PARSE, path, "-q", "-o", out, *extra, timeout=timeout)
+    assert res.returncode == 0, res.stderr
+
+
+def prof(*args, stdin: str | None = None, check: bool = True,
+         timeout: float = 120) -> subprocess.CompletedProcess:
+    """pyprof-prof ARGS; by default it must succeed."""
+    res = run_tool(PROF, *args, stdin=stdin, timeout=timeout)
+    if check:
+        assert res.returncode == 0, res.stderr
+    return res
