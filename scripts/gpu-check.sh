@@ -16,7 +16,10 @@
 #
 # Options (run mode):
 #   --deps DIR     the folder --pack made (omit if the machine has the libraries itself)
-#   --out DIR      where logs and results go (default: $OUT if set, else ./gpu-check-out)
+#   --out DIR      where logs, databases and results go (default ./gpu-check-out); when $OUT is
+#                  set (the device tool's folder that comes back), the eight files worth
+#                  reading are copied there after every phase: gpu-check.log, rows.md,
+#                  facts.json and the build, smoke, tests (+ tests.xml) and overhead logs
 #   --budget S     seconds for everything (default 540: one device call is at most 600)
 #   --runs N       overhead benchmark runs per mode (default 3)
 #   --skip LIST    comma-separated phases to skip: build,smoke,tests,overhead
@@ -88,7 +91,7 @@ pack() {
 }
 
 # ---- run mode ------------------------------------------------------------------------------
-DEPS=""; OUT_DIR=${OUT:-$ROOT/gpu-check-out}; BUDGET=540; RUNS=3; SKIP=""; CPU_OK=0
+DEPS=""; OUT_DIR=$ROOT/gpu-check-out; BUDGET=540; RUNS=3; SKIP=""; CPU_OK=0
 while (($#)); do
   case $1 in
     --pack) [ $# -ge 2 ] || usage; pack "$2"; exit 0 ;;
@@ -110,6 +113,14 @@ LOG=$OUT_DIR/gpu-check.log
 START=$SECONDS
 FAILED=()
 say() { echo "$*" | tee -a "$LOG"; }
+# The device tool brings back at most 8 files from $OUT: the results, not the databases.
+RESULT_FILES=(gpu-check.log rows.md facts.json build.log smoke.log tests.log tests.xml overhead.log)
+publish() {
+  [ -n "${OUT:-}" ] && [ -d "$OUT" ] && [ "$(cd "$OUT" && pwd)" != "$OUT_DIR" ] || return 0
+  local f
+  for f in "${RESULT_FILES[@]}"; do [ -f "$OUT_DIR/$f" ] && cp "$OUT_DIR/$f" "$OUT/"; done
+  return 0
+}
 skipped() { [[ ",$SKIP," == *",$1,"* ]]; }
 # Seconds a phase may take: its cap, or what is left of the budget if that is less.
 allow() { local left=$((BUDGET - (SECONDS - START))); ((left < $1)) && echo $((left > 10 ? left : 10)) || echo "$1"; }
@@ -123,6 +134,7 @@ run_phase() {
   rc=$?
   cat "$OUT_DIR/$name.log" >>"$LOG"
   tail -n 25 "$OUT_DIR/$name.log"
+  publish
   if ((rc == 124 || rc == 137)); then
     say "== $name: ran out of time after $((SECONDS - t0))s"; FAILED+=("$name(time)")
   elif ((rc != 0)); then
@@ -174,6 +186,7 @@ for tool in ("cmake", "ninja", "nvcc"):
 print(json.dumps(facts))
 EOF
 say "facts: $(cat "$OUT_DIR/facts.json")"
+publish
 HAVE_GPU=$($PYTHON -c "import json,sys; print(int(bool(json.load(open(sys.argv[1])).get('cuda_available'))))" "$OUT_DIR/facts.json" 2>/dev/null || echo 0)
 
 # ---- build: the way a user installs (pip, editable, against this torch, offline) -----------
@@ -222,7 +235,9 @@ say ""
 $PYTHON scripts/gpu_check_report.py "$OUT_DIR" 2>&1 | tee "$OUT_DIR/rows.md" | tee -a "$LOG"
 say ""
 if ((${#FAILED[@]})); then
+  trap publish EXIT
   say "gpu-check: FAILED: ${FAILED[*]} ($((SECONDS - START))s; logs in $OUT_DIR)"
   exit 1
 fi
 say "gpu-check: passed ($((SECONDS - START))s; logs in $OUT_DIR)"
+publish

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test: sets up the machine, builds with the GoogleTest suites, then runs ctest and pytest.
-# Fails if any test fails or if no test ran.
+# Fails if any test fails or if no test ran. `--fast` leaves out the pytest tests marked slow;
+# other arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -12,4 +13,9 @@ ctest --test-dir build --output-on-failure --no-tests=error -j2
 
 echo "== pytest =="
 # Exit code 5 means no test was collected: that is a failure too.
-$PYTHON -m pytest tests -q -p no:cacheprovider "$@"
+marks=()
+if [ "${1:-}" = "--fast" ]; then
+  shift
+  marks=(-m "not slow")
+fi
+$PYTHON -m pytest tests -q -p no:cacheprovider "${marks[@]}" "$@"
