@@ -185,3 +185,41 @@ def test_extension_compiles_against_the_oldest_supported_and_the_gpu_machines_to
                    oldest, "2.11.0"], timeout=1200)
     assert rc == 0, out
     assert f"torch {oldest:<8} ok" in out and "torch 2.11.0   ok" in out, out
+
+
+# ---- scripts/setup.sh never replaces an installed torch ------------------------------------
+
+def fake_torch_env(tmp_path, init_source: str):
+    """A venv (no system packages) whose only torch is a stand-in package, for setup.sh's
+    torch decision, which comes before it installs or builds anything."""
+    python = tmp_path / "venv" / "bin" / "python"
+    venv.EnvBuilder(system_site_packages=False, with_pip=False).create(tmp_path / "venv")
+    fake = tmp_path / "fake" / "torch"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text(init_source)
+    env = clean_env()
+    env["PYTHONPATH"] = str(tmp_path / "fake")
+    env["PYTHON"] = str(python)
+    return env
+
+
+def setup_sh(env):
+    return run(["bash", os.path.join(ROOT, "scripts", "setup.sh")], cwd=ROOT, env=env,
+               timeout=300)
+
+
+def test_setup_refuses_a_torch_older_than_the_minimum_instead_of_replacing_it(tmp_path):
+    env = fake_torch_env(tmp_path, '__version__ = "2.6.0+cu124"\n')
+    rc, out = setup_sh(env)
+    assert rc == 1, out
+    assert f"torch 2.6.0+cu124 is older than {_torch_support.MIN_TORCH}" in out
+    assert "does not replace an installed torch" in out
+    assert "pip install" not in out and "building pyprof" not in out, out
+
+
+def test_setup_stops_at_a_torch_that_does_not_import(tmp_path):
+    env = fake_torch_env(tmp_path, 'raise OSError("libcudart.so.13: cannot open shared object")\n')
+    rc, out = setup_sh(env)
+    assert rc == 1, out
+    assert "installed for" in out and "does not import" in out and "libcudart.so.13" in out
+    assert "building pyprof" not in out, out
