@@ -8,8 +8,9 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 sys.path.insert(0, ROOT)
 
-BUILT = all(os.path.exists(os.path.join(ROOT, "pyprof", p))
-            for p in ("bin/pyprof-profile", "bin/pyprof-parse", "lib/libpyprof_collect.so"))
+import testlib  # noqa: E402  (found through the sys.path entry above)
+
+BUILT = all(os.path.exists(p) for p in (testlib.LAUNCHER, testlib.PARSE, testlib.COLLECTOR))
 
 
 def pytest_collection_modifyitems(config, items):
@@ -22,6 +23,3 @@ def pytest_collection_modifyitems(config, items):
         if "needs_build" in item.keywords:
             item.add_marker(skip)
 
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "needs_build: needs the collector and launcher built")

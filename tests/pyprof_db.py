@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import sqlite3
 import subprocess
-import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import testlib
+
 PUSH_POP, START_END, MARK, DOMAIN_CREATE = 59, 60, 34, 75
 
 
@@ -87,12 +86,7 @@ def stats(path: str) -> dict[str, int]:
 def profile(tmp_path, script: str, *args: str, name: str = "net", env: dict | None = None,
             timeout: float = 300, extra_profile_args: tuple = ()) -> subprocess.CompletedProcess:
     """Runs `pyprof profile -o tmp_path/name -- python script args` and returns the result."""
-    cmd = [sys.executable, "-m", "pyprof", "profile", "-o", str(tmp_path / name),
-           *extra_profile_args, "--", sys.executable, script, *args]
-    full_env = dict(os.environ)
-    full_env["PYTHONPATH"] = ROOT + os.pathsep + full_env.get("PYTHONPATH", "")
-    full_env.pop("NVTX_INJECTION64_PATH", None)
-    if env:
-        full_env.update(env)
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env,
-                          cwd=ROOT)
+    cmd = [testlib.PY, "-m", "pyprof", "profile", "-o", str(tmp_path / name),
+           *extra_profile_args, "--", testlib.PY, script, *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                          env=testlib.pyprof_env(env), cwd=testlib.ROOT)

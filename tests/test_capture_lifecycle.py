@@ -14,7 +14,6 @@ import re
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -23,31 +22,17 @@ import pytest
 
 import pyprof_db
 from pyprof_db import MARK, PUSH_POP, START_END, modules, ops, read_ranges, stats
+from testlib import PY, ROOT, all_but_one_slow, script
+from testlib import pyprof_env as session_env  # what pyprof_db.profile gives the launcher
 
 pytestmark = pytest.mark.needs_build
 
-ROOT = Path(__file__).resolve().parent.parent
-SCRIPTS = ROOT / "tests" / "scripts"
-PY = sys.executable
 TIMEOUT = 90
-
-
-def script(name: str) -> str:
-    return str(SCRIPTS / name)
 
 
 def profile(tmp_path, name, *args, **kwargs) -> subprocess.CompletedProcess:
     kwargs.setdefault("timeout", TIMEOUT)
     return pyprof_db.profile(tmp_path, script(name), *args, **kwargs)
-
-
-def session_env(extra: dict | None = None) -> dict:
-    """The environment pyprof_db.profile gives the launcher (for the Popen-based tests)."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env.pop("NVTX_INJECTION64_PATH", None)
-    env.update(extra or {})
-    return env
 
 
 def first_json_line(stdout: str) -> dict:
@@ -179,7 +164,8 @@ def test_normal_exit_keeps_every_op(normal_run):
     assert stats(str(tmp / "net.sqlite")).get("unclosed_ranges", 0) == 0
 
 
-@pytest.mark.parametrize("mode", sorted(END_MODES))
+# Each mode is a profiled run of ~3 s: `-m "not slow"` keeps the exception.
+@pytest.mark.parametrize("mode", all_but_one_slow(sorted(END_MODES), "exception"))
 def test_abnormal_end_keeps_ops_recorded_before_it(tmp_path, mode):
     code, stderr_text = END_MODES[mode]
     result = profile(tmp_path, "lifecycle_end.py", mode)
@@ -229,7 +215,7 @@ def check_killed_db(db, program_pid):
     assert event_pids(db) == {program_pid}
 
 
-@pytest.mark.parametrize("target", ["program", "launcher"])
+@pytest.mark.parametrize("target", all_but_one_slow(["program", "launcher"], "launcher"))
 def test_sigterm_finalizes_the_database(tmp_path, target):
     proc, program_pid = start_loop(tmp_path)
     os.kill(program_pid if target == "program" else proc.pid, signal.SIGTERM)
@@ -371,6 +357,7 @@ def test_rank_names_the_database(tmp_path):
             assert ops(read_ranges(str(other))) == [], other.name
 
 
+@pytest.mark.slow  # a second RANK run of ~3 s; test_rank_names_the_database is the fast one
 def test_rank_run_is_not_reported_as_making_no_nvtx_calls(tmp_path):
     """The launcher must not take the missing NAME.sqlite of a RANK run for a program that never
     called NVTX (a false warning, plus an empty NAME.sqlite beside NAME.rank3.sqlite)."""
@@ -592,6 +579,7 @@ def test_buffer_limit_drops_and_counts(tmp_path):
 
 # --- 9. --delay / --duration -------------------------------------------------------------------
 
+@pytest.mark.slow  # waits out --delay and --duration: ~6 s
 def test_capture_window(tmp_path):
     # The first range comes after torch and _C are loaded (the first NVTX call also loads the
     # collector): measure how long that takes here and start the window well after it.

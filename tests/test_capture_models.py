@@ -40,13 +40,13 @@ import sys
 import pytest
 
 import pyprof_db
+import testlib
 from pyprof_db import PUSH_POP, Range
 
 pytestmark = pytest.mark.needs_build
 
-ROOT = pyprof_db.ROOT
-SCRIPTS = os.path.join(ROOT, "tests", "scripts")
 MODELS = ("lenet", "mlp", "transformer", "lstm")
+FAST_MODEL = "transformer"  # the one `-m "not slow"` runs (~3 s a model)
 
 KINETO_SCOPE = {0: "function", 1: "backward", 2: "torchscript", 7: "user"}
 KINETO_DTYPE = {
@@ -181,12 +181,12 @@ def _fmt(r: Range) -> str:
     return f"[{r.start}, {r.end}] {r.domain or '<default>'}: {r.text[:200]}"
 
 
-@pytest.fixture(scope="module", params=MODELS)
+@pytest.fixture(scope="module", params=testlib.all_but_one_slow(MODELS, FAST_MODEL))
 def run(request, tmp_path_factory) -> Run:
     model = request.param
     tmp = tmp_path_factory.mktemp(model)
     oracle_path = tmp / "oracle.json"
-    result = pyprof_db.profile(tmp, os.path.join(SCRIPTS, "models_oracle.py"), model,
+    result = pyprof_db.profile(tmp, testlib.script("models_oracle.py"), model,
                                str(oracle_path), name=model)
     assert result.returncode == 0, (
         f"pyprof profile failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
@@ -616,7 +616,7 @@ def _matches(actual, expected) -> bool:
 
 
 def test_argument_values(tmp_path):
-    result = pyprof_db.profile(tmp_path, os.path.join(SCRIPTS, "models_values.py"), name="values")
+    result = pyprof_db.profile(tmp_path, testlib.script("models_values.py"), name="values")
     assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
     db = str(tmp_path / "values.sqlite")
     ranges = pyprof_db.read_ranges(db)

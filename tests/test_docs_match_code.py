@@ -21,18 +21,15 @@ import collections
 import json
 import os
 import re
-import subprocess
 
 import pytest
 
-import pyprof_db
+import testlib
 from nsys_synth import SynthDb, tensor
 
 pytestmark = pytest.mark.needs_build
 
-BIN = os.path.join(pyprof_db.ROOT, "pyprof", "bin")
-DOCS = os.path.join(pyprof_db.ROOT, "docs")
-DATA = os.path.join(pyprof_db.ROOT, "tests", "data")
+DOCS = os.path.join(testlib.ROOT, "docs")
 GEMM = "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_32x3_tn_align4>(Params)"
 ELEMENTWISE = "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int)"
 
@@ -41,8 +38,7 @@ ELEMENTWISE = "void at::native::vectorized_elementwise_kernel<4, at::native::Add
 
 def registry_ops():
     """{op: family} of the models registry, from the built pyprof-prof."""
-    out = subprocess.run([os.path.join(BIN, "pyprof-prof"), "--list-ops"], capture_output=True,
-                         text=True, timeout=60, check=True).stdout
+    out = testlib.prof("--list-ops", timeout=60).stdout
     return dict(line.split() for line in out.splitlines())
 
 
@@ -143,7 +139,7 @@ def cpu_synth_db():
 
 
 def test_formats_md_record_keys_are_the_keys_parse_writes(tmp_path):
-    traces = sorted(os.path.join(DATA, name) for name in os.listdir(DATA)
+    traces = sorted(os.path.join(testlib.DATA, name) for name in os.listdir(testlib.DATA)
                     if name.endswith((".sqlite", ".sql")))
     assert traces, "no traces in tests/data"
     for name, db in (("synthetic_gpu.sqlite", gpu_synth_db()),
@@ -152,8 +148,7 @@ def test_formats_md_record_keys_are_the_keys_parse_writes(tmp_path):
         traces.append(str(tmp_path / name))
     written = collections.defaultdict(set)  # key -> the record kinds it was written on
     for trace in traces:
-        res = subprocess.run([os.path.join(BIN, "pyprof-parse"), trace, "-q"],
-                             capture_output=True, text=True, timeout=120)
+        res = testlib.run_tool(testlib.PARSE, trace, "-q")
         assert res.returncode == 0, f"{trace}: {res.stderr}"
         for line in res.stdout.splitlines()[1:]:
             record = json.loads(line)

@@ -37,12 +37,12 @@ import os
 import re
 import sqlite3
 import subprocess
-import sys
 import time
 
 import pytest
 
 import pyprof_db
+import testlib
 from pyprof_db import PUSH_POP, Range
 
 torch = pytest.importorskip("torch")
@@ -52,7 +52,7 @@ if not torch.cuda.is_available():
 
 pytestmark = pytest.mark.needs_build
 
-ROOT = pyprof_db.ROOT
+ROOT = testlib.ROOT
 TRAIN = os.path.join(ROOT, "examples", "train.py")
 PID_MASK = 0xFFFFFFFFFF000000  # globalTid -> globalPid (tid bits cleared)
 MODELS = ("resnet_block", "transformer")  # the CNN and the Transformer layer (small sizes)
@@ -336,7 +336,7 @@ def test_c_gpu_and_device_tables_describe_the_gpu(gpu_run):
 def test_d_parse_attributes_kernels_to_ops(gpu_run, tmp_path):
     require_cuda_trace(gpu_run)
     out = tmp_path / "net.dict"
-    res = subprocess.run([sys.executable, "-m", "pyprof", "parse", gpu_run.db, "-o", str(out)],
+    res = subprocess.run([testlib.PY, "-m", "pyprof", "parse", gpu_run.db, "-o", str(out)],
                          capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert res.returncode == 0, describe(res)
     print(f"{gpu_run.model}: pyprof parse says:\n{res.stderr}")

@@ -11,22 +11,23 @@ import shutil
 import signal
 import sqlite3
 import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-LAUNCHER = ROOT / "pyprof" / "bin" / "pyprof-profile"
-REAL_COLLECTOR = ROOT / "pyprof" / "lib" / "libpyprof_collect.so"
+import testlib
+from testlib import PY, ROOT
+
+# Under the checkout's real path, as the launcher finds its collector (<bin>/../lib).
+LAUNCHER = Path(testlib.ROOT).resolve() / os.path.relpath(testlib.LAUNCHER, testlib.ROOT)
+REAL_COLLECTOR = Path(testlib.ROOT).resolve() / os.path.relpath(testlib.COLLECTOR, testlib.ROOT)
 
 pytestmark = pytest.mark.skipif(
     not LAUNCHER.exists(),
     reason=f"{LAUNCHER} is not built (cmake --build <dir> --target pyprof-profile)")
 
-PY = sys.executable
 TIMEOUT = 60
 
 STUB_SOURCE = r"""
@@ -61,9 +62,8 @@ def stub_collector(tmp_path_factory) -> Path:
 
 
 def _clean_env(collector) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("PYPROF_") and k != "NVTX_INJECTION64_PATH"}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    """testlib's environment without any PYPROF_* variable inherited from pytest's."""
+    env = {k: v for k, v in testlib.pyprof_env().items() if not k.startswith("PYPROF_")}
     if collector is not None:
         env["PYPROF_COLLECTOR"] = str(collector)
     return env

@@ -5,18 +5,16 @@ an independent reading of the same database (tests/pyprof_db.py: sqlite3 + json)
 nesting and the forward/backward pairing recomputed here in Python.
 """
 
-import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 import pyprof_db
+import testlib
 
 pytestmark = pytest.mark.needs_build
 
-TRAIN = os.path.join(pyprof_db.ROOT, "examples", "train.py")
+TRAIN = os.path.join(testlib.ROOT, "examples", "train.py")
 # The autograd engine wraps each node in a scope named like this; parse keeps it as a user
 # range (it is not an op: the node inside it is).
 ENGINE_WRAPPER = "autograd::engine::evaluate_function: "
@@ -29,14 +27,9 @@ def op_markers(ranges):
 
 
 def run_parse(db, out, *extra):
-    return subprocess.run([sys.executable, "-m", "pyprof.parse", str(db), "-o", str(out), *extra],
-                          capture_output=True, text=True, timeout=300, cwd=pyprof_db.ROOT)
-
-
-def read_dict(path):
-    with open(path) as f:
-        lines = [json.loads(line) for line in f]
-    return lines[0], lines[1:]
+    """`python -m pyprof.parse DB -o OUT`: the Python entry point, not the executable."""
+    return testlib.run_tool(testlib.PY, "-m", "pyprof.parse", db, "-o", out, *extra,
+                            timeout=300, cwd=testlib.ROOT)
 
 
 def nest(ranges):
@@ -66,7 +59,9 @@ def ancestors(r, parent):
         p = parent[id(p)]
 
 
-@pytest.fixture(scope="module", params=["lenet", "mlp", "transformer", "lstm"])
+# ~3 s a model: `-m "not slow"` runs lenet only.
+@pytest.fixture(scope="module",
+                params=testlib.all_but_one_slow(["lenet", "mlp", "transformer", "lstm"], "lenet"))
 def parsed(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp(request.param)
     res = pyprof_db.profile(tmp, TRAIN, "--model", request.param, "--steps", "2", "--batch", "4")
@@ -74,7 +69,7 @@ def parsed(request, tmp_path_factory):
     db = tmp / "net.sqlite"
     res = run_parse(db, tmp / "net.dict")
     assert res.returncode == 0, res.stderr
-    header, records = read_dict(tmp / "net.dict")
+    header, records = testlib.read_dict(tmp / "net.dict")
     ranges = pyprof_db.read_ranges(str(db))
     return request.param, header, records, ranges, res.stderr
 

@@ -7,23 +7,20 @@ import shutil
 import sqlite3
 import stat
 import subprocess
-import sys
 
 import pytest
 
-import pyprof_db
+import testlib
 
 pytestmark = pytest.mark.needs_build
 
-PARSE = os.path.join(pyprof_db.ROOT, "pyprof", "bin", "pyprof-parse")
-DATA = os.path.join(pyprof_db.ROOT, "tests", "data")
-LENET = os.path.join(DATA, "nsys-2022.1.3_dlprof-pytorch1.10-emit-nvtx_lenet.sqlite")
+LENET = os.path.join(testlib.DATA, "nsys-2022.1.3_dlprof-pytorch1.10-emit-nvtx_lenet.sqlite")
 
 
 def run(*args, timeout=60):
-    res = subprocess.run([PARSE, *map(str, args)], capture_output=True, timeout=timeout)
-    assert res.returncode >= 0, f"killed by signal {-res.returncode}: {res.stderr!r}"
-    return res.returncode, res.stdout.decode(), res.stderr.decode()
+    """pyprof-parse ARGS, whatever its exit status: (returncode, stdout, stderr)."""
+    res = testlib.run_tool(testlib.PARSE, *args, timeout=timeout)
+    return res.returncode, res.stdout, res.stderr
 
 
 def test_usage_errors_exit_2():
@@ -38,9 +35,9 @@ def test_usage_errors_exit_2():
 def test_python_entry_points(tmp_path):
     """`python -m pyprof.parse` and `pyprof parse` reach the same tool."""
     out = tmp_path / "a.dict"
-    for cmd in ([sys.executable, "-m", "pyprof.parse", LENET, "-o", str(out)],
-                [sys.executable, "-m", "pyprof", "parse", LENET, "-q", "-o", str(out)]):
-        res = subprocess.run(cmd, capture_output=True, text=True, cwd=pyprof_db.ROOT, timeout=60)
+    for cmd in ([testlib.PY, "-m", "pyprof.parse", LENET, "-o", str(out)],
+                [testlib.PY, "-m", "pyprof", "parse", LENET, "-q", "-o", str(out)]):
+        res = subprocess.run(cmd, capture_output=True, text=True, cwd=testlib.ROOT, timeout=60)
         assert res.returncode == 0, res.stderr
         assert len(out.read_text().splitlines()) == 1 + 59 + 13 + 4
 
@@ -144,7 +141,7 @@ def test_disk_full():
     assert rc == 1 and "No space left" in err
     assert stat.S_ISCHR(os.stat("/dev/full").st_mode), "a failed write must not remove a device"
     with open("/dev/full", "w") as full:
-        res = subprocess.run([PARSE, LENET, "-q"], stdout=full, stderr=subprocess.PIPE,
+        res = subprocess.run([testlib.PARSE, LENET, "-q"], stdout=full, stderr=subprocess.PIPE,
                              text=True, timeout=60)
     assert res.returncode == 1 and "writing standard output failed" in res.stderr
 

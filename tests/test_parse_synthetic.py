@@ -3,28 +3,23 @@ start/end ranges, registered strings, domains, several threads, processes and GP
 launch order, unclosed ranges, graph launches, copies, hostile markers and old layouts."""
 
 import json
-import os
-import subprocess
 
 import pytest
 
-import pyprof_db
+import testlib
 from nsys_synth import SynthDb, tensor
 
 pytestmark = pytest.mark.needs_build
 
-PARSE = os.path.join(pyprof_db.ROOT, "pyprof", "bin", "pyprof-parse")
 GEMM = "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_32x3_tn_align4>(Params)"
 ELEMENTWISE = "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int)"
 
 
 def parse(db, tmp_path, name="x.sqlite", *extra):
+    """Saves db as tmp_path/name and parses it: (header, records, stderr)."""
     path = tmp_path / name
     db.save(path)
-    res = subprocess.run([PARSE, str(path), *extra], capture_output=True, text=True, timeout=60)
-    assert res.returncode == 0, res.stderr
-    lines = [json.loads(line) for line in res.stdout.splitlines()]
-    return lines[0], lines[1:], res.stderr
+    return testlib.parse(path, *extra, timeout=60)
 
 
 def linear_step(t, module="Net.fc", seq=3, batch=8):

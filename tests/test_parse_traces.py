@@ -8,29 +8,17 @@ import ast
 import collections
 import csv
 import glob
-import json
 import os
-import subprocess
 
 import pytest
 
-import pyprof_db
+from testlib import DATA, parse
+from testlib import SHARED_TRACES as SHARED
 
 pytestmark = pytest.mark.needs_build
 
-DATA = os.path.join(pyprof_db.ROOT, "tests", "data")
-SHARED = os.path.join(os.path.dirname(pyprof_db.ROOT), "shared", "traces")
-PARSE = os.path.join(pyprof_db.ROOT, "pyprof", "bin", "pyprof-parse")
 NVPROF_LM = "nvprof-cuda10.1_pytorch-lm_apex-pyprof"
 DLPROF_LENET = "nsys-2022.1.3_dlprof-pytorch1.10-emit-nvtx_lenet"
-
-
-def parse(path, *extra):
-    """Runs pyprof-parse; returns (header, records, stderr)."""
-    res = subprocess.run([PARSE, path, *extra], capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr
-    lines = [json.loads(line) for line in res.stdout.splitlines()]
-    return lines[0], lines[1:], res.stderr
 
 
 def kernels(records):

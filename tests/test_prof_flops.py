@@ -10,33 +10,29 @@ total.
 
 import collections
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 import pyprof_db
+import testlib
 
 pytestmark = pytest.mark.needs_build
 
-SCRIPT = os.path.join(pyprof_db.ROOT, "tests", "scripts", "flops_oracle.py")
-BIN = os.path.join(pyprof_db.ROOT, "pyprof", "bin")
+SCRIPT = testlib.script("flops_oracle.py")
 ORACLE_FAMILIES = {"matmul", "conv", "attention"}
 
 
-@pytest.fixture(scope="module",
-                params=["lenet", "resnet_block", "transformer", "lstm", "mlp"])
+# ~3 s a model: `-m "not slow"` runs transformer only (matmul and attention).
+@pytest.fixture(scope="module", params=testlib.all_but_one_slow(
+    ["lenet", "resnet_block", "transformer", "lstm", "mlp"], "transformer"))
 def measured(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp(request.param)
     oracle = tmp / "oracle.json"
     res = pyprof_db.profile(tmp, SCRIPT, request.param, str(oracle))
     assert res.returncode == 0, res.stderr
-    subprocess.run([os.path.join(BIN, "pyprof-parse"), str(tmp / "net.sqlite"), "-q", "-o",
-                    str(tmp / "net.dict")], check=True, timeout=120)
-    out = subprocess.run([os.path.join(BIN, "pyprof-prof"), "--json", "-c",
-                          "kernel,dir,layer,family,op_flops,flops", str(tmp / "net.dict")],
-                         capture_output=True, text=True, timeout=120, check=True).stdout
+    testlib.parse_to(tmp / "net.sqlite", tmp / "net.dict", timeout=120)
+    out = testlib.prof("--json", "-c", "kernel,dir,layer,family,op_flops,flops",
+                       tmp / "net.dict").stdout
     records = [json.loads(line) for line in out.splitlines()]
     records = [r for r in records if "measured" in (r["layer"] or "")]
     with open(oracle) as f:

@@ -53,16 +53,14 @@ import io
 import json
 import math
 import os
-import subprocess
 
 import pytest
 
-import pyprof_db
+import testlib
+from testlib import DATA
 
 pytestmark = pytest.mark.needs_build
 
-DATA = os.path.join(pyprof_db.ROOT, "tests", "data")
-BIN = os.path.join(pyprof_db.ROOT, "pyprof", "bin")
 LM = "nvprof-cuda10.1_pytorch-lm_apex-pyprof"
 PYPROF_COLUMNS = "kernel,mod,op,dir,sil,tc,flops,bytes,device,stream,block,grid"
 SZ = {"float32": 4, "float16": 2, "int64": 8, "int32": 4, "uint8": 1, "bool": 1}
@@ -71,9 +69,8 @@ SZ = {"float32": 4, "float16": 2, "int64": 8, "int32": 4, "uint8": 1, "bool": 1}
 # ---- helpers -------------------------------------------------------------------------------
 
 def run_prof(columns, path="-", stdin=None):
-    res = subprocess.run([os.path.join(BIN, "pyprof-prof"), "--csv", "-c", columns, path],
-                         input=stdin, capture_output=True, text=True, timeout=60)
-    assert res.returncode == 0, res.stderr
+    """pyprof-prof --csv -c COLUMNS PATH, which must succeed: its rows as dicts."""
+    res = testlib.prof("--csv", "-c", columns, path, stdin=stdin, timeout=60)
     return list(csv.DictReader(io.StringIO(res.stdout)))
 
 
@@ -188,10 +185,8 @@ OURS_NA = "ours na (no model), PyProf modelled"
 @pytest.fixture(scope="module")
 def lm(tmp_path_factory):
     net = tmp_path_factory.mktemp("lm") / "lm.dict"
-    subprocess.run([os.path.join(BIN, "pyprof-parse"), os.path.join(DATA, f"{LM}.sql"), "-q",
-                    "-o", str(net)], check=True, timeout=60)
-    with open(net) as f:
-        records = [json.loads(line) for line in f][1:]
+    testlib.parse_to(os.path.join(DATA, f"{LM}.sql"), net, timeout=60)
+    _, records = testlib.read_dict(net)
     ours = run_prof(PYPROF_COLUMNS + ",op_flops,op_bytes,params", str(net))
     assert len(ours) == len(records) == 189  # 160 kernels + 21 memcpy + 8 memset
     with open(os.path.join(DATA, f"{LM}.prof-output.csv")) as f:

@@ -5,31 +5,18 @@ import csv
 import io
 import json
 import os
-import subprocess
 
 import pytest
 
-import pyprof_db
+from testlib import DATA, parse_to, prof
 
 pytestmark = pytest.mark.needs_build
-
-BIN = os.path.join(pyprof_db.ROOT, "pyprof", "bin")
-DATA = os.path.join(pyprof_db.ROOT, "tests", "data")
-
-
-def prof(*args, stdin=None, check=True):
-    res = subprocess.run([os.path.join(BIN, "pyprof-prof"), *map(str, args)], input=stdin,
-                         capture_output=True, text=True, timeout=120)
-    if check:
-        assert res.returncode == 0, res.stderr
-    return res
 
 
 @pytest.fixture(scope="module")
 def mlp_dict(tmp_path_factory):
     out = tmp_path_factory.mktemp("mlp") / "mlp.dict"
-    subprocess.run([os.path.join(BIN, "pyprof-parse"), os.path.join(DATA, "synthetic_mlp.nsys.sqlite"),
-                    "-q", "-o", str(out)], check=True, timeout=60)
+    parse_to(os.path.join(DATA, "synthetic_mlp.nsys.sqlite"), out, timeout=60)
     return out
 
 

@@ -1,13 +1,12 @@
 """User ranges (`pyprof.range`, `pyprof.annotate`, `pyprof.mark`) as they land in the database."""
 
-import os
-
 import pytest
 
+import testlib
 from pyprof_db import MARK, PUSH_POP, ops, profile, read_ranges
 
 pytestmark = pytest.mark.needs_build
-SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "user_ranges.py")
+SCRIPT = testlib.script("user_ranges.py")
 
 
 @pytest.fixture(scope="module")
@@ -58,14 +57,9 @@ def test_marks(ranges):
 
 def test_user_ranges_are_harmless_without_a_tool():
     import subprocess
-    import sys
 
-    from pyprof_db import ROOT
-
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    env.pop("NVTX_INJECTION64_PATH", None)
-    result = subprocess.run([sys.executable, SCRIPT], capture_output=True, text=True, env=env,
-                            timeout=120)
+    result = subprocess.run([testlib.PY, SCRIPT], capture_output=True, text=True,
+                            env=testlib.pyprof_env(), timeout=120)
     assert result.returncode == 0, result.stderr
     assert "no NVTX tool is attached" in result.stderr
 

@@ -11,6 +11,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data")  # traces copied into the repo (tests/data/README.md)
 SHARED_TRACES = os.path.join(os.path.dirname(ROOT), "shared", "traces")  # beside the checkout
@@ -18,12 +20,21 @@ SCRIPTS = os.path.join(ROOT, "tests", "scripts")
 BIN = os.path.join(ROOT, "pyprof", "bin")
 PARSE = os.path.join(BIN, "pyprof-parse")
 PROF = os.path.join(BIN, "pyprof-prof")
+LAUNCHER = os.path.join(BIN, "pyprof-profile")
+COLLECTOR = os.path.join(ROOT, "pyprof", "lib", "libpyprof_collect.so")
 PY = sys.executable
 
 
 def script(name: str) -> str:
     """Path of one of the programs under tests/scripts."""
     return os.path.join(SCRIPTS, name)
+
+
+def all_but_one_slow(values, fast) -> list:
+    """Parameters for pytest: every one of values, all marked slow except `fast`, the one that
+    `-m "not slow"` keeps running."""
+    assert fast in values, (fast, values)
+    return [v if v == fast else pytest.param(v, marks=pytest.mark.slow) for v in values]
 
 
 def pyprof_env(extra: dict | None = None) -> dict:
