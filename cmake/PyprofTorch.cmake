@@ -8,7 +8,8 @@
 # torch and no nvcc must still be able to build pyprof.
 #
 # Sets: pyprof_torch (INTERFACE target), PYPROF_TORCH_VERSION, PYPROF_TORCH_CXX_STANDARD
-# (the standard TorchConfig.cmake puts on its `torch` target), PYPROF_MIN_TORCH.
+# (the standard TorchConfig.cmake puts on its `torch` target), PYPROF_EXTENSION_CXX_STANDARD
+# (the one the extension is compiled as), PYPROF_MIN_TORCH.
 
 set(torch_probe [=[
 import json, os, torch, torch.utils, torch.utils.cpp_extension as ext
@@ -61,6 +62,13 @@ string(REGEX MATCH "[0-9]+" PYPROF_TORCH_CXX_STANDARD "${torch_std_line}")
 if(NOT PYPROF_TORCH_CXX_STANDARD)
   set(PYPROF_TORCH_CXX_STANDARD 17)
 endif()
+# That standard is a floor: csrc/common, which the extension links, is C++20 (CMAKE_CXX_STANDARD),
+# so the extension is compiled as the higher of the two (C++20 for torch 2.8-2.12, which ask 17).
+if(PYPROF_TORCH_CXX_STANDARD GREATER CMAKE_CXX_STANDARD)
+  set(PYPROF_EXTENSION_CXX_STANDARD ${PYPROF_TORCH_CXX_STANDARD})
+else()
+  set(PYPROF_EXTENSION_CXX_STANDARD ${CMAKE_CXX_STANDARD})
+endif()
 
 foreach(lib c10 torch_cpu)
   find_library(PYPROF_TORCH_${lib}_LIBRARY ${lib} PATHS "${torch_lib_dir}" NO_DEFAULT_PATH)
@@ -74,5 +82,6 @@ target_include_directories(pyprof_torch SYSTEM INTERFACE ${torch_include_dirs})
 target_link_libraries(pyprof_torch INTERFACE ${PYPROF_TORCH_torch_cpu_LIBRARY}
                                              ${PYPROF_TORCH_c10_LIBRARY})
 target_compile_definitions(pyprof_torch INTERFACE _GLIBCXX_USE_CXX11_ABI=1)
-message(STATUS "torch ${PYPROF_TORCH_VERSION} in ${torch_lib_dir} (C++${PYPROF_TORCH_CXX_STANDARD}; "
-               "pyprof needs >= ${PYPROF_MIN_TORCH})")
+message(STATUS "torch ${PYPROF_TORCH_VERSION} in ${torch_lib_dir} (asks C++${PYPROF_TORCH_CXX_STANDARD}, "
+               "extension compiled as C++${PYPROF_EXTENSION_CXX_STANDARD}; pyprof needs >= "
+               "${PYPROF_MIN_TORCH})")

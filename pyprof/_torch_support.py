@@ -14,8 +14,9 @@ import re
 import sysconfig
 from types import ModuleType
 
-# torch 2.7 lacks RecordFunction::overload_name() and ScalarType::Float4_e2m1fn_x2.
-MIN_TORCH = "2.8"
+# torch 2.6 lacks RecordFunction::overload_name(), and its pip wheels (like every release's
+# before 2.7) use the pre-C++11 string ABI, which the rest of pyprof cannot share a library with.
+MIN_TORCH = "2.7"
 
 
 def version_tuple(version: str) -> tuple[int, ...]:

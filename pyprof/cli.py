@@ -55,7 +55,8 @@ def version_text() -> str:
         lines.append("C++ parts: not built for this Python (pip install --no-build-isolation .)")
     else:
         cupti = int(built.CUPTI_API_VERSION or 0)
-        lines.append(f"built against torch {built.TORCH_VERSION} (C++{built.TORCH_CXX_STANDARD}), "
+        lines.append(f"built against torch {built.TORCH_VERSION} (as C++"
+                     f"{built.EXTENSION_CXX_STANDARD}), "
                      f"Python {built.PYTHON}, CUPTI headers {cupti // 10000}.{cupti // 100 % 100}"
                      f" (API {cupti}), {built.CXX_COMPILER}")
     lines.append(f"package: {_PKG_DIR}")

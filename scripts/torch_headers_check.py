@@ -6,8 +6,8 @@ check, not to assume. This script fetches a torch wheel per version (the macOS a
 ~80 MB, the smallest that carries the full `torch/include` tree), keeps only its headers and
 CMake files in a cache, then compiles every csrc/annotate source with the exact command CMake
 used for the installed torch (build/compile_commands.json), the torch include directories
-swapped for that version's and the C++ standard taken from that version's TorchConfig.cmake
-(`-fsyntax-only`: nothing is linked, so any platform's headers do).
+swapped for that version's and the C++ standard CMake would choose with that version (the higher
+of its TorchConfig.cmake's and ours; `-fsyntax-only`: nothing is linked, so any platform's headers do).
 
     python scripts/torch_headers_check.py 2.11.0 2.8.0      # exit 0 when every version compiles
     python scripts/torch_headers_check.py --oldest 2.4.0     # lowest release that compiles
@@ -123,7 +123,10 @@ def retarget(command: str, headers: str, standard: int) -> list[str]:
             i += 2
             continue
         if arg.startswith("-std="):
-            arg = f"-std=c++{standard}"  # what csrc/annotate/CMakeLists.txt would pick
+            # CMake compiles the extension as the higher of torch's standard and our own
+            # (cmake/PyprofTorch.cmake); the command in hand carries our own.
+            ours = int(re.sub(r"\D", "", arg.split("=", 1)[1]) or 0)
+            arg = f"-std=c++{max(standard, ours)}"
         out.append(arg)
         i += 1
     if not swapped:

@@ -120,14 +120,15 @@ def test_pip_install_into_a_fresh_venv_then_profile_parse_prof(checkout_copy, tm
 
     python = make_venv(tmp_path / "venv", system_site_packages=True)
     env = clean_env()
-    rc, out = run([python, "-m", "pip", "install", "--no-build-isolation", "."],
+    # -v: pip shows a build's output only when asked (or when it fails).
+    rc, out = run([python, "-m", "pip", "install", "-v", "--no-build-isolation", "."],
                   cwd=checkout_copy, env=env)
     if rc != 0:
         # A venv's own old setuptools cannot make wheels: the build must say what to do.
         assert "pip install 'setuptools>=70.1'" in out, out[-3000:]
         rc, out = run([python, "-m", "pip", "install", "-q", "setuptools>=70.1"], env=env)
         assert rc == 0, out[-3000:]
-        rc, out = run([python, "-m", "pip", "install", "--no-build-isolation", "."],
+        rc, out = run([python, "-m", "pip", "install", "-v", "--no-build-isolation", "."],
                       cwd=checkout_copy, env=env)
     assert rc == 0, out[-5000:]
     assert f"building against torch {torch.__version__}" in out

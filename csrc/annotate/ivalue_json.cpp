@@ -4,13 +4,18 @@
 #include <c10/core/MemoryFormat.h>
 #include <c10/core/ScalarType.h>
 
+#include <array>
+#include <cctype>
 #include <charconv>
 #include <cstring>
 #include <string>
 
 namespace pyprof {
 
-std::string_view dtype_name(c10::ScalarType type) {
+namespace {
+
+// Python's name of a dtype where it is not c10's name in lower case ("Half" is float16).
+std::string_view python_only_dtype_name(c10::ScalarType type) {
   using c10::ScalarType;
   switch (type) {
     case ScalarType::Float:
@@ -19,8 +24,6 @@ std::string_view dtype_name(c10::ScalarType type) {
       return "float64";
     case ScalarType::Half:
       return "float16";
-    case ScalarType::BFloat16:
-      return "bfloat16";
     case ScalarType::Byte:
       return "uint8";
     case ScalarType::Char:
@@ -31,45 +34,39 @@ std::string_view dtype_name(c10::ScalarType type) {
       return "int32";
     case ScalarType::Long:
       return "int64";
-    case ScalarType::Bool:
-      return "bool";
     case ScalarType::ComplexHalf:
       return "complex32";
     case ScalarType::ComplexFloat:
       return "complex64";
     case ScalarType::ComplexDouble:
       return "complex128";
-    case ScalarType::QInt8:
-      return "qint8";
-    case ScalarType::QUInt8:
-      return "quint8";
-    case ScalarType::QInt32:
-      return "qint32";
-    case ScalarType::QUInt4x2:
-      return "quint4x2";
-    case ScalarType::QUInt2x4:
-      return "quint2x4";
-    case ScalarType::Float8_e5m2:
-      return "float8_e5m2";
-    case ScalarType::Float8_e4m3fn:
-      return "float8_e4m3fn";
-    case ScalarType::Float8_e5m2fnuz:
-      return "float8_e5m2fnuz";
-    case ScalarType::Float8_e4m3fnuz:
-      return "float8_e4m3fnuz";
-    case ScalarType::Float8_e8m0fnu:
-      return "float8_e8m0fnu";
-    case ScalarType::Float4_e2m1fn_x2:
-      return "float4_e2m1fn_x2";
-    case ScalarType::UInt16:
-      return "uint16";
-    case ScalarType::UInt32:
-      return "uint32";
-    case ScalarType::UInt64:
-      return "uint64";
     default:
-      return c10::toString(type);  // a static string, e.g. "Bits8"
+      return {};
   }
+}
+
+}  // namespace
+
+std::string_view dtype_name(c10::ScalarType type) {
+  // Every other dtype's Python name is c10's in lower case (BFloat16, Bool, QUInt4x2,
+  // Float8_e4m3fn, Float4_e2m1fn_x2, UInt16, Bits8, ...). Building the table from c10 instead of
+  // listing the newer types keeps the extension compiling against torch releases without them.
+  static const auto names = [] {
+    constexpr size_t kCount = static_cast<size_t>(c10::ScalarType::NumOptions);
+    std::array<std::string, kCount> table;
+    for (size_t i = 0; i < kCount; ++i) {
+      const auto t = static_cast<c10::ScalarType>(i);
+      const std::string_view special = python_only_dtype_name(t);
+      std::string name = special.empty() ? std::string(c10::toString(t)) : std::string(special);
+      if (special.empty()) {
+        for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      }
+      table[i] = std::move(name);
+    }
+    return table;
+  }();
+  const auto index = static_cast<size_t>(type);
+  return index < names.size() ? std::string_view(names[index]) : std::string_view("undefined");
 }
 
 std::string_view layout_name(c10::Layout layout) {

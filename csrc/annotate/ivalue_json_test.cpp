@@ -54,11 +54,30 @@ TEST(IValueJson, DtypeNamesFollowPython) {
       {at::kInt, "int32"},
       {at::kFloat8_e4m3fn, "float8_e4m3fn"},
       {at::kFloat8_e5m2, "float8_e5m2"},
+      {at::kFloat, "float32"},
+      {at::kDouble, "float64"},
+      {at::kLong, "int64"},
+      {at::kBool, "bool"},
+      {at::kComplexHalf, "complex32"},
+      {at::kUInt16, "uint16"},
+      {at::kFloat8_e8m0fnu, "float8_e8m0fnu"},
   };
   for (const auto& [type, name] : cases) {
     EXPECT_EQ(dtype_name(type), name);
     const std::string json = encode(at::empty({1}, type));
     EXPECT_NE(json.find(std::string("\"dtype\":\"") + name + "\""), std::string::npos) << json;
+  }
+}
+
+// Types a tensor cannot be made of here, named as Python names them (str(torch.X)).
+TEST(IValueJson, DtypeNamesOfUnusualTypesFollowPython) {
+  EXPECT_EQ(dtype_name(at::ScalarType::Float4_e2m1fn_x2), "float4_e2m1fn_x2");
+  EXPECT_EQ(dtype_name(at::ScalarType::QUInt2x4), "quint2x4");
+  EXPECT_EQ(dtype_name(at::ScalarType::Bits8), "bits8");
+  for (int i = 0; i < static_cast<int>(at::ScalarType::NumOptions); ++i) {
+    const std::string_view name = dtype_name(static_cast<at::ScalarType>(i));
+    EXPECT_FALSE(name.empty()) << i;
+    EXPECT_EQ(name.find_first_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ"), std::string_view::npos) << name;
   }
 }
 
