@@ -248,7 +248,9 @@ def _kineto_args(oracle, e) -> tuple:
     for i, dtype in enumerate(e["dtypes"]):
         shape = e["shapes"][i]
         if dtype == "TensorList":
-            shape = e["structured_shapes"][i]
+            # Older torch's Kineto events (2.11, say) carry no shapes of a list's tensors: tensor
+            # lists are then compared by type alone (see _our_args).
+            shape = e["structured_shapes"][i] if e["structured_shapes"] is not None else None
         value = e["concrete"][i] if i < len(e["concrete"]) else None
         kind = _enum_kind(schema[i][1]) if schema and i < len(schema) else None
         if kind and isinstance(value, int) and not isinstance(value, bool):
@@ -285,8 +287,12 @@ def _our_arg(v, real_type: str | None):
 def _our_args(oracle, m) -> tuple:
     schema = _schema(oracle, m["op"], m.get("overload", "")) if m["scope"] == "function" else None
     types = [t for _, t in schema] if schema else []
-    return tuple(_our_arg(v, types[i] if i < len(types) else None)
+    args = tuple(_our_arg(v, types[i] if i < len(types) else None)
                  for i, v in enumerate(m["args"].values()))
+    if not oracle.get("tensor_list_shapes", True):
+        args = tuple((None, dtype, value) if dtype == "TensorList" else (shape, dtype, value)
+                     for shape, dtype, value in args)
+    return args
 
 
 def _kineto_key(oracle, e) -> tuple:

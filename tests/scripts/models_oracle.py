@@ -83,17 +83,23 @@ def jsonable(value):
 
 
 def kineto_events(prof):
+    """Kineto's CPU events. Older torch (2.11, say) lacks is_python_function, activity_type and
+    structured_input_shapes: no Python events are recorded without with_stack anyway, and the
+    list shapes are then None (the test compares tensor lists without their shapes)."""
     out = []
     for e in prof.profiler.kineto_results.events():
-        if e.is_python_function():
+        if getattr(e, "is_python_function", lambda: False)():
             continue
+        structured = getattr(e, "structured_input_shapes", None)
+        activity = getattr(e, "activity_type", None)
         out.append({
             "name": e.name(), "overload": e.overload_name(), "scope": int(e.scope()),
-            "activity": str(e.activity_type()), "hidden": bool(e.is_hidden_event()),
+            "activity": str(activity() if activity else e.device_type()),
+            "hidden": bool(e.is_hidden_event()),
             "seq": e.sequence_nr(), "tid": e.start_thread_id(), "fwd_tid": e.fwd_thread_id(),
             "start_ns": e.start_ns(), "duration_ns": e.duration_ns(),
             "shapes": jsonable(e.shapes()),
-            "structured_shapes": jsonable(e.structured_input_shapes()),
+            "structured_shapes": jsonable(structured()) if structured else None,
             "dtypes": list(e.dtypes()), "concrete": jsonable(e.concrete_inputs()),
         })
     return out
@@ -162,6 +168,7 @@ def main():
         "script": os.path.abspath(__file__), "pid": os.getpid(),
         "window_color": WINDOW_COLOR, "step_color": 0xFF76B900,
         "events": events, "schemas": schemas(events), "modules": module_tree(model, root),
+        "tensor_list_shapes": all(e["structured_shapes"] is not None for e in events),
         "module_calls": calls, "sites": sites,
     }
     with open(oracle_path, "w") as f:
