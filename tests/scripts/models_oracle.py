@@ -83,9 +83,10 @@ def jsonable(value):
 
 
 def kineto_events(prof):
-    """Kineto's CPU events. Older torch (2.11, say) lacks is_python_function, activity_type and
-    structured_input_shapes: no Python events are recorded without with_stack anyway, and the
-    list shapes are then None (the test compares tensor lists without their shapes)."""
+    """Kineto's CPU events. Older torch lacks some accessors: is_python_function, activity_type
+    and structured_input_shapes (2.11), is_hidden_event (2.7). No Python events are recorded
+    without with_stack anyway, nor hidden ones before torch had them; list shapes are then None
+    (the test compares tensor lists without their shapes)."""
     out = []
     for e in prof.profiler.kineto_results.events():
         if getattr(e, "is_python_function", lambda: False)():
@@ -95,7 +96,7 @@ def kineto_events(prof):
         out.append({
             "name": e.name(), "overload": e.overload_name(), "scope": int(e.scope()),
             "activity": str(activity() if activity else e.device_type()),
-            "hidden": bool(e.is_hidden_event()),
+            "hidden": bool(getattr(e, "is_hidden_event", lambda: False)()),
             "seq": e.sequence_nr(), "tid": e.start_thread_id(), "fwd_tid": e.fwd_thread_id(),
             "start_ns": e.start_ns(), "duration_ns": e.duration_ns(),
             "shapes": jsonable(e.shapes()),
