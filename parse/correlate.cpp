@@ -1,6 +1,8 @@
 #include "parse/correlate.h"
 
 #include <algorithm>
+#include <limits>
+#include <tuple>
 #include <unordered_map>
 
 namespace pyprof::parse {
@@ -50,13 +52,43 @@ struct PairKey {
   int64_t seq;
   bool operator==(const PairKey&) const = default;
 };
-struct PairKeyHash {
-  size_t operator()(const PairKey& k) const {
-    uint64_t h = k.seq * 0x9E3779B97F4A7C15ULL;
-    h ^= (uint64_t{k.pid} << 32 | static_cast<uint32_t>(k.tid)) + 0x632BE59BD9B4E019ULL + (h << 6) +
-         (h >> 2);
-    return h;
+
+// The forward ops that may have created a backward node, by pairing key and start.
+//
+// An op records its thread's next sequence number when it starts; creating a backward node takes
+// that number and moves the counter on. So every op that started since the thread's previous
+// node shares the node's number (composite ops around the creator, and ops on tensors that need
+// no gradient, which go through autograd but create no node), and the creator is the one that
+// started last before the node (the innermost, among ops that started at the same time).
+// Looking only before the node also pairs correctly when a key repeats (traces whose numbers
+// restart, such as synthetic ones repeated step after step).
+class ForwardOps {
+ public:
+  void add(const PairKey& key, int64_t start, int32_t depth, int32_t index) {
+    entries_.push_back({key, start, depth, index});
   }
+  void finish() { std::sort(entries_.begin(), entries_.end(), before); }
+  // The creator of a node with this key that started at node_start, or -1.
+  int32_t creator(const PairKey& key, int64_t node_start) const {
+    const Entry probe{key, node_start, std::numeric_limits<int32_t>::max(), 0};
+    auto it = std::upper_bound(entries_.begin(), entries_.end(), probe, before);
+    if (it == entries_.begin()) return -1;
+    --it;
+    return it->key == key ? it->index : -1;
+  }
+
+ private:
+  struct Entry {
+    PairKey key;
+    int64_t start;
+    int32_t depth;
+    int32_t index;
+  };
+  static bool before(const Entry& a, const Entry& b) {
+    return std::tie(a.key.pid, a.key.tid, a.key.seq, a.start, a.depth) <
+           std::tie(b.key.pid, b.key.tid, b.key.seq, b.start, b.depth);
+  }
+  std::vector<Entry> entries_;
 };
 
 PairKey pair_key_of_op(const RangeRecord& r) {
@@ -133,8 +165,7 @@ void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_ca
 
 // Fills op, module, trace, direction and pairing from the context of the innermost range.
 // `self` is the op range itself for CPU-only records, -1 for GPU activities.
-void attribute(const Trace& trace, const Correlation& corr,
-               const std::unordered_map<PairKey, int32_t, PairKeyHash>& forward_ops,
+void attribute(const Trace& trace, const Correlation& corr, const ForwardOps& forward_ops,
                int32_t innermost, int32_t self, Attribution& a) {
   a.innermost = innermost;
   if (innermost < 0) return;
@@ -148,9 +179,10 @@ void attribute(const Trace& trace, const Correlation& corr,
     if (op >= 0 && op != c.node && corr.contexts[op].depth > corr.contexts[c.node].depth) {
       a.bwd_op = op;
     }
-    auto it = node.seq >= 0 ? forward_ops.find(pair_key_of_node(node)) : forward_ops.end();
-    if (it != forward_ops.end()) {
-      const RangeContext& fc = corr.contexts[it->second];
+    const int32_t fwd =
+        node.seq >= 0 ? forward_ops.creator(pair_key_of_node(node), node.start) : -1;
+    if (fwd >= 0) {
+      const RangeContext& fc = corr.contexts[fwd];
       a.op = context_op(fc);
       a.module = fc.module;
       a.trace = fc.trace;
@@ -207,18 +239,14 @@ Correlation correlate(Trace& trace) {
   std::vector<int32_t> innermost_of_call(trace.api_calls.size(), -1);
   sweep(trace, out, needed_calls, innermost_of_call);
 
-  // Forward ops by pairing key; composite ops and the op that created the node share a seq,
-  // and the creator is the innermost of them.
-  std::unordered_map<PairKey, int32_t, PairKeyHash> forward_ops;
+  ForwardOps forward_ops;
   for (size_t i = 0; i < trace.ranges.size(); ++i) {
     const auto& r = trace.ranges[i];
     if (r.kind != MarkerKind::kOp || r.seq < 0 || r.shape == RangeShape::kMark) continue;
     if (out.contexts[i].node >= 0) continue;  // ops run by backward are not forward ops
-    auto [it, inserted] = forward_ops.emplace(pair_key_of_op(r), static_cast<int32_t>(i));
-    if (!inserted && out.contexts[i].depth > out.contexts[it->second].depth) {
-      it->second = static_cast<int32_t>(i);
-    }
+    forward_ops.add(pair_key_of_op(r), r.start, out.contexts[i].depth, static_cast<int32_t>(i));
   }
+  forward_ops.finish();
 
   if (out.cpu_only) {
     for (size_t i = 0; i < trace.ranges.size(); ++i) {

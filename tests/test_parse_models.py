@@ -122,23 +122,30 @@ def test_self_time(parsed):
 
 
 def test_backward_paired_with_forward_op_and_module(parsed):
-    """Every backward node with a seq pairs with the innermost forward op of the same forward
-    thread and seq, and carries that op's name, arguments and module path."""
+    """Every backward node with a seq pairs with the forward op that created it: of the forward
+    ops of the same forward thread and seq, the one that started last before the node (the
+    innermost of those starting then). It carries that op's name, arguments and module path.
+    (Ops on tensors that need no gradient share the seq of the next node; on torch 2.7 a run of
+    them can nest deeper than the creator, so "the innermost" alone picks the wrong one.)"""
     model, _, records, ranges, _ = parsed
     all_ops = op_markers(ranges)
     mods = pyprof_db.modules(ranges)
     parent = nest(all_ops + mods)
     in_backward = {id(r) for r in all_ops
                    if any(a.marker.get("scope") == "backward" for a in ancestors(r, parent))}
-    forward = {}
+    candidates = {}
     for r in all_ops:
         m = r.marker
         if m["scope"] != "function" or m["seq"] < 0 or id(r) in in_backward:
             continue
-        key = (r.pid, m["tid"], m["seq"])
         depth = sum(1 for _ in ancestors(r, parent))
-        if key not in forward or depth > forward[key][0]:
-            forward[key] = (depth, r)
+        candidates.setdefault((r.pid, m["tid"], m["seq"]), []).append((r.start, depth, r))
+
+    def creator(node):
+        before = [c for c in candidates.get((node.pid, node.marker["fwd_tid"], node.marker["seq"]),
+                                            []) if c[0] <= node.start]
+        return max(before, key=lambda c: c[:2]) if before else None
+
     by_id = {rec["id"]: rec for rec in records}
     nodes = [r for r in all_ops if r.marker["scope"] == "backward" and r.marker["seq"] >= 0]
     assert nodes, "a training step must record backward nodes"
@@ -147,11 +154,11 @@ def test_backward_paired_with_forward_op_and_module(parsed):
         rec = by_id[node.marker["id"]]
         assert rec["dir"] == "bprop"
         assert rec["bwd_node"] == node.marker["op"]
-        hit = forward.get((node.pid, node.marker["fwd_tid"], node.marker["seq"]))
+        hit = creator(node)
         if hit is None:
             assert rec["paired"] is False
             continue
-        fwd = hit[1]
+        fwd = hit[2]
         paired += 1
         assert rec["paired"] is True
         assert rec["fwd_op_id"] == fwd.marker["id"]

@@ -91,6 +91,48 @@ def test_pairing_uses_forward_thread(tmp_path):
     assert [r["module"] for r in bwd] == ["B.fc"] * 3 + ["A.fc"] * 3
 
 
+def test_pairing_takes_the_creator_not_deeper_gradless_ops_sharing_its_seq(tmp_path):
+    """Ops on tensors that need no gradient go through autograd without creating a node, so they
+    carry the number of the next node (seen on torch 2.7: a run of such ops nested deeper than
+    the creator, before the model ran). The node pairs with the op that started last before it."""
+    db = SynthDb()
+    main = db.thread(pid=100)
+    with main.pyprof_op("aten::is_nonzero", seq=4):
+        with main.pyprof_op("aten::item", seq=4):
+            with main.pyprof_op("aten::_local_scalar_dense", seq=4):
+                with main.pyprof_op("aten::copy_", seq=4):
+                    pass
+    linear_step(main)  # aten::addmm (seq 4) creates AddmmBackward0
+    engine = db.thread(pid=100, tid=101)
+    engine.wait_until(main.now)
+    backward_linear(engine, fwd_tid=main.rf_tid)
+    _, recs, summary = parse(db, tmp_path)
+    fwd = next(r for r in recs if r["dir"] == "fprop")
+    bwd = [r for r in recs if r["dir"] == "bprop"]
+    assert len(bwd) == 3 and all(r["paired"] for r in bwd)
+    assert {(r["op"], r["fwd_op_id"], r["module"]) for r in bwd} == {
+        ("aten::addmm", fwd["op_id"], "Net.fc")}
+
+
+def test_pairing_looks_before_the_node_when_numbers_repeat(tmp_path):
+    """A trace whose sequence numbers restart (one synthetic step copied again and again): each
+    backward pass pairs with the forward pass just before it, not with another step's."""
+    db = SynthDb()
+    main = db.thread(pid=100)
+    engine = db.thread(pid=100, tid=101)
+    for step in range(3):
+        main.wait_until(engine.now)
+        linear_step(main, module=f"Step{step}.fc")
+        engine.wait_until(main.now)
+        backward_linear(engine, fwd_tid=main.rf_tid)
+    _, recs, _ = parse(db, tmp_path)
+    fwd_ids = [r["op_id"] for r in recs if r["dir"] == "fprop"]
+    bwd = [r for r in recs if r["dir"] == "bprop"]
+    assert len(fwd_ids) == 3 and len(bwd) == 9
+    assert [r["fwd_op_id"] for r in bwd] == [i for i in fwd_ids for _ in range(3)]
+    assert [r["module"] for r in bwd] == [f"Step{s}.fc" for s in range(3) for _ in range(3)]
+
+
 def test_marks_start_end_ranges_domains_registered_strings(tmp_path):
     db = SynthDb()
     t = db.thread(pid=100)
