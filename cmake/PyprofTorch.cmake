@@ -63,7 +63,7 @@ if(NOT PYPROF_TORCH_CXX_STANDARD)
   set(PYPROF_TORCH_CXX_STANDARD 17)
 endif()
 # That standard is a floor: csrc/common, which the extension links, is C++20 (CMAKE_CXX_STANDARD),
-# so the extension is compiled as the higher of the two (C++20 for torch 2.8-2.12, which ask 17).
+# so the extension is compiled as the higher of the two (C++20 for torch 2.7-2.12, which ask 17).
 if(PYPROF_TORCH_CXX_STANDARD GREATER CMAKE_CXX_STANDARD)
   set(PYPROF_EXTENSION_CXX_STANDARD ${PYPROF_TORCH_CXX_STANDARD})
 else()

@@ -46,10 +46,9 @@ def run_tool(name: str, args: list[str]) -> int:
 def version_text() -> str:
     """pyprof's version and what its C++ parts were built against (no torch import: fast)."""
     from pyprof import __version__
-
-    lines = [f"pyprof {__version__}"]
     from pyprof._torch_support import build_info
 
+    lines = [f"pyprof {__version__}"]
     built = build_info()
     if built is None:
         lines.append("C++ parts: not built for this Python (pip install --no-build-isolation .)")

@@ -34,7 +34,8 @@ PACK_DEBS=(libsqlite3-dev libsqlite3-0 libsimdjson-dev libsimdjson14 libfmt-dev 
            libcli11-dev)
 PACK_LIMIT_BYTES=$((60 * 1024 * 1024))  # the device tool carries at most 64 MiB in all
 
-usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+# The usage is this file's opening comment block.
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit "${1:-2}"; }
 
 # ---- --pack: on a networked machine --------------------------------------------------------
 pack() {
@@ -121,6 +122,7 @@ publish() {
   for f in "${RESULT_FILES[@]}"; do [ -f "$OUT_DIR/$f" ] && cp "$OUT_DIR/$f" "$OUT/"; done
   return 0
 }
+trap publish EXIT  # also when a phase or the script itself ends it early
 skipped() { [[ ",$SKIP," == *",$1,"* ]]; }
 # Seconds a phase may take: its cap, or what is left of the budget if that is less.
 allow() { local left=$((BUDGET - (SECONDS - START))); ((left < $1)) && echo $((left > 10 ? left : 10)) || echo "$1"; }
@@ -235,9 +237,7 @@ say ""
 $PYTHON scripts/gpu_check_report.py "$OUT_DIR" 2>&1 | tee "$OUT_DIR/rows.md" | tee -a "$LOG"
 say ""
 if ((${#FAILED[@]})); then
-  trap publish EXIT
   say "gpu-check: FAILED: ${FAILED[*]} ($((SECONDS - START))s; logs in $OUT_DIR)"
   exit 1
 fi
 say "gpu-check: passed ($((SECONDS - START))s; logs in $OUT_DIR)"
-publish

@@ -32,7 +32,7 @@ if $PYTHON -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('to
     exit 1
   fi
   rm -f /tmp/pyprof-torch-import.$$
-  if ! $PYTHON -c "exec(open('pyprof/_torch_support.py').read()); import sys; sys.exit(not is_supported('$torch_version'))"; then
+  if ! $PYTHON -c "exec(open('pyprof/_torch_support.py').read()); import sys; sys.exit(not is_supported(sys.argv[1]))" "$torch_version"; then
     echo "setup: error: torch $torch_version is older than $MIN_TORCH, the oldest release pyprof" \
          "builds against (docs/install.md). setup does not replace an installed torch: upgrade" \
          "it (the build that matches your CUDA) and run setup again." >&2

@@ -56,9 +56,9 @@ std::string_view dtype_name(c10::ScalarType type) {
     std::array<std::string, kCount> table;
     for (size_t i = 0; i < kCount; ++i) {
       const auto t = static_cast<c10::ScalarType>(i);
-      const std::string_view special = python_only_dtype_name(t);
-      std::string name = special.empty() ? std::string(c10::toString(t)) : std::string(special);
-      if (special.empty()) {
+      std::string name(python_only_dtype_name(t));
+      if (name.empty()) {
+        name = c10::toString(t);
         for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       }
       table[i] = std::move(name);
