@@ -110,6 +110,9 @@ done
 mkdir -p "$OUT_DIR" || exit 2
 OUT_DIR=$(cd "$OUT_DIR" && pwd)
 LOG=$OUT_DIR/gpu-check.log
+# A skipped phase must not leave an earlier run's output to be reported or published as this one's.
+rm -f "$OUT_DIR"/{build,smoke,tests,overhead}.log "$OUT_DIR"/{rows.md,facts.json,tests.xml} \
+      "$OUT_DIR"/nvidia-smi.txt "$OUT_DIR"/smoke.{sqlite,dict} "$OUT_DIR"/smoke-prof.txt
 : >"$LOG"
 START=$SECONDS
 FAILED=()

@@ -46,6 +46,17 @@ def test_dry_run_profiles_parses_and_costs_on_the_cpu(tmp_path):
         assert "| not run |" in rows and "no CUDA device visible" in res.stdout
 
 
+def test_a_skipped_phase_reports_no_earlier_runs_output(tmp_path):
+    """Rerunning into the same folder with a phase skipped must not pass the last run's log of
+    that phase off as this run's (nor copy it to $OUT)."""
+    (tmp_path / "smoke.log").write_text("ops by total time (an earlier run)\n")
+    (tmp_path / "tests.xml").write_text("<testsuites/>")
+    res = gpu_check("--skip", "build,smoke", "--cpu-ok", "--out", tmp_path)
+    assert res.returncode == 0, res.stdout[-3000:]
+    assert not (tmp_path / "smoke.log").exists() and not (tmp_path / "tests.xml").exists()
+    assert (tmp_path / "facts.json").exists() and (tmp_path / "rows.md").exists()
+
+
 def test_without_a_gpu_the_run_fails_unless_told_it_is_a_dry_run(tmp_path):
     if cuda_visible():
         pytest.skip("a GPU is visible: the GPU phases would run")
