@@ -641,6 +641,27 @@ TEST(TensorCoresModernNames, AmpereAndEarlier) {
   });
 }
 
+// xmma is a name prefix, not evidence: TensorRT builds non-MMA operations (pooling) as xmma
+// kernels too, and names kernels for Maxwell/Pascal (sm50..sm62, no Tensor Cores) the same way.
+// Names from public TensorRT nsys summaries (ResNet stems, FP16/INT8 engines).
+TEST(TensorCoresModernNames, XmmaPoolingAndPreVoltaAreNotTensorCores) {
+  expect_all({
+      {"sm50_xmma_pooling_coalescedC_NHWC_kMAX_3_False_execute_kernel_trt", 0},
+      {"sm50_xmma_pooling_coalescedC_NHWC_kMAX_2_False_execute_kernel_trt", 0},
+      {"sm50_xmma_pooling_fw_4d_FP32FP32NHWC_Average_FastDiv_CAlign", 0},
+      {"sm50_xmma_pooling_max", 0},
+      // The arch prefix alone rules Tensor Cores out, whatever the operation (these two are the
+      // sm80 names below with a Pascal prefix: no public sm6x xmma name was found).
+      {"sm60_xmma_fprop_implicit_gemm_f16f16_f16f16_f16_nhwckrsc_nhwc_tilesize128x128x32", 0},
+      {"sm61_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x32", 0},
+      // The true positives beside them in the same traces stay.
+      {"sm75_xmma_fprop_implicit_gemm_indexed_wo_smem_f16f16_f16f16_f16_nhwckrsc_nhwc_tilesize128x",
+       1},
+      {"sm80_xmma_fprop_implicit_gemm_f16f16_f16f16_f16_nhwckrsc_nhwc_tilesize128x1", 1},
+      {"trt_turing_h1688cudnn_256x64_ldg8_relu_exp_small_nhwc_tn_v1", 1},
+  });
+}
+
 TEST(TensorCoresModernNames, Hopper) {
   expect_all({
       // pytorch/kineto#1041 (Conv3d, bf16, H100, PyTorch 2.6).
