@@ -149,17 +149,19 @@ bool describe(const OpArgs& args, const Layout& l, const Tensor& x, const Tensor
   }
   c.out.resize(nd);
   for (size_t i = 0; i < nd; ++i) {
-    int64_t eff = c.dilation[i] * (c.kernel[i] - 1) + 1;
+    int64_t eff = count_add(count_mul(c.dilation[i], c.kernel[i] - 1), 1);
     if (c.padding_mode == "same") {
       c.out[i] = c.in[i];
     } else if (c.transposed) {
-      c.out[i] = (c.in[i] - 1) * c.stride[i] - 2 * c.padding[i] + eff + c.output_padding[i];
+      c.out[i] =
+          count_add(count_add(count_mul(c.in[i] - 1, c.stride[i]), -count_mul(2, c.padding[i])),
+                    count_add(eff, c.output_padding[i]));
     } else {
       if (c.stride[i] <= 0) {
         why = "conv: bad stride";
         return false;
       }
-      int64_t span = c.in[i] + 2 * c.padding[i] - eff;
+      int64_t span = count_add(count_add(c.in[i], count_mul(2, c.padding[i])), -eff);
       c.out[i] = span < 0 ? 0 : span / c.stride[i] + 1;
     }
     if (c.out[i] <= 0) {
@@ -291,7 +293,8 @@ bool conv_tbc(const OpArgs& args, OpCost& cost) {
   if (!x || !w || x->rank() != 3 || w->rank() != 3 || x->shape[2] != w->shape[1]) {
     return unmodeled(cost, "conv_tbc: expects self[T,B,C], weight[k,C,K]");
   }
-  int64_t t_out = x->shape[0] + 2 * args.int_or("pad", 3, 0) - w->shape[0] + 1;
+  int64_t t_out =
+      count_add(count_add(x->shape[0], count_mul(2, args.int_or("pad", 3, 0))), 1 - w->shape[0]);
   if (t_out <= 0) return unmodeled(cost, "conv_tbc: empty output");
   double flops = 2 * static_cast<double>(t_out) * static_cast<double>(x->shape[1]) *
                  static_cast<double>(w->shape[0]) * static_cast<double>(w->shape[1]) *

@@ -57,7 +57,7 @@ bool finish(OpCost& cost, const Gemm& g, double flops, double bytes, const std::
   // trace): counted as eligible, docs/ops.md.
   cost.tc_eligible = tc_eligible(dtype, g.m, g.n, g.k, /*allow_tf32=*/true);
   std::string p;
-  if (g.batch != 1) p += "B=" + std::to_string(static_cast<int64_t>(g.batch)) + ",";
+  if (g.batch != 1) p += "B=" + shape_util::num_str(g.batch) + ",";
   p += "M=" + std::to_string(g.m) + ",N=" + std::to_string(g.n) + ",K=" + std::to_string(g.k);
   p += dtype_suffix(dtype);
   if (!extra.empty()) p += std::string(",") + std::string(extra);

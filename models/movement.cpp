@@ -166,10 +166,11 @@ bool can_view(const std::vector<int64_t>& shape, const std::vector<int64_t>& str
   int64_t chunk_base_stride = stride.back();
   int64_t tensor_numel = 1, view_numel = 1;
   for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
-    tensor_numel *= shape[d];
-    if (d == 0 || (shape[d - 1] != 1 && stride[d - 1] != tensor_numel * chunk_base_stride)) {
+    tensor_numel = count_mul(tensor_numel, shape[d]);
+    if (d == 0 ||
+        (shape[d - 1] != 1 && stride[d - 1] != count_mul(tensor_numel, chunk_base_stride))) {
       while (view_d >= 0 && (view_numel < tensor_numel || target[view_d] == 1)) {
-        view_numel *= target[view_d];
+        view_numel = count_mul(view_numel, target[view_d]);
         --view_d;
       }
       if (view_numel != tensor_numel) return false;
@@ -195,7 +196,7 @@ bool reshape_to(const Tensor& x, std::vector<int64_t> target, OpCost& c) {
     if (target[i] == -1) {
       infer = static_cast<int>(i);
     } else {
-      known *= target[i];
+      known = count_mul(known, target[i]);
     }
   }
   if (infer >= 0) target[infer] = known > 0 ? x.numel() / known : 0;
@@ -654,8 +655,9 @@ bool pad(const OpArgs& a, OpCost& c) {
   for (size_t i = 0; i < p->size() / 2; ++i) {
     size_t d = x->shape.size() - 1 - i;
     int64_t l = (*p)[2 * i], r = (*p)[2 * i + 1];
-    out[d] = std::max<int64_t>(x->shape[d] + l + r, 0);
-    read[d] = std::max<int64_t>(x->shape[d] + std::min<int64_t>(l, 0) + std::min<int64_t>(r, 0), 0);
+    out[d] = std::max<int64_t>(count_add(count_add(x->shape[d], l), r), 0);
+    read[d] = std::max<int64_t>(
+        count_add(count_add(x->shape[d], std::min<int64_t>(l, 0)), std::min<int64_t>(r, 0)), 0);
   }
   double sz = elem_size(x->dtype);
   c.flops = 0;

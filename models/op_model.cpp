@@ -4,13 +4,39 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <limits>
 
 namespace pyprof::models {
 
+namespace {
+// Set by count_mul/count_add when a result does not fit; op_cost() clears it before a model runs
+// and reads it after. Per thread: each thread costs its own op.
+thread_local bool count_overflowed = false;
+}  // namespace
+
+int64_t count_mul(int64_t a, int64_t b) {
+  int64_t product;
+  if (__builtin_mul_overflow(a, b, &product)) {
+    count_overflowed = true;
+    return std::numeric_limits<int64_t>::max();
+  }
+  return product;
+}
+
+int64_t count_add(int64_t a, int64_t b) {
+  int64_t sum;
+  if (__builtin_add_overflow(a, b, &sum)) {
+    count_overflowed = true;
+    return std::numeric_limits<int64_t>::max();
+  }
+  return sum;
+}
+
 int64_t Tensor::numel() const {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d < 0 ? 0 : d;
+  for (int64_t d : shape) n = count_mul(n, d < 0 ? 0 : d);
   return n;
 }
 
@@ -278,6 +304,16 @@ std::string_view canonical_name(std::string_view dtype) {
   return dtype;
 }
 
+// "[32,-1]": a shape in a message.
+std::string shape_text(const Tensor& t) {
+  std::string s = "[";
+  for (size_t i = 0; i < t.shape.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(t.shape[i]);
+  }
+  return s + "]";
+}
+
 }  // namespace
 
 std::span<const DtypeAlias> dtype_aliases() { return kDtypeAliases; }
@@ -417,7 +453,28 @@ OpCost op_cost(std::string_view op, const OpArgs& args) {
   }
   if (!fn) return cost;
   cost.family = family;
+  // A negative dimension is no shape at all: multiplying it (or counting it as 0) would give a
+  // cost for a tensor that cannot exist.
+  for (const Tensor* t : args.tensors()) {
+    for (int64_t d : t->shape) {
+      if (d < 0) {
+        cost.problem = CostProblem::kNegativeDimension;
+        cost.params = "negative dimension " + std::to_string(d) + " in shape " + shape_text(*t);
+        return cost;
+      }
+    }
+  }
+  count_overflowed = false;
   cost.modeled = (*fn)(args, cost);
+  // Counts past int64, whether an integer step overflowed or a floating-point product grew past
+  // kMaxCount (or a bug made it negative or not finite), are not a cost.
+  auto out_of_range = [](double v) { return !(v >= 0 && v < kMaxCount); };
+  if (cost.modeled && (count_overflowed || out_of_range(cost.flops) || out_of_range(cost.bytes))) {
+    cost.modeled = false;
+    cost.problem = CostProblem::kOverflow;
+    cost.params = "overflow: " + cost.params;
+  }
+  count_overflowed = false;
   if (!cost.modeled) {
     cost.flops = 0;
     cost.bytes = 0;

@@ -26,11 +26,26 @@
 
 namespace pyprof::models {
 
+// ---- checked counts ---------------------------------------------------------------------------
+// Shapes come from the trace and can be anything: a count (elements, FLOPs, bytes) that does not
+// fit int64 must not wrap into a negative or small number and reach prof's totals. The integer
+// arithmetic on shapes goes through these helpers: on overflow they return INT64_MAX and mark the
+// cost being computed on this thread as overflowed, and op_cost() then reports the op not modelled
+// ("na", OpCost::problem). Formulas stay readable (count_mul(a, b) where a * b could overflow).
+int64_t count_mul(int64_t a, int64_t b);
+int64_t count_add(int64_t a, int64_t b);
+// The largest FLOP or byte count a model may return: 2^63 (the int64 range prof and the JSON
+// consumers read counts in). Anything above is an overflow too.
+inline constexpr double kMaxCount = 9223372036854775808.0;
+
 // One tensor argument. dtype "" when the source did not say (emit_nvtx shapes).
 struct Tensor {
   std::vector<int64_t> shape;
   std::string dtype;
   std::vector<int64_t> stride;  // empty when unknown
+  // Product of the dimensions (checked: count_mul). op_cost() rejects tensor arguments with a
+  // negative dimension before any model runs; a negative entry of a shape a model builds itself
+  // (view's -1) counts as 0.
   int64_t numel() const;
   int rank() const { return static_cast<int>(shape.size()); }
   // Size of dimension d, negative d counted from the end; 1 when out of range.
@@ -98,10 +113,18 @@ class OpArgs {
   std::vector<Value> values_;
 };
 
+// Why a modelled op's arguments could not be costed (prof counts and warns about each kind).
+enum class CostProblem : uint8_t {
+  kNone,
+  kOverflow,           // a count does not fit int64 (count_mul/count_add, kMaxCount)
+  kNegativeDimension,  // a tensor argument has a negative dimension
+};
+
 struct OpCost {
-  bool modeled = false;      // false: no model for this op ("na")
-  double flops = 0;          // multiply-add = 2
-  double bytes = 0;          // ideal DRAM traffic
+  bool modeled = false;                      // false: no model for this op ("na")
+  CostProblem problem = CostProblem::kNone;  // set with modeled = false
+  double flops = 0;                          // multiply-add = 2
+  double bytes = 0;                          // ideal DRAM traffic
   bool tc_eligible = false;  // Tensor Core eligible: dtype and alignment (see tc_eligible())
   std::string dtype;         // the op's compute dtype ("float16"), "" when unknown
   std::string params;        // short description for the Params column: "M=256,N=32,K=128,fp16"

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
+#include <utility>
 
 namespace pyprof::models {
 namespace {
@@ -25,6 +27,42 @@ TEST(OpArgs, PyprofNamedArguments) {
   // Named records are not read by position.
   EXPECT_EQ(a.tensor("input", 1), nullptr);
   EXPECT_EQ(a.tensors().size(), 3u);
+}
+
+// Counts past int64 saturate instead of wrapping, and the op becomes unmodelled (prof's "na");
+// 3037000500^2 is the first square past 2^63.
+TEST(CheckedCounts, OverflowIsAProblemNotAWrappedCost) {
+  EXPECT_EQ(count_mul(3037000499, 3037000499), 9223372030926249001);
+  EXPECT_EQ(count_mul(3037000500, 3037000500), INT64_MAX);
+  EXPECT_EQ(count_add(INT64_MAX, 1), INT64_MAX);
+  OpArgs relu =
+      OpArgs::from_json(R"({"self":{"shape":[3037000500,3037000500],"dtype":"float32"}})");
+  EXPECT_EQ(relu.tensor("self", 0)->numel(), INT64_MAX);
+  OpCost c = op_cost("aten::relu", relu);
+  EXPECT_FALSE(c.modeled);
+  EXPECT_EQ(c.problem, CostProblem::kOverflow);
+  EXPECT_EQ((std::pair{c.flops, c.bytes}), (std::pair{0.0, 0.0}));
+  // The next step of the same thread is costed normally: the overflow mark does not linger.
+  c = op_cost("aten::relu", OpArgs::from_json(R"({"self":{"shape":[4,8],"dtype":"float32"}})"));
+  EXPECT_TRUE(c.modeled);
+  EXPECT_EQ(c.flops, 32);
+  // Integer arithmetic on shapes inside a formula: conv's output size.
+  c = op_cost("aten::convolution",
+              OpArgs::from_json(R"({"input":{"shape":[1,1,8],"dtype":"float32"},)"
+                                R"("weight":{"shape":[1,1,3],"dtype":"float32"},"bias":null,)"
+                                R"("stride":[1],"padding":[4611686018427387904],"dilation":[1],)"
+                                R"("transposed":false,"output_padding":[0],"groups":1})"));
+  EXPECT_FALSE(c.modeled);
+  EXPECT_EQ(c.problem, CostProblem::kOverflow);
+}
+
+TEST(CheckedCounts, NegativeDimensionsAreRejected) {
+  OpCost c =
+      op_cost("aten::mm", OpArgs::from_json(R"({"self":{"shape":[-32,64],"dtype":"float32"},)"
+                                            R"("mat2":{"shape":[64,-128],"dtype":"float32"}})"));
+  EXPECT_FALSE(c.modeled);
+  EXPECT_EQ(c.problem, CostProblem::kNegativeDimension);
+  EXPECT_EQ(c.params, "negative dimension -32 in shape [-32,64]");
 }
 
 TEST(OpArgs, EmitNvtxPositionalShapes) {

@@ -35,9 +35,10 @@ int64_t floor_div(int64_t a, int64_t b) {
 
 // PyTorch's pooling_output_shape.
 int64_t pooled_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil) {
-  int64_t num = in + 2 * p - d * (k - 1) - 1 + (ceil ? s - 1 : 0);
+  int64_t num = count_add(count_add(in, count_mul(2, p)),
+                          count_add(-count_mul(d, k - 1), (ceil ? s - 1 : 0) - 1));
   int64_t out = floor_div(num, s) + 1;
-  if (ceil && (out - 1) * s >= in + p) --out;
+  if (ceil && count_mul(out - 1, s) >= count_add(in, p)) --out;
   return std::max<int64_t>(out, 0);
 }
 
@@ -98,8 +99,8 @@ ModelFn pool(Kind kind, int k, bool indices) {
 double window_sum(int64_t in, int64_t out) {
   double total = 0;
   for (int64_t i = 0; i < out; ++i) {
-    int64_t start = (i * in) / out;
-    int64_t end = ((i + 1) * in + out - 1) / out;
+    int64_t start = count_mul(i, in) / out;
+    int64_t end = count_add(count_mul(i + 1, in), out - 1) / out;
     total += static_cast<double>(end - start);
   }
   return total;

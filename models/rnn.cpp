@@ -52,9 +52,9 @@ double weight_macs(int gates, int64_t in, int64_t h, int64_t proj, int64_t layer
   int64_t hout = proj > 0 ? proj : h;
   double macs = 0;
   for (int64_t l = 0; l < layers; ++l) {
-    int64_t layer_in = l == 0 ? in : dirs * hout;
-    double per_dir =
-        static_cast<double>(gates) * static_cast<double>(h) * static_cast<double>(layer_in + hout);
+    int64_t layer_in = l == 0 ? in : count_mul(dirs, hout);
+    double per_dir = static_cast<double>(gates) * static_cast<double>(h) *
+                     static_cast<double>(count_add(layer_in, hout));
     if (proj > 0) per_dir += static_cast<double>(proj) * static_cast<double>(h);
     macs += per_dir * static_cast<double>(dirs);
   }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -164,9 +165,10 @@ class TypeState {
 };
 
 // ---- shapes ---------------------------------------------------------------------------------
+// Product of a shape's sizes (checked, as Tensor::numel; negative sizes count as 0).
 inline int64_t numel_of(const std::vector<int64_t>& shape) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d < 0 ? 0 : d;
+  for (int64_t d : shape) n = count_mul(n, d < 0 ? 0 : d);
   return n;
 }
 
@@ -197,7 +199,7 @@ inline int wrap_dim(int64_t d, int rank) {
 inline std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
   std::vector<int64_t> s(shape.size(), 1);
   for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) {
-    s[i] = s[i + 1] * std::max<int64_t>(shape[i + 1], 1);
+    s[i] = count_mul(s[i + 1], std::max<int64_t>(shape[i + 1], 1));
   }
   return s;
 }
@@ -209,7 +211,7 @@ inline bool is_contiguous(const std::vector<int64_t>& shape, const std::vector<i
   for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
     if (shape[i] == 0) return true;
     if (shape[i] != 1 && stride[i] != expected) return false;
-    expected *= shape[i];
+    expected = count_mul(expected, shape[i]);
   }
   return true;
 }
@@ -226,7 +228,7 @@ inline bool is_channels_last(const std::vector<int64_t>& shape,
   for (int i : order) {
     if (shape[i] == 0) return true;
     if (shape[i] != 1 && stride[i] != expected) return false;
-    expected *= shape[i];
+    expected = count_mul(expected, shape[i]);
   }
   return true;
 }
@@ -251,7 +253,8 @@ inline std::string describe(const std::vector<const Tensor*>& ts) {
   return s;
 }
 inline std::string num_str(double v) {
-  if (v == static_cast<double>(static_cast<int64_t>(v))) {
+  // The range check first: converting a double past int64 to int64 is undefined.
+  if (std::abs(v) < kMaxCount && v == static_cast<double>(static_cast<int64_t>(v))) {
     return std::to_string(static_cast<int64_t>(v));
   }
   std::string s = std::to_string(v);

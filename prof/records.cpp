@@ -1,5 +1,6 @@
 #include "prof/records.h"
 
+#include <fmt/core.h>
 #include <simdjson.h>
 
 #include <cstdio>
@@ -69,6 +70,7 @@ class LineReader {
 // The keys of one line that prof uses, as views into the line and the parser's string buffer
 // (valid until the next line is parsed). Absent keys keep these defaults.
 struct Fields {
+  int64_t line = 0;  // the line's number in the input (for messages)
   bool header = false;
   int64_t version = 0;
   std::string_view records, source, kind, dir, name, long_name, op, legacy_mod, module, stack,
@@ -379,6 +381,24 @@ class RecordCoster {
   RecordCoster(const ReadOptions& options, Strings& strings)
       : allow_tf32_(options.allow_tf32), strings_(strings) {}
 
+  // One warning per kind of cost problem, with how many records had it and the first of them.
+  void warn_about_problems(ReadResult& out) const {
+    if (overflow_.records > 0) {
+      out.overflowed_costs = overflow_.records;
+      out.warnings.push_back(fmt::format(
+          "{} records of modelled ops have FLOP or byte counts that do not fit 64 bits (first: "
+          "line {}, {}, {}): not modelled (na), left out of the totals",
+          overflow_.records, overflow_.first_line, overflow_.first_op, overflow_.first_params));
+    }
+    if (negative_.records > 0) {
+      out.negative_dimension_costs = negative_.records;
+      out.warnings.push_back(fmt::format(
+          "{} records of modelled ops have a tensor with a negative dimension (first: line {}, "
+          "{}: {}): not modelled (na), left out of the totals",
+          negative_.records, negative_.first_line, negative_.first_op, negative_.first_params));
+    }
+  }
+
   // Sets r.cost_op, the cost fields (modeled, flops, bytes, op_flops, op_bytes, estimated,
   // tc_eligible, params, dtype, family, shapes) and, for kernels, r.tc.
   void cost(const Fields& f, ProfRecord& r) {
@@ -417,6 +437,10 @@ class RecordCoster {
       }
     }
     const models::OpCost& c = cached->cost;
+    if (!c.modeled && c.problem != models::CostProblem::kNone) {
+      note_problem(c.problem == models::CostProblem::kOverflow ? overflow_ : negative_, f, source,
+                   c);
+    }
     r.modeled = c.modeled;
     r.estimated = source.backward_estimate && c.modeled;
     // The backward of an op seen only by name (emit_nvtx / legacy records without the
@@ -429,6 +453,22 @@ class RecordCoster {
     r.dtype = strings_.intern(c.dtype);
     r.family = strings_.intern(c.family);
     r.shapes = strings_.intern(cached->shapes);
+  }
+
+  // Records with one kind of CostProblem: how many, and the first one for the warning.
+  struct ProblemCount {
+    int64_t records = 0;
+    int64_t first_line = 0;
+    std::string first_op, first_params;
+  };
+
+  void note_problem(ProblemCount& count, const Fields& f, const CostSource& source,
+                    const models::OpCost& c) {
+    if (count.records++ == 0) {
+      count.first_line = f.line;
+      count.first_op = std::string(source.op);
+      count.first_params = c.params;
+    }
   }
 
   const CachedCost& lookup(std::string_view op, std::string_view args) {
@@ -460,6 +500,7 @@ class RecordCoster {
   std::string key_;
   const TensorCoreRules& rules_ = TensorCoreRules::builtin();
   std::vector<int8_t> tc_by_long_name_;  // long-name string id -> 1/0, -1 not judged yet
+  ProblemCount overflow_, negative_;
 };
 
 // ---- after the last line ----------------------------------------------------------------------
@@ -521,6 +562,7 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
               ": no pyprof_dict header (is this the output of `pyprof parse`?)";
       return false;
     }
+    f.line = out.lines;
     ProfRecord r = make_record(f, out.records.size(), out.strings);
     if (r.kind == Kind::kOp) {
       cpu_ops.push_back({static_cast<int32_t>(out.records.size()), f.pid, f.id, f.parent_id});
@@ -530,6 +572,7 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
   }
   out.lines = lines.number();
   link_cpu_parents(cpu_ops, out.records);
+  coster.warn_about_problems(out);
   if (!header_seen) {
     error = out.lines == 0 ? "empty input (expected the output of `pyprof parse`)"
                            : "no pyprof_dict header (is this the output of `pyprof parse`?)";

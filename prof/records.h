@@ -69,6 +69,10 @@ struct ReadResult {
   bool cpu_only = false;
   int64_t lines = 0;
   int64_t skipped_lines = 0;  // unreadable lines (each warned)
+  // Records whose op has a model but whose arguments could not be costed (models::CostProblem):
+  // "na", out of every total, warned once per kind with the count and the first example.
+  int64_t overflowed_costs = 0;
+  int64_t negative_dimension_costs = 0;
   std::vector<std::string> warnings;
   std::string source;
 };

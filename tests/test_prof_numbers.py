@@ -1,0 +1,213 @@
+"""prof's numbers stay honest on inputs that break naive arithmetic (issue 11, items 5, 14, 16):
+costs that overflow 64-bit counts and tensors with negative dimensions are "na" and counted;
+records faster than their device can run are flagged and kept out of the totals; the op
+report's row of unattributed records says what it holds."""
+
+import csv
+import io
+import json
+import os
+
+import pytest
+
+from testlib import DATA, parse_to, prof
+
+pytestmark = pytest.mark.needs_build
+
+GPU_HEADER = {"pyprof_dict": 1, "source": "hand.sqlite", "format": "nsys", "records": "gpu"}
+# 3037000500^2 is the first square past 2^63: numel of [H, H] does not fit int64.
+H = 3037000500
+
+
+def t(shape, dtype="float32"):
+    """A tensor argument as parse writes pyprof markers' args (docs/formats.md §1.1)."""
+    stride, s = [], 1
+    for d in reversed(shape):
+        stride.insert(0, s)
+        s *= max(d, 1)
+    return {"shape": shape, "dtype": dtype, "stride": stride, "device": "cuda:0"}
+
+
+def kernel(instance, op, args, name="k", duration=1000):
+    return {"kind": "kernel", "name": name, "long_name": name, "device": 0, "context": 1,
+            "stream": 7, "grid": [1, 1, 1], "block": [128, 1, 1], "start": instance * 10000,
+            "duration": duration, "correlation": instance, "pid": 1, "tid": 1,
+            "op": op, "dir": "fprop", "op_id": instance, "dialect": "pyprof", "seq": -1,
+            "sub": 0, "instance": instance, "args": args}
+
+
+def dict_text(records, header=GPU_HEADER):
+    return "".join(json.dumps(r) + "\n" for r in [header, *records])
+
+
+def summary_of(text):
+    return {r["Metric"]: r["Value"] for r in map(json.loads, prof(
+        "--report", "summary", "--formats", "json", "-", stdin=text).stdout.splitlines())}
+
+
+# One op of each family whose costs multiply element counts, with a shape past int64.
+HUGE = [
+    ("aten::mm", {"self": t([H, H]), "mat2": t([H, H])}),
+    # numel fits int64 (2^62), but the FLOPs (2*2^93) and bytes (3*2^64) do not.
+    ("aten::mm", {"self": t([2**31, 2**31]), "mat2": t([2**31, 2**31])}),
+    ("aten::addmm", {"self": t([H]), "mat1": t([H, 64]), "mat2": t([64, H]), "beta": 1,
+                     "alpha": 1}),
+    ("aten::bmm", {"self": t([H, H, 2]), "mat2": t([H, 2, 2])}),
+    ("aten::convolution", {"input": t([1, 1, H, H]), "weight": t([1, 1, 3, 3]), "bias": None,
+                           "stride": [1, 1], "padding": [1, 1], "dilation": [1, 1],
+                           "transposed": False, "output_padding": [0, 0], "groups": 1}),
+    ("aten::add", {"self": t([H, H]), "other": t([H, H]), "alpha": 1}),
+    ("aten::relu", {"self": t([H, H])}),
+    ("aten::mul", {"self": t([H, 1]), "other": t([1, H])}),  # broadcast output [H, H]
+    ("aten::sum", {"self": t([H, H]), "dim": [1], "keepdim": False, "dtype": None}),
+    ("aten::_softmax", {"self": t([H, H]), "dim": 1, "half_to_float": False}),
+    ("aten::native_layer_norm", {"input": t([H, H]), "normalized_shape": [H],
+                                 "weight": t([H]), "bias": t([H]), "eps": 1e-5}),
+    ("aten::copy_", {"self": t([H, H]), "src": t([H, H]), "non_blocking": False}),
+    ("aten::native_dropout", {"input": t([H, H]), "p": 0.5, "train": True}),
+    ("aten::mse_loss", {"self": t([H, H]), "target": t([H, H]), "reduction": 1}),
+    ("aten::max_pool2d_with_indices", {"self": t([1, 1, H, H]), "kernel_size": [2, 2],
+                                       "stride": [2, 2], "padding": [0, 0],
+                                       "dilation": [1, 1], "ceil_mode": False}),
+]
+# A small GEMM whose cost is known by hand: 2*32*64*128 FLOPs; (32*64 + 64*128 + 32*128) * 4 B.
+SMALL = ("aten::mm", {"self": t([32, 64]), "mat2": t([64, 128])})
+SMALL_FLOPS, SMALL_BYTES = 524288, 57344
+
+
+def shrunk(value):
+    """`value` with every size past 2^31 made 8."""
+    if isinstance(value, dict):
+        return {k: shrunk(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shrunk(v) for v in value]
+    return 8 if type(value) is int and value >= 2**31 else value
+
+
+def test_the_huge_ops_have_models():
+    """Each op of HUGE is modelled at an ordinary size: its "na" below is the overflow's."""
+    records = [kernel(i + 1, op, shrunk(args)) for i, (op, args) in enumerate(HUGE)]
+    rows = [json.loads(line) for line in prof("--json", "-c", "op,flops,bytes", "-",
+                                              stdin=dict_text(records)).stdout.splitlines()]
+    assert all(r["flops"] is not None and r["bytes"] > 0 for r in rows), rows
+
+
+def test_overflowing_costs_are_na_counted_and_out_of_totals():
+    records = [kernel(1, *SMALL)] + [kernel(i + 2, op, args) for i, (op, args) in enumerate(HUGE)]
+    text = dict_text(records)
+    res = prof("--json", "-c", "op,flops,bytes,op_flops,op_bytes,params", "-", stdin=text)
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    assert len(rows) == 1 + len(HUGE)
+    assert (rows[0]["flops"], rows[0]["bytes"]) == (SMALL_FLOPS, SMALL_BYTES)
+    for row, (op, _) in zip(rows[1:], HUGE):
+        assert row["op"] == op
+        for key in ("flops", "bytes", "op_flops", "op_bytes"):
+            assert row[key] is None, f"{op}: {key} = {row[key]} (expected na)"
+    # Warned once, with the count.
+    warnings = [line for line in res.stderr.splitlines() if "overflow" in line]
+    assert len(warnings) == 1, res.stderr
+    assert f"{len(HUGE)} records" in warnings[0], warnings[0]
+    assert "first: line 3, aten::mm, overflow: M=3037000500,N=3037000500" in warnings[0]
+    summary = summary_of(text)
+    assert summary["FLOPs (FMA=2)"] == str(SMALL_FLOPS)
+    assert summary["bytes (ideal DRAM)"] == str(SMALL_BYTES)
+
+
+def test_negative_dimensions_are_rejected_not_multiplied():
+    records = [kernel(1, *SMALL),
+               kernel(2, "aten::mm", {"self": t([-32, 64]), "mat2": t([64, -128])}),
+               kernel(3, "aten::relu", {"self": t([-5, 3])}),
+               kernel(4, "aten::add", {"self": t([4, -1]), "other": t([4, -1]), "alpha": 1})]
+    text = dict_text(records)
+    res = prof("--json", "-c", "op,flops,bytes,params", "-", stdin=text)
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    for row in rows[1:]:
+        assert (row["flops"], row["bytes"]) == (None, None), row
+    warnings = [line for line in res.stderr.splitlines() if "negative dimension" in line]
+    assert len(warnings) == 1 and "3 records" in warnings[0], res.stderr
+    assert "negative dimension -32 in shape [-32,64]" in warnings[0]
+    summary = summary_of(text)
+    assert summary["FLOPs (FMA=2)"] == str(SMALL_FLOPS)
+    assert summary["bytes (ideal DRAM)"] == str(SMALL_BYTES)
+
+
+LENET = os.path.join(DATA, "nsys-2022.1.3_dlprof-pytorch1.10-emit-nvtx_lenet.sqlite")
+NVFUSER = os.path.join(DATA, "nsys-2024.6.2_nvfuser-nvtx_report1.sqlite")
+
+
+@pytest.fixture(scope="module")
+def lenet_dict(tmp_path_factory):
+    path = tmp_path_factory.mktemp("lenet") / "net.dict"
+    parse_to(LENET, path)
+    return path
+
+
+def test_real_traces_have_no_record_above_peak(lenet_dict, tmp_path):
+    """The real traces' devices (RTX 2070 SUPER, 448 GB/s; H200, 4.9 TB/s) run every record
+    below peak: nothing is flagged, and the summary says the check ran."""
+    nvfuser = tmp_path / "nvfuser.dict"
+    parse_to(NVFUSER, nvfuser)
+    for path in (lenet_dict, nvfuser):
+        res = prof("--csv", "-c", "kernel,flag", path)
+        rows = list(csv.DictReader(io.StringIO(res.stdout)))
+        assert rows and all(r["Flag"] == "-" for r in rows), path
+        assert "peak" not in res.stderr
+        summary = summary_of(open(path).read())
+        assert summary["records above device peak (out of totals)"] == "0"
+
+
+def test_memset_faster_than_the_device_is_flagged_and_out_of_totals(lenet_dict):
+    """A CUPTI artefact seen in a real nsys export: a memset of 4,000,000,000 bytes in 1,120 ns
+    (3,571,428 GB/s). Here it is one of the real LeNet trace's memsets with those numbers, on its
+    RTX 2070 SUPER (448 GB/s)."""
+    lines = open(lenet_dict).read().splitlines()
+    before = summary_of("\n".join(lines) + "\n")
+    index = next(i for i, line in enumerate(lines) if json.loads(line).get("kind") == "memset")
+    memset = json.loads(lines[index])
+    original_bytes = memset["bytes"]
+    memset["bytes"], memset["duration"] = 4_000_000_000, 1120
+    lines[index] = json.dumps(memset)
+    text = "\n".join(lines) + "\n"
+    res = prof("--csv", "-c", "kernel,bytes,gbps,flag", "-", stdin=text)
+    rows = list(csv.DictReader(io.StringIO(res.stdout)))
+    flagged = [r for r in rows if r["Flag"] != "-"]
+    assert len(flagged) == 1 and flagged[0]["Kernel"] == "[CUDA memset]", flagged
+    assert flagged[0]["Flag"] == "above-peak"
+    assert flagged[0]["GB/s"] == "3571428.6" and flagged[0]["Bytes(ideal DRAM)"] == "4000000000"
+    warnings = [line for line in res.stderr.splitlines() if "peak" in line]
+    assert len(warnings) == 1 and "1 record" in warnings[0], res.stderr
+    after = summary_of(text)
+    assert after["records above device peak (out of totals)"] == "1"
+    # Out of the totals: the bytes are the real trace's, less the original memset's.
+    assert int(after["bytes (ideal DRAM)"]) == int(before["bytes (ideal DRAM)"]) - original_bytes
+    assert after["FLOPs (FMA=2)"] == before["FLOPs (FMA=2)"]
+
+
+def test_unattributed_row_of_the_op_report(tmp_path):
+    """nvFuser's trace: 17 of its 19 kernels, its memcpy and its memset run outside any op. The
+    op report's (unattributed) row counts each record as its own instance, and its Modeled
+    column says that only the copies have a cost."""
+    path = tmp_path / "nvfuser.dict"
+    parse_to(NVFUSER, path)
+    records = [json.loads(line) for line in open(path).read().splitlines()[1:]]
+    loose = [r for r in records if r["op"] is None]
+    ops = list(csv.DictReader(io.StringIO(prof("--report", "op", "--formats", "csv",
+                                               path).stdout)))
+    row = next(r for r in ops if r["Op"] == "(unattributed)")
+    durations = [r["duration"] for r in loose]
+    assert row["Records"] == row["Instances"] == str(len(loose))
+    assert row["Total(ns)"] == str(sum(durations))
+    assert row["Avg/instance(ns)"] == str(sum(durations) // len(loose))
+    assert (row["Min/instance(ns)"], row["Max/instance(ns)"]) == (str(min(durations)),
+                                                                  str(max(durations)))
+    kinds = {r["kind"] for r in loose}
+    assert "kernel" in kinds and kinds & {"memcpy", "memset"}
+    assert row["Modeled"] == "partly"
+    # A row of kernels only, none modelled: "no".
+    only_kernels = dict_text([kernel(1, None, None, duration=100),
+                              kernel(2, None, None, duration=300)])
+    ops = list(csv.DictReader(io.StringIO(prof("--report", "op", "--formats", "csv", "-",
+                                               stdin=only_kernels).stdout)))
+    assert ops == [{**ops[0], "Op": "(unattributed)", "Instances": "2", "Records": "2",
+                    "Avg/instance(ns)": "200", "Min/instance(ns)": "100",
+                    "Max/instance(ns)": "300", "Modeled": "no"}]
