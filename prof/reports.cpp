@@ -104,7 +104,7 @@ ReportTable op_report(const ReadResult& data) {
   // Grouped by a dense key (op string id, direction) in a hash map: one lookup per record.
   struct Group {
     Agg all, per_instance;
-    bool modeled = false;
+    int64_t modeled = 0;  // records with a cost model
   };
   std::unordered_map<uint64_t, Group> by_key;
   std::unordered_set<int64_t> seen;  // instances already counted (an instance has one op/dir)
@@ -112,7 +112,7 @@ ReportTable op_report(const ReadResult& data) {
     uint64_t k = (uint64_t{r.op} << 2) | static_cast<uint64_t>(r.dir);
     Group& g = by_key[k];
     g.all.add(r, time_of(r, data.cpu_only));
-    g.modeled = g.modeled || r.modeled;
+    g.modeled += r.modeled ? 1 : 0;
     if (r.instance && seen.insert(r.instance).second) {
       Agg& a = g.per_instance;
       int64_t it = instance_time[r.instance];
@@ -123,7 +123,7 @@ ReportTable op_report(const ReadResult& data) {
   }
   std::map<std::pair<uint32_t, int>, Agg> groups;
   std::map<std::pair<uint32_t, int>, Agg> per_instance;
-  std::map<std::pair<uint32_t, int>, bool> modeled;
+  std::map<std::pair<uint32_t, int>, int64_t> modeled;
   for (const auto& [k, g] : by_key) {
     auto key = std::make_pair(static_cast<uint32_t>(k >> 2), static_cast<int>(k & 3));
     groups[key] = g.all;
@@ -131,17 +131,26 @@ ReportTable op_report(const ReadResult& data) {
     modeled[key] = g.modeled;
   }
   for (const auto& [key, a] : sorted_by_time(groups)) {
-    const Agg& inst = per_instance[key];
-    int64_t n = inst.count ? inst.count : a.count;
     std::string op(data.strings.get(key.first));
+    // Records outside any op belong to no op instance: each is an instance of its own (as a CPU
+    // op record is), so the per-instance columns are per record. Their Modeled column says
+    // whether all, some (copies have bytes, loose kernels nothing) or none have a cost.
+    const bool unattributed = op.empty();
+    const Agg& inst = unattributed ? a : per_instance[key];
+    int64_t n = inst.count ? inst.count : a.count;
+    int64_t modeled_records = modeled[key];
+    std::string modeled_text = modeled_records > 0 ? "yes" : "na";
+    if (unattributed) {
+      modeled_text = modeled_records == a.count ? "yes" : modeled_records > 0 ? "partly" : "no";
+    }
     t.rows.push_back(
-        {op.empty() ? "(unattributed)" : op, dir_name(static_cast<Dir>(key.second)),
+        {unattributed ? "(unattributed)" : op, dir_name(static_cast<Dir>(key.second)),
          std::to_string(inst.count), std::to_string(a.count), std::to_string(a.total),
          std::to_string(a.total / std::max<int64_t>(n, 1)),
          inst.count ? std::to_string(inst.min) : "-", inst.count ? std::to_string(inst.max) : "-",
          num(a.flops), num(a.bytes), rate(a.flops, a.total),
          a.total > 0 ? fmt::format("{:.1f}", a.bytes / static_cast<double>(a.total)) : "na",
-         modeled[key] ? "yes" : "na"});
+         modeled_text});
   }
   return t;
 }
