@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <unordered_set>
@@ -79,9 +80,60 @@ struct Fields {
           sub = 0, parent_id = 0, pid = 0, op_id = 0, fwd_op_id = 0, fwd_instance = 0, instance = 0,
           id = 0, bytes = -1;
   int32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
-  std::string layer;  // user ranges joined by ':'
-  std::string trace;  // legacy trace frames joined by ','
+  std::string layer;                // user ranges joined by ':'
+  std::string trace;                // legacy trace frames joined by ','
+  std::vector<DevicePeak> devices;  // header only
 };
+
+// FLOPs per clock per SM of an architecture's densest dense Tensor Core mode (FP4/FP8/INT8
+// where it has them; ../shared/reference/gpu-peaks.md §3): an upper bound on any op's rate.
+// 0 for an architecture not known here (no FLOP check).
+double max_flops_per_clock_per_sm(int64_t major, int64_t minor) {
+  if (major < 7) return 1024;  // Maxwell/Pascal: no Tensor Cores; INT8 DP4A is below this
+  if (major == 7) return minor >= 5 ? 2048 : 1024;  // Turing INT8; Volta FP16
+  if (major == 8) return minor == 0 ? 4096 : 2048;  // A100 INT8; sm_86/87/89
+  if (major == 9) return 8192;                      // Hopper FP8/INT8
+  if (major == 10) return 32768;                    // Blackwell FP4
+  if (major == 12) return 4096;                     // GeForce Blackwell FP4
+  return 0;
+}
+
+// One object of the header's `devices`.
+DevicePeak read_device(od::object o) {
+  DevicePeak d;
+  int64_t sm_count = 0, clock_hz = 0, major = -1, minor = 0;
+  for (auto field : o) {
+    std::string_view key;
+    if (field.unescaped_key().get(key) != simdjson::SUCCESS) break;
+    od::value v = field.value();
+    int64_t x = 0;
+    if (key == "id" && v.get_int64().get(x) == simdjson::SUCCESS) {
+      d.id = x;
+    } else if (key == "name") {
+      std::string_view name;
+      if (v.get_string().get(name) == simdjson::SUCCESS) d.name = name;
+    } else if (key == "memory_bandwidth" && v.get_int64().get(x) == simdjson::SUCCESS) {
+      d.memory_bandwidth = static_cast<double>(std::max<int64_t>(x, 0));
+    } else if (key == "sm_count" && v.get_int64().get(x) == simdjson::SUCCESS) {
+      sm_count = x;
+    } else if (key == "clock_hz" && v.get_int64().get(x) == simdjson::SUCCESS) {
+      clock_hz = x;
+    } else if (key == "compute_capability") {
+      od::array a;
+      if (v.get_array().get(a) != simdjson::SUCCESS) continue;
+      int i = 0;
+      for (auto e : a) {
+        if (e.get_int64().get(x) == simdjson::SUCCESS) (i == 0 ? major : minor) = x;
+        ++i;
+      }
+    }
+  }
+  if (sm_count > 0 && clock_hz > 0 && major >= 0) {
+    d.flops = static_cast<double>(sm_count) * static_cast<double>(clock_hz) *
+              max_flops_per_clock_per_sm(major, minor);
+  }
+  return d;
+}
 
 void read_xyz(od::value v, int32_t out[3]) {
   od::array a;
@@ -146,6 +198,15 @@ bool read_object_fields(od::object o, Fields& f) {
           num(f.duration);
         else if (key == "device")
           num(f.device);
+        else if (key == "devices") {
+          od::array a;
+          if (v.get_array().get(a) == simdjson::SUCCESS) {
+            for (auto e : a) {
+              od::object o;
+              if (e.get_object().get(o) == simdjson::SUCCESS) f.devices.push_back(read_device(o));
+            }
+          }
+        }
         break;
       case 'f':
         if (key == "fwd_op_id")
@@ -265,6 +326,7 @@ void read_header(const Fields& f, ReadResult& out) {
   }
   out.cpu_only = f.records == "op";
   out.source = std::string(f.source);
+  out.devices = f.devices;
 }
 
 // Counts line `out.lines` as unreadable; warns about the first few.
@@ -537,6 +599,46 @@ void link_cpu_parents(const std::vector<CpuOp>& cpu_ops, std::vector<ProfRecord>
   }
 }
 
+// Flags counted GPU records whose bytes or FLOPs per second exceed their device's peak by
+// kAbovePeakFactor (a kernel's share of its op's cost is by duration, so its rate is its op
+// instance's), takes them out of the totals, and warns once.
+void flag_above_peak(ReadResult& result) {
+  const ProfRecord* first = nullptr;
+  const DevicePeak* first_device = nullptr;
+  for (ProfRecord& r : result.records) {
+    if (!r.counted || r.duration <= 0) continue;
+    const DevicePeak* device = nullptr;
+    for (const DevicePeak& d : result.devices) {
+      if (d.id == r.device) device = &d;
+    }
+    if (!device) continue;
+    double seconds = static_cast<double>(r.duration) * 1e-9;
+    bool bytes_impossible = device->memory_bandwidth > 0 &&
+                            r.bytes / seconds > kAbovePeakFactor * device->memory_bandwidth;
+    bool flops_impossible =
+        device->flops > 0 && r.flops / seconds > kAbovePeakFactor * device->flops;
+    if (!bytes_impossible && !flops_impossible) continue;
+    r.above_peak = true;
+    r.counted = false;
+    if (result.above_peak++ == 0) {
+      first = &r;
+      first_device = device;
+    }
+  }
+  if (!first) return;
+  double seconds = static_cast<double>(first->duration) * 1e-9;
+  result.warnings.push_back(fmt::format(
+      "{} records ran faster than their device can (over {:.0f}x its peak memory bandwidth or "
+      "compute; first: {}, {:.0f} bytes and {:.0f} FLOPs in {} ns = {:.1f} GB/s, {:.3f} TFLOP/s "
+      "on {} (peak {:.1f} GB/s, {:.1f} TFLOP/s)): a timing artefact, flagged `above-peak` (column "
+      "flag) and left out of the totals",
+      result.above_peak, kAbovePeakFactor, result.strings.get(first->name), first->bytes,
+      first->flops, first->duration, first->bytes / seconds / 1e9, first->flops / seconds / 1e12,
+      first_device->name.empty() ? "device " + std::to_string(first_device->id)
+                                 : first_device->name,
+      first_device->memory_bandwidth / 1e9, first_device->flops / 1e12));
+}
+
 }  // namespace
 
 bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::string& error) {
@@ -622,6 +724,7 @@ void assign_costs(ReadResult& result) {
       r.flops *= share;
       r.bytes *= share;
     }
+    flag_above_peak(result);
     return;
   }
   // CPU records: each op instance is a record; a call tree is counted at its outermost

@@ -28,6 +28,9 @@ struct ProfRecord {
   bool counted = false;  // this record carries its op's cost (see assign_costs)
   bool tc_eligible = false;
   bool estimated = false;  // bprop cost estimated from the forward op (no backward args)
+  // Its bytes or FLOPs per second exceed its device's peak by kAbovePeakFactor: a timing
+  // artefact (CUPTI), kept out of the totals (counted = false) and shown in the `flag` column.
+  bool above_peak = false;
   int32_t device = -1;
   int64_t stream = -1;
   int32_t grid[3] = {0, 0, 0};
@@ -63,6 +66,20 @@ struct ProfRecord {
   uint32_t family = 0;
 };
 
+// A GPU of the header's `devices` (docs/formats.md §3) and the peak rates prof checks records
+// against; 0 where the header does not tell.
+struct DevicePeak {
+  int64_t id = -1;  // CUDA ordinal, as records' `device`
+  std::string name;
+  double memory_bandwidth = 0;  // bytes/s
+  double flops = 0;  // FLOP/s: the densest Tensor Core mode of its architecture (upper bound)
+};
+
+// A record whose rate exceeds its device's peak by more than this factor is physically
+// impossible, not merely fast: caches can serve an op's "ideal DRAM" bytes at up to ~4x DRAM
+// bandwidth (A100/H100 L2), and a FLOP model may count up to 2x what a kernel does (causal masks).
+inline constexpr double kAbovePeakFactor = 10;
+
 struct ReadResult {
   std::vector<ProfRecord> records;
   Strings strings;
@@ -73,6 +90,8 @@ struct ReadResult {
   // "na", out of every total, warned once per kind with the count and the first example.
   int64_t overflowed_costs = 0;
   int64_t negative_dimension_costs = 0;
+  std::vector<DevicePeak> devices;  // from the header; empty when it has none
+  int64_t above_peak = 0;           // records flagged above_peak (by assign_costs)
   std::vector<std::string> warnings;
   std::string source;
 };
@@ -86,7 +105,8 @@ struct ReadOptions {
 bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::string& error);
 
 // Turns per-record op costs into counted costs: GPU records share their op instance's cost by
-// duration; CPU records count a call tree once, at its outermost modelled op.
+// duration; CPU records count a call tree once, at its outermost modelled op. Then flags GPU
+// records above their device's peak (ProfRecord::above_peak) and warns once with their count.
 void assign_costs(ReadResult& result);
 
 }  // namespace pyprof::prof

@@ -256,7 +256,8 @@ ReportTable summary_report(const ReadResult& data) {
       kernel_time += time;
       if (r.tc == 1) tc_time += time;
     }
-    if (r.modeled) modeled_time += time;
+    // A record above its device's peak has a cost but no credible time: out of the rate.
+    if (r.modeled && !r.above_peak) modeled_time += time;
     if (r.counted) {
       flops += r.flops;
       bytes += r.bytes;
@@ -295,6 +296,9 @@ ReportTable summary_report(const ReadResult& data) {
   row("FLOPs (FMA=2)", num(flops));
   row("bytes (ideal DRAM)", num(bytes));
   row("achieved TFLOP/s (over modelled time)", rate(flops, modeled_time));
+  if (!data.devices.empty()) {
+    row("records above device peak (out of totals)", std::to_string(data.above_peak));
+  }
   ReportTable ops = op_report(data);
   for (size_t i = 0; i < ops.rows.size() && i < 10; ++i) {
     row(fmt::format("top op {}", i + 1),

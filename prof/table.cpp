@@ -43,6 +43,7 @@ const std::vector<Column>& all_columns() {
       {"family", "Family", 10, false},
       {"op_flops", "OpFLOPs(FMA=2)", 12, true},
       {"op_bytes", "OpBytes(ideal DRAM)", 12, true},
+      {"flag", "Flag", 10, false},
   };
   return kColumns;
 }
@@ -134,7 +135,8 @@ std::string cell(const Column& c, const ProfRecord& r, size_t index, const ReadR
     kShapes,
     kFamily,
     kOpFlops,
-    kOpBytes
+    kOpBytes,
+    kFlag
   };
   const Strings& s = data.strings;
   bool kernel = r.kind == Kind::kKernel;
@@ -202,6 +204,8 @@ std::string cell(const Column& c, const ProfRecord& r, size_t index, const ReadR
       return r.modeled ? number(r.op_flops) : "na";
     case kOpBytes:
       return r.modeled ? number(r.op_bytes) : "na";
+    case kFlag:
+      return r.above_peak ? "above-peak" : "-";
     default:
       return "?";
   }

@@ -211,3 +211,39 @@ def test_unattributed_row_of_the_op_report(tmp_path):
     assert ops == [{**ops[0], "Op": "(unattributed)", "Instances": "2", "Records": "2",
                     "Avg/instance(ns)": "200", "Min/instance(ns)": "100",
                     "Max/instance(ns)": "300", "Modeled": "no"}]
+
+
+def test_flop_rate_above_peak_compute_is_flagged():
+    """The H200 of the real nvFuser trace's header (132 SMs at 1.98 GHz, sm_90: at most 8192
+    FLOP/clock/SM, 2141 TFLOP/s): an fp16 GEMM of 2*4096^3 FLOPs in 100 us (1374 TFLOP/s) is
+    plausible and counted; the same in 100 ns is flagged and left out of the totals."""
+    header = {**GPU_HEADER, "devices": [{"id": 0, "name": "NVIDIA H200", "sm_count": 132,
+                                         "clock_hz": 1980000000,
+                                         "memory_bandwidth": 4916736000000,
+                                         "total_memory": 150137864192,
+                                         "compute_capability": [9, 0]}]}
+    gemm = ("aten::mm", {"self": t([4096, 4096], "float16"), "mat2": t([4096, 4096], "float16")})
+    flops = 2 * 4096 ** 3
+    text = dict_text([kernel(1, *gemm, duration=100_000), kernel(2, *gemm, duration=100)], header)
+    res = prof("--csv", "-c", "op,flops,tflops,flag", "-", stdin=text)
+    rows = list(csv.DictReader(io.StringIO(res.stdout)))
+    assert [r["Flag"] for r in rows] == ["-", "above-peak"]
+    assert rows[1]["TFLOP/s"] == "1374389.535"
+    summary = summary_of(text)
+    assert summary["FLOPs (FMA=2)"] == str(flops)
+    assert summary["records above device peak (out of totals)"] == "1"
+
+
+def test_flop_rate_alone_is_checked():
+    """A GEMM with few bytes per FLOP: [8192, 8192] x [8192, 8192] fp16 (1.1e12 FLOPs, 402 MB)
+    in 20 us: 20,133 GB/s is 4.1x the H200's bandwidth (under the 10x margin), but 54,976
+    TFLOP/s is 25.7x its 2141 TFLOP/s: flagged by its FLOP rate alone."""
+    header = {**GPU_HEADER, "devices": [{"id": 0, "name": "NVIDIA H200", "sm_count": 132,
+                                         "clock_hz": 1980000000,
+                                         "memory_bandwidth": 4916736000000,
+                                         "compute_capability": [9, 0]}]}
+    gemm = ("aten::mm", {"self": t([8192, 8192], "float16"), "mat2": t([8192, 8192], "float16")})
+    text = dict_text([kernel(1, *gemm, duration=20_000)], header)
+    rows = list(csv.DictReader(io.StringIO(prof("--csv", "-c", "gbps,tflops,flag", "-",
+                                                stdin=text).stdout)))
+    assert rows == [{"GB/s": "20132.7", "TFLOP/s": "54975.581", "Flag": "above-peak"}]
