@@ -944,6 +944,14 @@ TEST(PoolingModel, Table) {
           {"aten::adaptive_avg_pool1d",
            R"({"self":{"shape":[2,4,10],"dtype":"float32"},"output_size":[5]})", 8 * 10 + 40,
            320 + 160},
+          // 10 -> 4: windows [0,3) [2,5) [5,8) [7,10): 12 adds + 4 divisions; 40 + 16
+          {"aten::adaptive_avg_pool1d",
+           R"({"self":{"shape":[1,1,10],"dtype":"float32"},"output_size":[4]})", 16, 56},
+          // 3 -> 1e12 (windows of one or two elements): 3 + 1e12 - gcd = 1e12 + 2 compares, costed
+          // in closed form (a loop per output element would not finish); 12 + 4e12 + 8e12
+          {"aten::adaptive_max_pool1d",
+           R"({"self":{"shape":[1,1,3],"dtype":"float32"},"output_size":[1000000000000]})",
+           1000000000002.0, 12000000000012.0},
           // adaptive max: 10368 compares; 25088 + 4608 + int64 indices 9216
           {"aten::adaptive_max_pool2d",
            R"({"self":{"shape":[8,16,7,7],"dtype":"float32"},"output_size":[3,3]})", 10368, 38912},
