@@ -107,18 +107,21 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return fail(std::string(e.what()) + "\nRun with --help for usage.", 2);
   }
-  if (list_ops) {
-    const pyprof::models::Registry& registry = pyprof::models::registry();
-    for (const std::string& op : registry.ops()) {
-      std::string family;
-      registry.find(op, &family);
-      fmt::print("{} {}\n", op, family);
+  if (list_ops || !explain_tc.empty()) {
+    std::vector<pyprof::OutputFile> outputs(1);
+    std::string unused;
+    outputs[0].open("-", unused);  // standard output cannot fail to open
+    if (list_ops) {
+      const pyprof::models::Registry& registry = pyprof::models::registry();
+      for (const std::string& op : registry.ops()) {
+        std::string family;
+        registry.find(op, &family);
+        outputs[0].write(fmt::format("{} {}\n", op, family));
+      }
+    } else {
+      outputs[0].write(TensorCoreRules::builtin().explain(explain_tc, explain_tc) + "\n");
     }
-    return 0;
-  }
-  if (!explain_tc.empty()) {
-    fmt::print("{}\n", TensorCoreRules::builtin().explain(explain_tc, explain_tc));
-    return 0;
+    return finish_outputs(outputs);
   }
   if ((csv ? 1 : 0) + (json ? 1 : 0) + (width > 0 ? 1 : 0) > 1) {
     return fail("--csv, --json and -w are mutually exclusive", 2);

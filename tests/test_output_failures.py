@@ -154,7 +154,8 @@ def test_prof_unwritable_output(dicts, tmp_path):
 
 @pytest.mark.parametrize("ignore_sigpipe", [True, False])
 @pytest.mark.parametrize("args", [("-c", "all"), ("--json", "-c", "all"), ("--report", "op"),
-                                  ("--report", "summary,op", "--formats", "csv")])
+                                  ("--report", "summary,op", "--formats", "csv"),
+                                  ("--list-ops",), ("--explain-tc", "volta_h884gemm_64x64")])
 def test_prof_closed_pipe_exits_quietly(dicts, args, ignore_sigpipe):
     rc, err = run_to_closed_pipe([PROF, *args, dicts["lenet"]], ignore_sigpipe)
     assert (rc, err) == (SIGPIPE_STATUS, "")
