@@ -1,7 +1,7 @@
 // pyprof-parse: `pyprof parse DB [-o FILE]` / `python -m pyprof.parse DB > net.dict`.
-// Exit codes: 0 ok, 1 bad input or unwritable output, 2 usage.
+// Exit codes: 0 ok, 1 bad input or unwritable output, 2 usage, 141 standard output closed by
+// its reader (`... | head`; nothing printed).
 #include <fmt/core.h>
-#include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 
+#include "common/output_file.h"
 #include "parse/correlate.h"
 #include "parse/nsys_reader.h"
 #include "parse/nvprof_reader.h"
@@ -139,33 +140,21 @@ int run(const std::string& path, const std::string& output, bool quiet) {
   Correlation& corr = *new Correlation(correlate(trace));
   timer.lap("correlate");
 
-  std::FILE* out = stdout;
-  // A partial output is removed on failure, but only a regular file this run created (never
-  // a device such as /dev/full, nor a file that was there before).
-  bool remove_on_failure = false;
-  if (!output.empty() && output != "-") {
-    struct stat before {};
-    remove_on_failure = ::stat(output.c_str(), &before) != 0;
-    out = std::fopen(output.c_str(), "wb");
-    if (!out) {
-      fmt::print(stderr, "pyprof parse: error: cannot write {}: {}\n", output,
-                 std::strerror(errno));
-      return 1;
-    }
+  // Written under a temporary name and renamed when complete (common/output_file.h): a
+  // failed run leaves no cut-short net.dict that looks whole, and an older one intact.
+  pyprof::OutputFile out;
+  if (!out.open(output, error)) {
+    fmt::print(stderr, "pyprof parse: error: {}\n", error);
+    return 1;
   }
   static char out_buffer[1 << 16];
-  std::setvbuf(out, out_buffer, _IOFBF, sizeof out_buffer);
-  RecordWriter writer(out, trace, corr, *reader);
-  bool ok = writer.write(path);
-  int write_errno = errno;
-  if (out != stdout && std::fclose(out) != 0) ok = false;
-  if (!ok) {
-    fmt::print(stderr, "pyprof parse: error: writing {} failed: {}\n",
-               output.empty() ? "standard output" : output, std::strerror(write_errno));
-    struct stat after {};
-    if (remove_on_failure && ::stat(output.c_str(), &after) == 0 && S_ISREG(after.st_mode)) {
-      std::remove(output.c_str());
-    }
+  std::setvbuf(out.stream(), out_buffer, _IOFBF, sizeof out_buffer);
+  RecordWriter writer(out.stream(), trace, corr, *reader);
+  if (!writer.write(path)) out.fail(errno);
+  if (!out.finish(error)) {
+    // The reader closed the pipe (`pyprof parse DB | head`): end quietly, like other tools.
+    if (out.broken_pipe()) return pyprof::kBrokenPipeExitStatus;
+    fmt::print(stderr, "pyprof parse: error: {}\n", error);
     return 1;
   }
   timer.lap("write");
@@ -177,6 +166,7 @@ int run(const std::string& path, const std::string& output, bool quiet) {
 }  // namespace pyprof::parse
 
 int main(int argc, char** argv) {
+  pyprof::ignore_sigpipe();
   CLI::App app{
       "Attribute every GPU kernel (or, for a CPU-only profile, every op) of an Nsight Systems, "
       "nvprof or pyprof database to its op, module, user ranges and direction.\n"

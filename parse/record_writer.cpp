@@ -480,16 +480,20 @@ void RecordWriter::write_user_ranges(JsonWriter& w, const Attribution& a) {
 bool RecordWriter::write(const std::string& source) {
   buffer_.reserve(kFlushBytes + (kFlushBytes >> 2));
   write_header(source);
-  for (size_t k = 0; k < corr_.order.size(); ++k) {
+  bool ok = true;
+  for (size_t k = 0; ok && k < corr_.order.size(); ++k) {
     if (corr_.cpu_only) {
       write_op_instance(corr_.order[k], corr_.attributions[k]);
     } else {
       write_activity(corr_.order[k], corr_.attributions[k]);
     }
-    if (buffer_.size() >= kFlushBytes && !flush()) return false;
+    if (buffer_.size() >= kFlushBytes) ok = flush();
   }
-  if (!flush() || !output_.finish()) return false;
-  return std::fflush(out_) == 0;
+  ok = ok && flush();
+  // Waited for after a failure too: the caller closes the stream once this returns, so no
+  // write may still be in flight (errno: the failed write's).
+  ok = output_.finish() && ok;
+  return ok && std::fflush(out_) == 0;
 }
 
 }  // namespace pyprof::parse

@@ -1,7 +1,8 @@
 // pyprof-prof: `pyprof prof [options] [net.dict]` / `python -m pyprof.prof ...`.
 // Reads parse's JSON Lines (a file or standard input), computes FLOPs, bytes and Tensor Core
 // use, and prints the per-kernel table (PyProf's columns and ours) or DLProf-style reports.
-// Exit codes: 0 ok, 1 bad input or unwritable output, 2 usage.
+// Exit codes: 0 ok, 1 bad input or unwritable output, 2 usage, 141 standard output closed by
+// its reader (`... | head`; nothing printed).
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
@@ -9,7 +10,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
+#include "common/output_file.h"
 #include "models/op_model.h"
 #include "prof/records.h"
 #include "prof/reports.h"
@@ -37,11 +40,31 @@ int fail(const std::string& message, int code) {
   return code;
 }
 
+// Closes every output and moves them into place only when all of them were written whole:
+// a failure leaves none of them (older files of those names stay as they were). Returns the
+// exit status; a reader that closed the pipe ends prof without a word, like other tools.
+int finish_outputs(std::vector<pyprof::OutputFile>& outputs) {
+  std::string error;
+  bool ok = true, broken_pipe = false;
+  for (pyprof::OutputFile& output : outputs) {
+    if (!output.close(error)) {
+      ok = false;
+      broken_pipe = output.broken_pipe();
+      break;
+    }
+  }
+  for (size_t i = 0; ok && i < outputs.size(); ++i) ok = outputs[i].commit(error);
+  if (ok) return 0;
+  for (pyprof::OutputFile& output : outputs) output.discard();
+  return broken_pipe ? pyprof::kBrokenPipeExitStatus : fail(error, 1);
+}
+
 }  // namespace
 }  // namespace pyprof::prof
 
 int main(int argc, char** argv) {
   using namespace pyprof::prof;
+  pyprof::ignore_sigpipe();
   CLI::App app{
       "FLOPs, bytes, arithmetic intensity and Tensor Core use per kernel (or per op on a "
       "CPU-only profile) from `pyprof parse` output, as PyProf's columns or DLProf-style "
@@ -84,18 +107,21 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return fail(std::string(e.what()) + "\nRun with --help for usage.", 2);
   }
-  if (list_ops) {
-    const pyprof::models::Registry& registry = pyprof::models::registry();
-    for (const std::string& op : registry.ops()) {
-      std::string family;
-      registry.find(op, &family);
-      fmt::print("{} {}\n", op, family);
+  if (list_ops || !explain_tc.empty()) {
+    std::vector<pyprof::OutputFile> outputs(1);
+    std::string unused;
+    outputs[0].open("-", unused);  // standard output cannot fail to open
+    if (list_ops) {
+      const pyprof::models::Registry& registry = pyprof::models::registry();
+      for (const std::string& op : registry.ops()) {
+        std::string family;
+        registry.find(op, &family);
+        outputs[0].write(fmt::format("{} {}\n", op, family));
+      }
+    } else {
+      outputs[0].write(TensorCoreRules::builtin().explain(explain_tc, explain_tc) + "\n");
     }
-    return 0;
-  }
-  if (!explain_tc.empty()) {
-    fmt::print("{}\n", TensorCoreRules::builtin().explain(explain_tc, explain_tc));
-    return 0;
+    return finish_outputs(outputs);
   }
   if ((csv ? 1 : 0) + (json ? 1 : 0) + (width > 0 ? 1 : 0) > 1) {
     return fail("--csv, --json and -w are mutually exclusive", 2);
@@ -151,18 +177,14 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "pyprof prof: warning: {} unreadable lines skipped\n", data.skipped_lines);
   }
 
-  auto open_out = [&](const std::string& path) -> std::FILE* {
-    if (path.empty() || path == "-") return stdout;
-    return std::fopen(path.c_str(), "wb");
-  };
-  auto close_out = [&](std::FILE* f, const std::string& path) {
-    bool good = std::fflush(f) == 0 && !std::ferror(f);
-    if (f != stdout) good = std::fclose(f) == 0 && good;
-    if (!good)
-      fail("writing " + (path.empty() ? std::string("standard output") : path) +
-               " failed: " + std::strerror(errno),
-           1);
-    return good;
+  // The outputs, each written under a temporary name (common/output_file.h). exit() below
+  // skips destroying `data` (a million records); finish_outputs() has closed every output.
+  std::vector<pyprof::OutputFile> outputs;
+  auto open_out = [&](const std::string& path) -> pyprof::OutputFile* {
+    outputs.emplace_back();
+    if (outputs.back().open(path, error)) return &outputs.back();
+    outputs.pop_back();
+    return nullptr;
   };
 
   if (!report_list.empty()) {
@@ -170,34 +192,36 @@ int main(int argc, char** argv) {
     for (const std::string& r : report_list) {
       if (!build_report(r, data, depth, tables, error)) return fail(error, 2);
     }
+    // Every file is opened first: a later file that cannot be created leaves none written.
+    outputs.reserve(report_formats.size() * tables.size());
     if (report_formats.size() == 1) {
-      std::FILE* out = open_out(output);
-      if (!out) return fail("cannot write " + output + ": " + std::strerror(errno), 1);
-      write_report(out, tables, report_formats[0]);
-      // exit() skips destroying `data` (a million records): nothing is left to flush by hand.
-      std::exit(close_out(out, output) ? 0 : 1);
+      if (!open_out(output)) return fail(error, 1);
+      write_report(outputs[0], tables, report_formats[0]);
+      std::exit(finish_outputs(outputs));
     }
     for (size_t i = 0; i < report_formats.size(); ++i) {
       for (size_t k = 0; k < tables.size(); ++k) {
-        std::string path = fmt::format("{}.{}.{}", output, report_list[k], format_list[i]);
-        std::FILE* out = open_out(path);
-        if (!out) return fail("cannot write " + path + ": " + std::strerror(errno), 1);
-        write_report(out, {tables[k]}, report_formats[i]);
-        if (!close_out(out, path)) return 1;
+        if (!open_out(fmt::format("{}.{}.{}", output, report_list[k], format_list[i]))) {
+          return fail(error, 1);
+        }
       }
     }
-    std::exit(0);
+    for (size_t file = 0; file < outputs.size(); ++file) {
+      write_report(outputs[file], {tables[file % tables.size()]},
+                   report_formats[file / tables.size()]);
+      if (outputs[file].failed()) break;  // finish_outputs() removes them all
+    }
+    std::exit(finish_outputs(outputs));
   }
   TableFormat format = csv         ? TableFormat::kCsv
                        : json      ? TableFormat::kJson
                        : width > 0 ? TableFormat::kWidth
                                    : TableFormat::kColumns;
-  std::FILE* out = open_out(output);
-  if (!out) return fail("cannot write " + output + ": " + std::strerror(errno), 1);
-  if (!write_table(out, data, cols, format, width, error)) {
-    if (out != stdout) std::fclose(out);
+  pyprof::OutputFile* out = open_out(output);
+  if (!out) return fail(error, 1);
+  if (!write_table(*out, data, cols, format, width, error)) {
+    out->discard();
     return fail(error, 2);
   }
-  // exit() skips destroying `data` (a million records): nothing is left to flush by hand.
-  std::exit(close_out(out, output) ? 0 : 1);
+  std::exit(finish_outputs(outputs));
 }

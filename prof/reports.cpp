@@ -355,11 +355,13 @@ bool build_report(const std::string& name, const ReadResult& data, int depth,
   return true;
 }
 
-void write_report(std::FILE* out, const std::vector<ReportTable>& tables, ReportFormat format) {
+void write_report(OutputFile& out, const std::vector<ReportTable>& tables, ReportFormat format) {
+  std::string line;
   for (const ReportTable& t : tables) {
+    if (out.failed()) return;
     if (format == ReportFormat::kJson) {
       for (const auto& row : t.rows) {
-        std::string line = "{\"report\":";
+        line = "{\"report\":";
         line += json_string(t.title);
         for (size_t i = 0; i < row.size(); ++i) {
           line += ',';
@@ -369,18 +371,18 @@ void write_report(std::FILE* out, const std::vector<ReportTable>& tables, Report
           line += numeric ? row[i] : (row[i] == "na" ? "null" : json_string(row[i]));
         }
         line += "}\n";
-        std::fputs(line.c_str(), out);
+        if (!out.write(line)) return;
       }
       continue;
     }
     if (format == ReportFormat::kCsv) {
-      std::string line;
+      line.clear();
       for (size_t i = 0; i < t.headers.size(); ++i) {
         if (i) line += ',';
         line += csv_field(t.headers[i]);
       }
       line += '\n';
-      std::fputs(line.c_str(), out);
+      out.write(line);
       for (const auto& row : t.rows) {
         line.clear();
         for (size_t i = 0; i < row.size(); ++i) {
@@ -388,33 +390,34 @@ void write_report(std::FILE* out, const std::vector<ReportTable>& tables, Report
           line += csv_field(row[i]);
         }
         line += '\n';
-        std::fputs(line.c_str(), out);
+        if (!out.write(line)) return;
       }
       continue;
     }
+    // Text: columns as wide as their widest cell, cells over kMaxTextCellWidth elided.
+    std::vector<std::vector<std::string>> cells;
+    cells.reserve(t.rows.size() + 1);
+    cells.push_back(t.headers);
+    for (const auto& row : t.rows) {
+      cells.emplace_back();
+      for (const std::string& value : row) cells.back().push_back(elide_cell(value));
+    }
     std::vector<size_t> w(t.headers.size());
-    for (size_t i = 0; i < w.size(); ++i) w[i] = t.headers[i].size();
-    for (const auto& row : t.rows) {
-      for (size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], row[i].size());
+    for (const auto& row : cells) {
+      for (size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], text_width(row[i]));
     }
-    fmt::print(out, "{}\n", t.title);
-    std::string line;
-    for (size_t i = 0; i < w.size(); ++i) {
-      line += t.numeric[i] ? fmt::format("{:>{}}", t.headers[i], w[i])
-                           : fmt::format("{:<{}}", t.headers[i], w[i]);
-      line += i + 1 < w.size() ? "  " : "";
-    }
-    fmt::print(out, "{}\n", line);
-    for (const auto& row : t.rows) {
+    out.write(t.title + "\n");
+    for (const auto& row : cells) {
       line.clear();
       for (size_t i = 0; i < row.size(); ++i) {
-        line += t.numeric[i] ? fmt::format("{:>{}}", row[i], w[i])
-                             : fmt::format("{:<{}}", row[i], w[i]);
+        std::string padding(w[i] - text_width(row[i]), ' ');
+        line += t.numeric[i] ? padding + row[i] : row[i] + padding;
         line += i + 1 < row.size() ? "  " : "";
       }
-      fmt::print(out, "{}\n", line);
+      line += '\n';
+      if (!out.write(line)) return;
     }
-    fmt::print(out, "\n");
+    out.write("\n");
   }
 }
 

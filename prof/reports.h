@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/output_file.h"
 #include "prof/records.h"
 
 namespace pyprof::prof {
@@ -26,6 +27,8 @@ const std::vector<std::string>& report_names();
 // (0 = full paths).
 bool build_report(const std::string& name, const ReadResult& data, int depth,
                   std::vector<ReportTable>& out, std::string& error);
-void write_report(std::FILE* out, const std::vector<ReportTable>& tables, ReportFormat format);
+// Writes `tables`; text cells wider than kMaxTextCellWidth are elided (prof/table.h). A failed
+// write stops it early; out.close() says why.
+void write_report(OutputFile& out, const std::vector<ReportTable>& tables, ReportFormat format);
 
 }  // namespace pyprof::prof

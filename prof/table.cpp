@@ -232,7 +232,25 @@ std::string json_string(const std::string& s) {
   return out;
 }
 
-bool write_table(std::FILE* out, const ReadResult& data, const std::vector<const Column*>& cols,
+size_t text_width(std::string_view s) {
+  size_t width = 0;
+  for (char c : s) width += (static_cast<unsigned char>(c) & 0xC0) != 0x80;  // not 10xxxxxx
+  return width;
+}
+
+std::string elide_cell(const std::string& s) {
+  if (s.size() <= kMaxTextCellWidth || text_width(s) <= kMaxTextCellWidth) return s;
+  // Keep kMaxTextCellWidth - 1 characters, cutting before a lead byte so that no character
+  // is split, then the marker.
+  size_t kept = 0, end = 0;
+  for (; end < s.size(); ++end) {
+    bool starts_character = (static_cast<unsigned char>(s[end]) & 0xC0) != 0x80;
+    if (starts_character && kept++ == kMaxTextCellWidth - 1) break;
+  }
+  return s.substr(0, end) + "\xE2\x80\xA6";  // U+2026 HORIZONTAL ELLIPSIS in UTF-8
+}
+
+bool write_table(OutputFile& out, const ReadResult& data, const std::vector<const Column*>& cols,
                  TableFormat format, int width, std::string& error) {
   std::vector<int> widths;
   if (format == TableFormat::kWidth) {
@@ -279,7 +297,7 @@ bool write_table(std::FILE* out, const ReadResult& data, const std::vector<const
       }
     }
     line += '\n';
-    std::fputs(line.c_str(), out);
+    out.write(line);
   };
   if (format == TableFormat::kJson) {
     std::vector<std::string> cells(cols.size());
@@ -295,19 +313,19 @@ bool write_table(std::FILE* out, const ReadResult& data, const std::vector<const
         line += numeric ? v : (v == "na" || v == "-") ? "null" : json_string(v);
       }
       line += "}\n";
-      std::fputs(line.c_str(), out);
+      if (!out.write(line)) break;
     }
-    return !std::ferror(out);
+    return true;
   }
   std::vector<std::string> cells;
   for (const Column* c : cols) cells.push_back(c->header);
   emit_row(cells, true);
-  for (size_t k = 0; k < data.records.size(); ++k) {
+  for (size_t k = 0; k < data.records.size() && !out.failed(); ++k) {
     cells.clear();
     for (const Column* c : cols) cells.push_back(cell(*c, data.records[k], k, data));
     emit_row(cells, false);
   }
-  return !std::ferror(out);
+  return true;
 }
 
 }  // namespace pyprof::prof

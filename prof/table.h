@@ -4,8 +4,10 @@
 
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "common/output_file.h"
 #include "prof/records.h"
 
 namespace pyprof::prof {
@@ -30,13 +32,22 @@ enum class TableFormat { kColumns, kWidth, kCsv, kJson };
 std::string cell(const Column& c, const ProfRecord& r, size_t index, const ReadResult& data);
 
 // Writes the table. For kWidth, `width` is the line width; returns false with `error` when it
-// is smaller than the selected columns need.
-bool write_table(std::FILE* out, const ReadResult& data, const std::vector<const Column*>& cols,
+// is smaller than the selected columns need. A failed write stops it early; out.close() says
+// why.
+bool write_table(OutputFile& out, const ReadResult& data, const std::vector<const Column*>& cols,
                  TableFormat format, int width, std::string& error);
 
 // CSV field: quoted, embedded quotes doubled (RFC 4180).
 std::string csv_field(const std::string& s);
 // JSON string literal.
 std::string json_string(const std::string& s);
+
+// The widest cell of a text report, in characters (room for a 3-d convolution's params):
+// one 16 MiB name padded every row of its column to 16 MiB. CSV and JSON keep whole values.
+inline constexpr size_t kMaxTextCellWidth = 120;
+// Characters (UTF-8 code points) in `s`.
+size_t text_width(std::string_view s);
+// `s` cut to kMaxTextCellWidth characters, the last one "…", when it is wider.
+std::string elide_cell(const std::string& s);
 
 }  // namespace pyprof::prof

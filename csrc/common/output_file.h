@@ -1,0 +1,74 @@
+// An output that is either complete or absent: what parse and prof write their results to.
+//
+// A regular file (or a name not there yet) is written to a temporary file beside it, which is
+// renamed over the name only after every byte was written and the file closed without error;
+// on any failure the temporary is removed, so a full disk never leaves a cut-short file that
+// looks complete, and an older file of that name stays as it was. Standard output, devices
+// and FIFOs cannot be swapped for another file: they are written in place.
+//
+// Every write is checked; the first failure is kept with its errno, later writes are skipped
+// (a tool writing a million rows to a full disk stops at the first error), and close() reports
+// it in the user's terms: "writing net.dict failed: No space left on device".
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+namespace pyprof {
+
+// The exit status of a tool whose standard output was closed by its reader (`... | head`):
+// 128 + SIGPIPE, what a shell shows for a tool the signal ended, and no message.
+inline constexpr int kBrokenPipeExitStatus = 141;
+
+// Makes a closed pipe a write error (EPIPE) that the tools handle, rather than a signal that
+// kills them: the same behaviour whether or not the parent (Python ignores SIGPIPE and exec
+// hands that on) left the signal ignored.
+void ignore_sigpipe();
+
+class OutputFile {
+ public:
+  OutputFile() = default;
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+  OutputFile(OutputFile&& other) noexcept;
+  OutputFile& operator=(OutputFile&&) = delete;
+  // Removes a temporary that was never committed.
+  ~OutputFile();
+
+  // `path` empty or "-": standard output. False with `error` ("cannot write PATH: reason")
+  // when the file (or its temporary) cannot be created.
+  bool open(const std::string& path, std::string& error);
+
+  std::FILE* stream() const { return stream_; }
+  // The name messages use: the path as given, or "standard output".
+  const std::string& name() const { return name_; }
+
+  // Writes `text` unless an earlier write failed; false once any write has failed.
+  bool write(std::string_view text);
+  // Records the failure (an errno value) of a write made directly on stream().
+  void fail(int error_number);
+  bool failed() const { return error_number_ != 0; }
+  // The failure was a closed pipe (the reader went away), which the tools end quietly on.
+  bool broken_pipe() const;
+
+  // Flushes and closes (standard output is only flushed), checking both. False with `error`
+  // ("writing NAME failed: reason") after any failure, the temporary then removed.
+  bool close(std::string& error);
+  // Renames the closed temporary over the name (nothing to do when written in place). False
+  // with `error`, the temporary removed.
+  bool commit(std::string& error);
+  // close() and commit().
+  bool finish(std::string& error);
+  // Closes without checking and removes the temporary.
+  void discard();
+
+ private:
+  std::string name_;       // as the user gave it
+  std::string target_;     // what the temporary is renamed to (a symlink resolved)
+  std::string temporary_;  // empty when written in place
+  std::FILE* stream_ = nullptr;
+  int error_number_ = 0;
+};
+
+}  // namespace pyprof
