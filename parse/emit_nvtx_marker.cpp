@@ -18,6 +18,46 @@ bool is_identifier(std::string_view s) {
   return std::all_of(s.begin(), s.end(), is_ident_char);
 }
 
+// The operator namespaces of PyTorch and its domain libraries: those torch 2.13 registers with
+// its dispatcher (torch._C._dispatch_get_all_op_names(), test namespaces left out), TorchScript's
+// "prim", and namespaces of earlier releases and of torchvision/torchaudio. A bare name (no
+// ", seq = N" or other field) is an emit_nvtx op only in one of these: other libraries name
+// their own NVTX ranges the same way (nvFuser's "executor_utils::bindInputs",
+// "python_frontend::define_vector_fn"). A name with emit_nvtx's fields may be in any namespace,
+// as custom operators (torch.library) are.
+bool in_torch_namespace(std::string_view name) {
+  static constexpr std::string_view kTorchNamespaces[] = {"_c10d_functional",
+                                                          "_c10d_functional_autograd",
+                                                          "_caffe2",
+                                                          "_dtensor",
+                                                          "_quantized",
+                                                          "aten",
+                                                          "c10d",
+                                                          "inductor",
+                                                          "inductor_prims",
+                                                          "mkl",
+                                                          "mkldnn",
+                                                          "mkldnn_prepacked",
+                                                          "onednn",
+                                                          "prim",
+                                                          "prims",
+                                                          "profiler",
+                                                          "quantization",
+                                                          "quantized",
+                                                          "quantized_decomposed",
+                                                          "rngprims",
+                                                          "sparse",
+                                                          "static_runtime",
+                                                          "symm_mem",
+                                                          "torchaudio",
+                                                          "torchvision",
+                                                          "xnnpack"};
+  const size_t colon = name.find("::");
+  if (colon == std::string_view::npos) return false;
+  return std::find(std::begin(kTorchNamespaces), std::end(kTorchNamespaces),
+                   name.substr(0, colon)) != std::end(kTorchNamespaces);
+}
+
 size_t find_first_field(std::string_view text) {
   for (size_t pos = text.find(", "); pos != std::string_view::npos;
        pos = text.find(", ", pos + 1)) {
@@ -159,7 +199,7 @@ bool decode_emit_nvtx(std::string_view text, Marker& out) {
   if (fields_at == std::string_view::npos) {
     if (is_backward_node_name(text)) {
       out.kind = MarkerKind::kBackwardNode;
-    } else if (is_namespaced_op(text, /*max_namespaces=*/1)) {
+    } else if (is_namespaced_op(text, /*max_namespaces=*/1) && in_torch_namespace(text)) {
       out.kind = MarkerKind::kOp;
     } else {
       return false;

@@ -10,11 +10,15 @@
 
 namespace pyprof::parse {
 
-// One message decoded into a fresh Marker.
-inline Marker decode(std::string_view text, bool in_pyprof_domain = false) {
+// One message of `domain` decoded into a fresh Marker.
+inline Marker decode(std::string_view text, MarkerDomain domain) {
   Marker m;
-  decode_marker(text, in_pyprof_domain, m);
+  decode_marker(text, domain, m);
   return m;
+}
+// One message of the default domain, or of the "pyprof" domain.
+inline Marker decode(std::string_view text, bool in_pyprof_domain = false) {
+  return decode(text, in_pyprof_domain ? MarkerDomain::kPyprof : MarkerDomain::kDefault);
 }
 
 // Whether `json` is one valid JSON value. The DOM parser checks all of it; On-Demand, which

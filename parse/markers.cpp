@@ -377,10 +377,14 @@ bool decode_legacy(std::string_view text, Marker& out) {
   return true;
 }
 
-void decode(std::string_view text, bool in_pyprof_domain, Marker& out) {
+void decode(std::string_view text, MarkerDomain domain, Marker& out) {
   reset(out);
-  if (in_pyprof_domain) {
+  if (domain == MarkerDomain::kPyprof) {
     decode_pyprof(text, out);
+    return;
+  }
+  if (domain == MarkerDomain::kOther) {
+    demote_to_user(text, out);
     return;
   }
   const size_t start = text.find_first_not_of(" \t\n\r");
@@ -394,9 +398,9 @@ void decode(std::string_view text, bool in_pyprof_domain, Marker& out) {
 
 }  // namespace
 
-void decode_marker(std::string_view text, bool in_pyprof_domain, Marker& out) {
+void decode_marker(std::string_view text, MarkerDomain domain, Marker& out) {
   try {
-    decode(text, in_pyprof_domain, out);
+    decode(text, domain, out);
   } catch (...) {
     // Out of memory on a huge message, most likely: keep what can be kept, never throw.
     reset(out);

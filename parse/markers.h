@@ -4,18 +4,19 @@
 // parse meets four dialects of range messages, told apart by the range's NVTX domain and by
 // the text itself:
 //   kPyprof       our own markers (docs/formats.md §1): one JSON object, domain "pyprof".
-//   kEmitNvtx     PyTorch's emit_nvtx strings, every era:
+//   kEmitNvtx     PyTorch's emit_nvtx strings (default domain), every era:
 //                   "aten::addmm, seq = 10, op_id = 7, sizes = [[32, 128], []],
 //                    input_op_ids = [(0,-1), (14,0)]"      (1.13 and later)
 //                   "aten::conv2d, seq = 0"                 (1.1 - 1.12)
 //                   "addmm, seq=10" / "AddmmBackward, stashed seq=10"   (1.0)
 //                   "aten::relu"                            (an op with no seq)
 //                   ", sizes = [[2, 3]]"                    (legacy: name dropped when seq < 0)
-//   kLegacyPyprof apex/NVIDIA PyProf Python dict strings:
+//   kLegacyPyprof apex/NVIDIA PyProf Python dict strings (default domain):
 //                   "{'mod': 'torch.nn.functional', 'op': 'linear', 'args': [{...}, ...]}"
 //                   "{'traceMarker': ['train.py:57', ...]}"
 //                   "{'mod': 'LSTMCell', 'strRepr': '512, 1024'}"
-//   kUser         anything else: kept whole as a user range (PyProf's "layer:" ranges too).
+//   kUser         anything else: kept whole as a user range (PyProf's "layer:" ranges too), and
+//                 everything in a named domain other than "pyprof".
 //
 // Decoding never throws and never fails: a message that looks like a known dialect but is
 // malformed (unbalanced JSON, absurd numbers, NUL bytes, ...) is decoded as far as possible,
@@ -71,10 +72,15 @@ struct Marker {
   std::string error;
 };
 
-// Decodes one range message. `in_pyprof_domain`: the range is in the NVTX domain named
-// "pyprof" (only such ranges are read as pyprof JSON markers; JSON elsewhere is a user range).
-// `text` may contain any bytes, including NULs, and may be megabytes long.
-void decode_marker(std::string_view text, bool in_pyprof_domain, Marker& out);
+// The NVTX domain a range was written to, which says which dialects it can hold: pyprof JSON
+// only in the domain named "pyprof"; emit_nvtx and legacy PyProf strings only in the default
+// domain (PyTorch and apex push them with nvtxRangePushA); a range in any other named domain
+// (TensorRT's "onnx::Conv_239" in "TensorRT") is always a user range.
+enum class MarkerDomain : uint8_t { kDefault = 0, kPyprof, kOther };
+
+// Decodes one range message of `domain`. `text` may contain any bytes, including NULs, and may
+// be megabytes long.
+void decode_marker(std::string_view text, MarkerDomain domain, Marker& out);
 
 // The emit_nvtx name of a backward node: "AddmmBackward0", "AddmmBackward",
 // "CudnnConvolutionBackward", "torch::autograd::AccumulateGrad", "MulBackward1", and the

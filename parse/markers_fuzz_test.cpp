@@ -265,16 +265,17 @@ TEST(MarkersFuzz, DecodeMarkerNeverBreaks) {
   while (std::chrono::steady_clock::now() < deadline) {
     for (int batch = 0; batch < 64; ++batch, ++iterations) {
       const std::string text = mutator.next();
-      for (const bool in_pyprof_domain : {true, false}) {
-        decode_marker(text, in_pyprof_domain, reused);
+      for (const MarkerDomain domain :
+           {MarkerDomain::kPyprof, MarkerDomain::kDefault, MarkerDomain::kOther}) {
+        decode_marker(text, domain, reused);
         Marker fresh;
-        decode_marker(text, in_pyprof_domain, fresh);
+        decode_marker(text, domain, fresh);
         ++decoded[int(fresh.dialect)];
         const std::string problem = check(text, fresh, parser);
-        ASSERT_TRUE(problem.empty())
-            << problem << "\nseed " << seed << ", iteration " << iterations << ", pyprof domain "
-            << in_pyprof_domain << "\ninput: " << escaped(text)
-            << "\nargs: " << escaped(fresh.args);
+        ASSERT_TRUE(problem.empty()) << problem << "\nseed " << seed << ", iteration " << iterations
+                                     << ", domain " << static_cast<int>(domain)
+                                     << " (0 default, 1 pyprof, 2 other)\ninput: " << escaped(text)
+                                     << "\nargs: " << escaped(fresh.args);
         ASSERT_TRUE(same(reused, fresh))
             << "a reused Marker decodes differently\nseed " << seed << ", iteration " << iterations
             << "\ninput: " << escaped(text);

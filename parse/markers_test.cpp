@@ -471,18 +471,46 @@ TEST(UserRange, MegabyteText) {
   EXPECT_FALSE(json.error.empty());
 }
 
+TEST(Marker, OtherLibrariesRangesAreUserRanges) {
+  // Bare `namespace::name` in the default domain: an op only in one of PyTorch's namespaces.
+  for (const char* text : {"executor_utils::bindInputs", "python_frontend::define_vector_fn",
+                           "fusion_executor::allocations::inferShape", "onnx::Conv_239"}) {
+    const Marker m = decode(text, MarkerDomain::kDefault);
+    EXPECT_EQ(m.kind, MarkerKind::kUser) << text;
+    EXPECT_EQ(m.dialect, Dialect::kUser) << text;
+    EXPECT_EQ(m.name, text);
+  }
+  for (const char* text : {"aten::relu", "prim::DifferentiableGraph", "c10d::allreduce_",
+                           "_c10d_functional::all_reduce", "torchvision::nms"}) {
+    EXPECT_EQ(decode(text, MarkerDomain::kDefault).kind, MarkerKind::kOp) << text;
+  }
+  // With emit_nvtx's fields any namespace is an op (custom operators).
+  EXPECT_EQ(decode("mylib::fused, seq = 3, op_id = 4", MarkerDomain::kDefault).kind,
+            MarkerKind::kOp);
+  // A named domain other than "pyprof" holds no emit_nvtx or legacy PyProf strings at all.
+  for (const char* text : {"onnx::Conv_239", "aten::addmm, seq = 3, op_id = 7",
+                           "AddmmBackward0, seq = 3", "{'mod': 'torch', 'op': 'x', 'args': []}"}) {
+    const Marker m = decode(text, MarkerDomain::kOther);
+    EXPECT_EQ(m.kind, MarkerKind::kUser) << text;
+    EXPECT_EQ(m.dialect, Dialect::kUser) << text;
+    EXPECT_EQ(m.name, text);
+    EXPECT_EQ(m.error, "") << text;
+  }
+}
+
 TEST(Marker, ReusedMarkerIsResetEveryTime) {
   Marker m;
   decode_marker(
       R"({"v":1,"op":"AddmmBackward0","overload":"o","id":3,"seq":4,"tid":5,)"
       R"("fwd_tid":6,"scope":"backward","stack":"s.py:1","args":{"a":1},"args_dropped":1})",
-      true, m);
-  decode_marker("{'traceMarker': ['a.py:1']}", false, m);
+      MarkerDomain::kPyprof, m);
+  decode_marker("{'traceMarker': ['a.py:1']}", MarkerDomain::kDefault, m);
   EXPECT_EQ(m.trace.size(), 1u);
-  decode_marker("{'mod': 'torch', 'op': 'x', 'args': [1]", false, m);  // broken: error
+  decode_marker("{'mod': 'torch', 'op': 'x', 'args': [1]", MarkerDomain::kDefault,
+                m);  // broken: error
   EXPECT_FALSE(m.error.empty());
-  decode_marker("{'mod': 'M', 'strRepr': 'r'}", false, m);
-  decode_marker("aten::relu", false, m);
+  decode_marker("{'mod': 'M', 'strRepr': 'r'}", MarkerDomain::kDefault, m);
+  decode_marker("aten::relu", MarkerDomain::kDefault, m);
   const Marker fresh = decode("aten::relu");
   EXPECT_EQ(m.kind, fresh.kind);
   EXPECT_EQ(m.dialect, fresh.dialect);
@@ -527,7 +555,7 @@ std::map<std::string, int> decode_all(const fs::path& path, const std::string& s
   simdjson::dom::parser parser;
   while (stmt.step() == SQLITE_ROW) {
     const std::string_view text = stmt.text(0);
-    decode_marker(text, false, m);
+    decode_marker(text, MarkerDomain::kDefault, m);
     EXPECT_EQ(m.error, "") << text;
     if (!m.args.empty()) {
       simdjson::dom::element root;
@@ -572,10 +600,10 @@ TEST(RealCaptures, EveryMessageDecodes) {
                     {"op/legacy", 82},
                     {"trace/legacy", 59},
                     {"user/user", 45}}));
-  // nvFuser's own host ranges: only "executor_utils::<name>" passes for an op (5 of 652).
+  // nvFuser's own host ranges, "executor_utils::bindInputs" and the rest: none is an op.
   EXPECT_EQ(decode_all(dir / "real/nsys-2024.6.2_nvfuser-nvtx_report1.sqlite",
                        "SELECT text FROM NVTX_EVENTS WHERE text IS NOT NULL"),
-            (Counts{{"op/emit_nvtx", 5}, {"user/user", 647}}));
+            (Counts{{"user/user", 652}}));
   EXPECT_EQ(decode_all(dir / "pyprof-legacy/synthetic_mlp_opid.nsys.sqlite",
                        "SELECT text FROM NVTX_EVENTS WHERE text IS NOT NULL"),
             (Counts{{"op/emit_nvtx", 8},

@@ -79,8 +79,7 @@ const std::string& RecordWriter::args_of(int32_t index) {
     cached_args_[slot].assign(text.substr(r.args_offset, r.args_length));
     return cached_args_[slot];
   }
-  bool in_pyprof_domain = r.domain != 0 && trace_.pool.get(r.domain) == "pyprof";
-  decode_marker(text, in_pyprof_domain, marker_);
+  decode_marker(text, marker_domain(trace_, r), marker_);
   cached_args_[slot].swap(marker_.args);
   return cached_args_[slot];
 }

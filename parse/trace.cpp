@@ -33,9 +33,13 @@ uint32_t intern_bounded(Trace& trace, std::string_view s) {
 
 }  // namespace
 
+MarkerDomain marker_domain(const Trace& trace, const RangeRecord& r) {
+  if (r.domain == 0) return MarkerDomain::kDefault;
+  return trace.pool.get(r.domain) == "pyprof" ? MarkerDomain::kPyprof : MarkerDomain::kOther;
+}
+
 void add_range(Trace& trace, RangeRecord r, std::string_view text, TextRef ref, Marker& m) {
-  bool in_pyprof_domain = r.domain != 0 && trace.pool.get(r.domain) == "pyprof";
-  decode_marker(text, in_pyprof_domain, m);
+  decode_marker(text, marker_domain(trace, r), m);
   if (!m.error.empty()) {
     ++trace.stats.malformed_markers;
     std::string_view head = text.substr(0, 80);

@@ -159,6 +159,9 @@ class TraceReader {
   virtual std::string_view fetch_text(const Trace& trace, TextRef ref) = 0;
 };
 
+// Which dialects a range's domain can hold (the default domain, "pyprof", any other name).
+MarkerDomain marker_domain(const Trace& trace, const RangeRecord& r);
+
 // Adds one range to the trace: decodes `text` with `marker` (reused scratch), interns what the
 // record keeps, counts malformed markers. `ref` says how to fetch the text again; a reader may
 // pass TextRef::kPool with the interned id when the text is short or already pooled.

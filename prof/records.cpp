@@ -729,19 +729,37 @@ void assign_costs(ReadResult& result) {
   }
   // CPU records: each op instance is a record; a call tree is counted at its outermost
   // modelled op (aten::linear's aten::addmm is not counted again).
-  for (ProfRecord& r : records) {
+  //
+  // Except a dispatch wrapper: an op whose record holds a call of the same op on tensors of the
+  // same shapes that costs differently, because their dtypes differ. That is what
+  // torch.autocast records: aten::linear on the caller's fp32 weight holds the casts of its
+  // inputs and aten::linear again on the bf16 copies. The inner call is the one that ran, so the
+  // wrapper is not counted, and its casts and inner call are counted as what they are, each at
+  // its own outermost modelled op. (A same-op child on other shapes, a part of the work, leaves
+  // the outer op counted.)
+  std::vector<char> is_wrapper(records.size(), 0);
+  for (const ProfRecord& r : records) {
+    if (!r.modeled || r.parent < 0) continue;
+    const ProfRecord& parent = records[r.parent];
+    if (parent.modeled && parent.cost_op == r.cost_op && parent.shapes == r.shapes &&
+        (parent.dtype != r.dtype || parent.op_bytes != r.op_bytes)) {
+      is_wrapper[r.parent] = 1;
+    }
+  }
+  for (size_t i = 0; i < records.size(); ++i) {
+    ProfRecord& r = records[i];
     if (!r.modeled) continue;
     bool inside_modelled = false;
     // The guard stops a cycle of parent links, which only a malformed input can hold.
     for (int32_t p = r.parent, guard = 0; p >= 0 && guard < 1000; ++guard) {
       const ProfRecord& parent = records[p];
-      if (parent.modeled) {
+      if (parent.modeled && !is_wrapper[p]) {
         inside_modelled = true;
         break;
       }
       p = parent.parent;
     }
-    r.counted = !inside_modelled;
+    r.counted = !inside_modelled && !is_wrapper[i];
     if (!r.counted) {
       r.flops = 0;
       r.bytes = 0;

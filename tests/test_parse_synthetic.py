@@ -325,3 +325,39 @@ def test_cpu_only_profile_op_instances(tmp_path):
     assert linear["self_duration"] == linear["duration"] - addmm["duration"]
     assert linear["user_ranges"] == ["step 0"]
     assert "CPU-only profile" in summary
+
+
+def test_other_libraries_ranges_are_not_emit_nvtx_ops(tmp_path):
+    """Ranges shaped like `namespace::name` from libraries other than PyTorch are user ranges:
+    nvFuser's host ranges in the default domain (`python_frontend::define_vector_fn`,
+    `executor_utils::bindInputs`) and TensorRT's layer ranges in its own domain
+    (`onnx::Conv_239`, domain "TensorRT"; emit_nvtx writes only to the default domain, not even
+    an `aten::` name with fields counts there). A kernel launched inside one has no op; bare
+    names in PyTorch's namespaces (`aten::relu`, TorchScript's `prim::`) and custom ops with
+    emit_nvtx's fields stay ops."""
+    db = SynthDb()
+    t = db.thread(pid=100)
+    with t.range("python_frontend::define_vector_fn"):
+        t.launch(ELEMENTWISE)
+    with t.range("executor_utils::bindInputs"):
+        t.launch(ELEMENTWISE)
+    with t.range("onnx::Conv_239", domain="TensorRT"):
+        t.launch(GEMM)
+    with t.range("aten::addmm, seq = 3, op_id = 7, sizes = [[3], [5, 64], [64, 3], [], []]",
+                 domain="TensorRT"):
+        t.launch(GEMM)
+    with t.range("aten::relu"):
+        t.launch(ELEMENTWISE)
+    with t.range("prim::DifferentiableGraph"):
+        t.launch(ELEMENTWISE)
+    with t.range("mylib::fused_op, seq = 5, op_id = 9"):
+        t.launch(ELEMENTWISE)
+    _, recs, summary = parse(db, tmp_path)
+    assert [r["op"] for r in recs] == [None, None, None, None, "aten::relu",
+                                        "prim::DifferentiableGraph", "mylib::fused_op"]
+    assert [r.get("user_ranges") for r in recs[:4]] == [
+        ["python_frontend::define_vector_fn"], ["executor_utils::bindInputs"],
+        ["TensorRT:onnx::Conv_239"],
+        ["TensorRT:aten::addmm, seq = 3, op_id = 7, sizes = [[3], [5, 64], [64, 3], [], []]"]]
+    assert "emit_nvtx 3," in summary and "other (user) 4" in summary
+    assert "attributed to an op: 3 of 7" in summary

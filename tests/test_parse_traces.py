@@ -174,6 +174,8 @@ def test_nvfuser_ranges_are_user_ranges():
     in_ranges = [k for k in ks if k.get("user_ranges")]
     assert len(in_ranges) == 2
     assert sum(r["kind"] in ("memcpy", "memset") for r in records) == 2
+    # "executor_utils::bindInputs" and its kind are nvFuser's, not emit_nvtx ops.
+    assert "emit_nvtx 0, legacy PyProf 0, other (user) 652" in summary
 
 
 SHARED_COUNTS = {  # database -> kernels (from ../shared/traces READMEs)
