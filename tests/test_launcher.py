@@ -189,7 +189,7 @@ def test_second_run_with_the_same_name_refuses_while_the_first_runs(tmp_path, st
                          f"open({str(ran)!r}, 'w')"], stub_collector)
             assert r.returncode == OUTPUT_IN_USE, (extra, r.returncode, r.stderr)
             line = single_error(r.stderr)
-            assert str(tmp_path / "r.sqlite") in line and "another pyprof profile" in line, line
+            assert f"-o {tmp_path / 'r'} " in line and "another pyprof profile" in line, line
             assert f"(pid {first.pid})" in line, line
             assert not ran.exists(), "the second run started its program"
     finally:

@@ -334,9 +334,9 @@ int claim_output(const Run& run, OutputClaim& claim) {
       const std::string holder =
           claim.holder_pid() > 0 ? fmt::format(" (pid {})", claim.holder_pid()) : "";
       return fail(kOutputInUse,
-                  "another pyprof profile{} is writing {} now; wait for it to end or choose "
-                  "another -o NAME",
-                  holder, root_database_name(run.prefix, std::getenv(env::kRank)));
+                  "another pyprof profile{} is writing the databases of -o {} ({}*.sqlite) now; "
+                  "wait for it to end or choose another -o NAME",
+                  holder, run.prefix, run.prefix);
     }
     case OutputClaim::Outcome::kUnsupported:
       warn("cannot lock {} ({}): a second run with the same -o NAME would not be refused",
