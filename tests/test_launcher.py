@@ -169,6 +169,85 @@ def test_force_replaces(tmp_path, stub_collector):
     assert (tmp_path / "r.notes.sqlite").read_text() == "keep"
 
 
+# A program that says it started (creates argv[1]), then waits until argv[2] exists.
+WAIT_FOR_GO = ("import os, sys, time, pathlib\n"
+               "pathlib.Path(sys.argv[1]).touch()\n"
+               "while not os.path.exists(sys.argv[2]): time.sleep(0.02)\n")
+
+OUTPUT_IN_USE = 75  # the launcher's exit status when another run holds -o NAME
+
+
+def test_second_run_with_the_same_name_refuses_while_the_first_runs(tmp_path, stub_collector):
+    started, go = tmp_path / "started", tmp_path / "go"
+    first = start_profile(["-o", tmp_path / "r", "--", PY, "-c", WAIT_FOR_GO, started, go],
+                          stub_collector)
+    try:
+        wait_for(started)
+        for extra in ([], ["--force"]):  # --force deletes an earlier run's files, not these
+            ran = tmp_path / "second-ran"
+            r = profile(["-o", tmp_path / "r", *extra, "--", PY, "-c",
+                         f"open({str(ran)!r}, 'w')"], stub_collector)
+            assert r.returncode == OUTPUT_IN_USE, (extra, r.returncode, r.stderr)
+            line = single_error(r.stderr)
+            assert f"-o {tmp_path / 'r'} " in line and "another pyprof profile" in line, line
+            assert f"(pid {first.pid})" in line, line
+            assert not ran.exists(), "the second run started its program"
+    finally:
+        go.touch()
+        out, err = first.communicate(timeout=TIMEOUT)
+    assert first.returncode == 0, err
+    # The first run wrote and lists its own database only.
+    assert (tmp_path / "r.sqlite").read_text().startswith("stub-empty:")
+    listed = [line for line in err.splitlines() if line.startswith(f"pyprof: {tmp_path}")]
+    assert listed == [f"pyprof: {tmp_path / 'r.sqlite'} ({(tmp_path / 'r.sqlite').stat().st_size}"
+                      " bytes)"], err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["go", "r.sqlite", "started"]
+
+
+def test_runs_started_together_with_the_same_name_one_runs(tmp_path, stub_collector):
+    """Started at once, the runs race for the name: exactly one runs its program, the others
+    refuse before starting theirs."""
+    count = 4
+    go = tmp_path / "go"
+    runs = [start_profile(["-o", tmp_path / "r", "--", PY, "-c", WAIT_FOR_GO,
+                           tmp_path / f"started{i}", go], stub_collector) for i in range(count)]
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while sum(run.poll() is not None for run in runs) < count - 1:
+            assert time.monotonic() < deadline, (
+                "every run with the same -o NAME is still running: none refused",
+                sorted(p.name for p in tmp_path.iterdir()))
+            time.sleep(0.05)
+    finally:
+        go.touch()
+        results = [(run.wait(timeout=TIMEOUT), run.communicate()[1]) for run in runs]
+    codes = sorted(code for code, _ in results)
+    assert codes == [0] + [OUTPUT_IN_USE] * (count - 1), results
+    assert len(list(tmp_path.glob("started*"))) == 1
+    for code, err in results:
+        if code == OUTPUT_IN_USE:
+            assert "another pyprof profile" in single_error(err), err
+    assert sorted(p.name for p in tmp_path.glob("r*")) == ["r.sqlite"]
+
+
+def test_stale_lock_of_a_killed_launcher_does_not_block(tmp_path, stub_collector):
+    """A launcher killed with SIGKILL leaves its (unlocked) claim file behind; the next run takes
+    it over and removes it."""
+    started, go = tmp_path / "started", tmp_path / "go"
+    first = start_profile(["-o", tmp_path / "r", "--", PY, "-c", WAIT_FOR_GO, started, go],
+                          stub_collector)
+    wait_for(started)
+    first.kill()
+    go.touch()  # ends the orphaned program, which holds the launcher's stdout and stderr
+    first.communicate(timeout=TIMEOUT)
+    lock = tmp_path / ".r.pyprof-lock"
+    assert lock.exists(), sorted(p.name for p in tmp_path.iterdir())
+    r = profile(["-o", tmp_path / "r", "--", PY, "-c", "pass"], stub_collector)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "r.sqlite").read_text().startswith("stub-empty:")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["go", "r.sqlite", "started"]
+
+
 def test_sqlite_suffix_stripped(tmp_path, stub_collector):
     code = "import os; print(os.environ['PYPROF_OUTPUT'])"
     r = profile(["-o", tmp_path / "r.sqlite", PY, "-c", code], stub_collector)

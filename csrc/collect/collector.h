@@ -253,7 +253,11 @@ class Collector {
   int finalize_result_ = 0;
   std::atomic<bool> writer_running_{false};  // read by the signal handler
   std::atomic<bool> stop_writer_{false};
-  std::atomic<int> pending_signal_{0};
+  std::atomic<int> pending_signal_{0};  // the termination signal finalization re-raises
+  // When pending_signal_ was set (monotonic ns), and how many termination signals arrived after
+  // it and were held until the file was finished.
+  std::atomic<int64_t> pending_signal_ns_{0};
+  std::atomic<int> signals_held_{0};
   int wake_fd_ = -1;  // eventfd: producers, the signal handler and finalize wake the writer
   std::string output_path_;
   std::atomic<bool> output_path_ready_{false};

@@ -1,6 +1,8 @@
 // Finalization, exactly once: at exit, on pyprof_collect_shutdown(), or on SIGTERM/SIGHUP
 // (through the writer thread). It takes what every thread still holds, writes it with the
-// statistics in one last transaction, closes the database and prints the summary.
+// statistics in one last transaction, closes the database and prints the summary. Termination
+// signals arriving while it runs are held until the file is finished (see
+// on_terminating_signal).
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -70,12 +72,34 @@ void signal_hook(int signal_number) {
   errno = saved_errno;
 }
 
+// The signals held while the file is finished after a termination signal. A process-group kill
+// (scancel, a closed terminal, kill -- -PGID) reaches the program and, a moment later, the
+// launcher's forwarded copy; users and job systems repeat themselves; Ctrl-C may follow.
+constexpr int kHeldSignals[] = {SIGTERM, SIGHUP, SIGINT};
+
+// Routes every held signal to signal_hook, replacing the program's own handlers (Python's
+// SIGINT handler too): the process ends by the first signal as soon as the file is finished,
+// so no handler of the program would run to completion anyway. Async-signal-safe.
+void hold_termination_signals() {
+  struct sigaction ours {};
+  ours.sa_handler = signal_hook;
+  sigemptyset(&ours.sa_mask);
+  ours.sa_flags = SA_RESTART;
+  for (const int signal_number : kHeldSignals) sigaction(signal_number, &ours, nullptr);
+}
+
+void write_stderr(const char* text, size_t size) {
+  [[maybe_unused]] const ssize_t ignored = ::write(STDERR_FILENO, text, size);
+}
+
 const char* signal_name(int signal_number) {
   switch (signal_number) {
     case SIGTERM:
       return "SIGTERM";
     case SIGHUP:
       return "SIGHUP";
+    case SIGINT:
+      return "SIGINT";
     default:
       return "signal";
   }
@@ -116,16 +140,35 @@ int Collector::shutdown() noexcept { return finalize(FinalizeReason::kShutdownCa
 void Collector::on_process_exit() noexcept { finalize(FinalizeReason::kExit); }
 
 void Collector::on_terminating_signal(int signal_number) noexcept {
-  // Async-signal-safe: atomics on lock-free types and write(2) only. The writer (or a thread
-  // already finalizing) does the work; a second signal, or no one to do the work, ends the
-  // process at once.
-  const bool writer = writer_running_.load();
-  const bool someone_finalizes = writer || phase_.load() == kFinalizing;
-  int expected = 0;
-  if (someone_finalizes && pending_signal_.compare_exchange_strong(expected, signal_number)) {
-    if (writer) wake_writer();
+  // Async-signal-safe: atomics on lock-free types, clock_gettime, sigaction and write(2) only.
+  // The writer (or a thread already finalizing) does the work and then re-raises the first
+  // signal; with no one to do the work the process ends at once.
+  const int64_t now_ns = monotonic_ns();
+  if (pending_signal_.load() == 0) {
+    const bool writer = writer_running_.load();
+    if (!writer && phase_.load() != kFinalizing) {
+      reraise(signal_number);
+      return;
+    }
+    pending_signal_ns_.store(now_ns);  // before pending_signal_: a repeat reads it
+    int expected = 0;
+    if (pending_signal_.compare_exchange_strong(expected, signal_number)) {
+      hold_termination_signals();
+      if (writer) wake_writer();
+      return;
+    }
+    // Another thread's handler took the first signal a moment ago: this one is a repeat.
+  }
+  // A repeat while the file is finished is held: dying now would leave the file unfinished. One
+  // arriving after the finalization timeout means finalization hangs and the user insists.
+  if (now_ns - pending_signal_ns_.load() <= config_.finalize_timeout_ns) {
+    signals_held_.fetch_add(1);
     return;
   }
+  static constexpr char kGivingUp[] =
+      "pyprof-collect: termination signal repeated while the database was still being finished "
+      "after the finalization timeout; ending now, the database may be unfinished\n";
+  write_stderr(kGivingUp, sizeof(kGivingUp) - 1);
   reraise(signal_number);
 }
 
@@ -179,6 +222,12 @@ int Collector::finalize(FinalizeReason reason) noexcept {
   }
   lifecycle_cv_->notify_all();
   if (const int signal_number = pending_signal_.exchange(0); signal_number != 0) {
+    if (const int held = signals_held_.load(); held > 0) {
+      print_line(
+          "held %d further termination signal%s until %s was finished; ending by %s (pid %d)", held,
+          held == 1 ? "" : "s", output_path_ready_.load() ? output_path_.c_str() : "the database",
+          signal_name(signal_number), static_cast<int>(pid_));
+    }
     reraise(signal_number);
   }
   return result;

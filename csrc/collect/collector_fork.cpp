@@ -159,6 +159,8 @@ void Collector::after_fork_in_child() noexcept {
     writer_running_.store(false);
     stop_writer_.store(false);
     pending_signal_.store(0);
+    pending_signal_ns_.store(0);
+    signals_held_.store(0);
     lifecycle_cv_ = new std::condition_variable();  // the old one may count phantom waiters
     if (wake_fd_ >= 0) ::close(wake_fd_);           // shared with the parent: get our own
     wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

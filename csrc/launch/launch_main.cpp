@@ -5,10 +5,13 @@
 // collector injected through NVTX_INJECTION64_PATH, forwards termination signals to it, waits for
 // it, makes sure NAME.sqlite exists (an empty database when the program made no NVTX calls), lists
 // the databases the run produced and exits with the command's status (128+N if killed by signal N).
+// It holds the output name for the whole run (OutputClaim), so a second run with the same NAME
+// refuses instead of writing beside the first.
 //
 // Every error is one line on stderr, "pyprof: error: ...", with its own exit status:
 //   1    pyprof could not prepare the run (output, collector, earlier databases, environment)
 //   2    usage error
+//   75   another `pyprof profile` is running with the same NAME (EX_TEMPFAIL: try again later)
 //   126  the command exists but cannot be executed
 //   127  the command was not found
 #include <dlfcn.h>
@@ -45,6 +48,7 @@ namespace pyprof::launch {
 namespace {
 
 constexpr int kFailure = 1;
+constexpr int kOutputInUse = 75;
 constexpr int kCannotExecute = 126;
 constexpr int kNotFound = 127;
 
@@ -54,7 +58,9 @@ using WriteEmptyFn = int (*)(const char* path, const char* note);
 
 // Signals the launcher passes on to the command while it runs. SIGINT is not among them: Ctrl-C
 // reaches the whole foreground process group, so the command gets it anyway and the launcher
-// ignores it, waiting for the command to finish its own way.
+// ignores it, waiting for the command to finish its own way. A SIGTERM or SIGHUP sent to the whole
+// group reaches the command twice (directly, then forwarded), and nothing tells the two apart; the
+// collector holds the second one until it has finished the database (collector_finalize.cpp).
 constexpr std::array<int, 5> kForwardedSignals = {SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
 volatile sig_atomic_t g_child_pid = 0;
@@ -318,6 +324,30 @@ int prepare_collector(Run& run) {
   return 0;
 }
 
+// Claims NAME for this run, or refuses when another run holds it: it is writing these files now,
+// so even --force must not delete them.
+int claim_output(const Run& run, OutputClaim& claim) {
+  switch (claim.claim(run.dir, run.base)) {
+    case OutputClaim::Outcome::kClaimed:
+      return 0;
+    case OutputClaim::Outcome::kInUse: {
+      const std::string holder =
+          claim.holder_pid() > 0 ? fmt::format(" (pid {})", claim.holder_pid()) : "";
+      return fail(kOutputInUse,
+                  "another pyprof profile{} is writing the databases of -o {} ({}*.sqlite) now; "
+                  "wait for it to end or choose another -o NAME",
+                  holder, run.prefix, run.prefix);
+    }
+    case OutputClaim::Outcome::kUnsupported:
+      warn("cannot lock {} ({}): a second run with the same -o NAME would not be refused",
+           claim.lock_path(), std::strerror(claim.error()));
+      return 0;
+    case OutputClaim::Outcome::kFailed:
+      break;
+  }
+  return fail(kFailure, "cannot lock {}: {}", claim.lock_path(), std::strerror(claim.error()));
+}
+
 // Refuses to mix with an earlier run's databases, or deletes them (with their SQLite sidecars)
 // under --force.
 int handle_earlier_run(const Run& run) {
@@ -535,8 +565,9 @@ void report_databases(const Run& run, int64_t launch_coarse_ns) {
   const std::string root_name = root_database_name(run.base, std::getenv(env::kRank));
   std::stable_partition(names.begin(), names.end(),
                         [&](const std::string& name) { return name == root_name; });
-  // Earlier files were refused or deleted before the launch, so the mtime test only guards
-  // against a concurrent run; allow for coarse file-system clocks.
+  // Earlier files were refused or deleted before the launch and a concurrent run with the same
+  // NAME refused, so the mtime test only guards against other writers; allow for coarse
+  // file-system clocks.
   constexpr int64_t kSlackNs = 2'000'000'000;
   for (const std::string& name : names) {
     const std::string path = run.dir + "/" + name;
@@ -566,6 +597,8 @@ int profile_main(int argc, char** argv) {
   }
 
   if (const int rc = prepare_collector(run); rc != 0) return rc;
+  OutputClaim claim;  // held until the databases are listed
+  if (const int rc = claim_output(run, claim); rc != 0) return rc;
   if (const int rc = handle_earlier_run(run); rc != 0) return rc;
 
   const int64_t launch_coarse_ns = clock_ns(CLOCK_REALTIME_COARSE);

@@ -96,7 +96,8 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args,
   app.footer(fmt::format(
       "Command line: {}\n\nThe collector library is <launcher dir>/../lib/libpyprof_collect.so, or "
       "${} if set.\nExit status: CMD's own; 128+N if CMD was killed by signal N; "
-      "1, 2, 126 or 127 if pyprof could not run it.",
+      "75 if another pyprof profile is running with the same NAME (--force does not override "
+      "it); 1, 2, 126 or 127 if pyprof could not run it.",
       kUsage, env::kCollector));
 
   try {

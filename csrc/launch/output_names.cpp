@@ -1,10 +1,16 @@
 #include "output_names.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
+#include <string>
 
 namespace pyprof::launch {
 namespace {
@@ -18,6 +24,22 @@ bool consume_number(std::string_view& rest, std::string_view prefix) {
   rest.remove_prefix(n);
   return true;
 }
+
+// The pid a claiming launcher wrote into its lock file (0 when unreadable or not yet written).
+long read_holder_pid(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char text[32] = {};
+  const ssize_t n = ::read(fd, text, sizeof(text) - 1);
+  ::close(fd);
+  if (n <= 0) return 0;
+  char* end = nullptr;
+  const long pid = std::strtol(text, &end, 10);
+  return (end != text && pid > 0) ? pid : 0;
+}
+
+// Whether flock() failing with `err` means the file system cannot lock at all.
+bool locking_unsupported(int err) { return err == ENOLCK || err == ENOSYS || err == EOPNOTSUPP; }
 
 }  // namespace
 
@@ -61,6 +83,55 @@ bool list_run_files(const std::string& dir, std::string_view base, bool with_sid
   }
   std::sort(names.begin(), names.end());
   return true;
+}
+
+OutputClaim::~OutputClaim() {
+  if (fd_ < 0) return;
+  // Unlink before unlocking: a run that opened the old file and then gets the lock sees that
+  // the name no longer leads to the file it locked, and starts over.
+  ::unlink(lock_path_.c_str());
+  ::close(fd_);
+}
+
+OutputClaim::Outcome OutputClaim::claim(const std::string& dir, std::string_view base) {
+  lock_path_ = (dir == "/" ? "" : dir) + "/." + std::string(base) + ".pyprof-lock";
+  // Each retry means a run that held the name has just ended (it removed its lock file).
+  constexpr int kAttempts = 100;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    const int fd = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) {
+      if (errno == EINTR) continue;
+      error_ = errno;
+      return Outcome::kFailed;
+    }
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      ::close(fd);
+      if (err == EINTR) continue;
+      if (err == EWOULDBLOCK) {
+        holder_pid_ = read_holder_pid(lock_path_);
+        return Outcome::kInUse;
+      }
+      // Nothing created by this run may stay behind; a file another run holds is not ours.
+      ::unlink(lock_path_.c_str());
+      error_ = err;
+      return locking_unsupported(err) ? Outcome::kUnsupported : Outcome::kFailed;
+    }
+    struct stat held {};
+    struct stat named {};
+    if (::fstat(fd, &held) == 0 && ::stat(lock_path_.c_str(), &named) == 0 &&
+        held.st_dev == named.st_dev && held.st_ino == named.st_ino) {
+      // For the message of a refused run only; the lock is what counts, so failures are fine.
+      const std::string pid = std::to_string(::getpid()) + "\n";
+      [[maybe_unused]] const bool written =
+          ::ftruncate(fd, 0) == 0 && ::pwrite(fd, pid.data(), pid.size(), 0) > 0;
+      fd_ = fd;
+      return Outcome::kClaimed;
+    }
+    ::close(fd);  // the run that held it removed or replaced the file meanwhile
+  }
+  error_ = EAGAIN;
+  return Outcome::kFailed;
 }
 
 std::string root_database_name(std::string_view base, const char* rank_env) {
