@@ -305,6 +305,7 @@ std::unique_ptr<SqliteWriter> SqliteWriter::open(const std::string& path, std::s
     if (error != nullptr)
       *error = "cannot create the schema in " + path + ": " + writer->last_error();
     if (storage_failure != nullptr) *storage_failure = writer->storage_failed();
+    writer->rollback();
     return nullptr;
   }
   return writer;
@@ -404,9 +405,14 @@ bool SqliteWriter::begin() { return exec("BEGIN"); }
 bool SqliteWriter::commit() { return exec("COMMIT"); }
 
 void SqliteWriter::rollback() noexcept {
-  if (db_ != nullptr && !sqlite3_get_autocommit(db_)) {
+  if (db_ == nullptr) return;
+  if (!sqlite3_get_autocommit(db_)) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
   }
+  // After an I/O error (disk full) SQLite ends the transaction itself but can leave its journal
+  // behind, "hot": read-only readers (pyprof parse) then cannot open the file at all. The next
+  // read on this connection rolls the journal back, which needs no new space.
+  sqlite3_exec(db_, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr);
 }
 
 bool SqliteWriter::write_events(std::span<const CompletedEvent> events, std::string_view text) {
