@@ -168,6 +168,11 @@ class Collector {
   void wake_writer() noexcept;
   void writer_main() noexcept;
   void open_database_locked() noexcept;  // writer_busy_ held
+  // writer_busy_ held, after a failed transaction: rolls back and counts it; a storage failure
+  // (disk full) stops all further writes.
+  void on_write_failure_locked() noexcept;
+  // Tells the launcher (PYPROF_STATUS_FD) that this database is incomplete, and why.
+  void report_write_failure_to_launcher() noexcept;
   ChunkList collect_idle_chunks(int64_t now);
   void write_batch(ChunkList chunks, GpuBatchList gpu_batches) noexcept;
   // writer_busy_ held; adds the rows written to `written` (the caller commits).
@@ -235,6 +240,13 @@ class Collector {
   uint64_t marks_written_ = 0;
   uint64_t events_lost_in_writes_ = 0;
   uint64_t write_errors_ = 0;
+  // The schema is committed: whatever else fails, the file is a readable database.
+  bool database_created_ = false;
+  // The storage refused a write (disk full, file size limit, I/O error), or the database could
+  // not be opened: nothing more is written (retrying would fail again and cost time), what was
+  // committed stays, and the losses are counted. write_failure_ says why, naming the file.
+  bool writes_stopped_ = false;
+  std::string write_failure_;
   CollectorStats gpu_written_;  // only the *_written counters; guarded by writer_busy_
   uint64_t gpu_rows_lost_in_writes_ = 0;
   std::atomic<GpuTraceSource*> gpu_source_{nullptr};

@@ -4,8 +4,10 @@
 // signals arriving while it runs are held until the file is finished (see
 // on_terminating_signal).
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -206,6 +208,7 @@ int Collector::finalize(FinalizeReason reason) noexcept {
   if (writer_stopped) {
     result = write_final(reason);
     print_summary(result);
+    if (!write_failure_.empty()) report_write_failure_to_launcher();
   } else {
     result = -1;
     print_line(
@@ -361,6 +364,7 @@ int Collector::write_final(FinalizeReason reason) noexcept {
     stats.ranges_written = ranges_written_ + tally.ranges;
     stats.marks_written = marks_written_ + tally.marks;
     stats.write_errors = write_errors_;
+    stats.events_write_failed = events_lost_in_writes_;
     stats.nvtx_inits = nvtx_inits_.load();
     uint64_t gpu_rows = 0;
     for (const auto& batch : gpu_batches) gpu_rows += batch->rows();
@@ -368,6 +372,7 @@ int Collector::write_final(FinalizeReason reason) noexcept {
     if (gpu_source != nullptr) gpu_source->fill_stats(stats);
     add_gpu_written(stats, gpu_written_);
     stats.cupti_records_dropped += gpu_rows_lost_in_writes_;
+    stats.cupti_records_write_failed = gpu_rows_lost_in_writes_;
     stats.cupti_records_after_shutdown += gpu_records_after_shutdown_.load();
     const MetadataRow cuda_trace =
         gpu_source != nullptr
@@ -378,6 +383,31 @@ int Collector::write_final(FinalizeReason reason) noexcept {
                                                    : reason == FinalizeReason::kShutdownCall
                                                        ? "pyprof_collect_shutdown"
                                                        : signal_name(pending_signal_.load())};
+    if (writes_stopped_) {
+      // The disk is full: what is still pending is lost, and only the finalization record is
+      // attempted (it may fit where rolled-back transactions left room). It says the database is
+      // incomplete: write_errors, the *_write_failed counters and PYPROF_WRITE_ERROR.
+      stats.events_dropped += tally.events;
+      stats.events_write_failed += tally.events;
+      stats.events_written -= tally.events;
+      stats.ranges_written -= tally.ranges;
+      stats.marks_written -= tally.marks;
+      stats.cupti_records_dropped += gpu_rows;
+      stats.cupti_records_write_failed += gpu_rows;
+      const MetadataRow capture_rows[] = {
+          finalized_by, cuda_trace, {"PYPROF_WRITE_ERROR", write_failure_}};
+      const bool recorded =
+          db_ && db_->begin() && db_->write_stats(stats.rows()) &&
+          db_->write_metadata(MetadataTable::kExport, {{export_time_row(realtime_ns())}}) &&
+          db_->write_metadata(MetadataTable::kCapture, capture_rows) && db_->commit();
+      if (!recorded && db_) db_->rollback();
+      for (auto& chunk : chunks) {
+        queued_bytes_.fetch_sub(chunk->accounted_bytes, std::memory_order_relaxed);
+      }
+      release_gpu_batches(gpu_batches);
+      db_.reset();
+      return -1;
+    }
     // Rows of the final GPU batches are counted before they are written, so the stats row in
     // the same transaction is right; a failed transaction rolls back both.
     bool ok = db_ && db_->begin() && write_gpu_batches_locked(gpu_batches, gpu_final);
@@ -393,15 +423,20 @@ int Collector::write_final(FinalizeReason reason) noexcept {
       ranges_written_ = stats.ranges_written;
       marks_written_ = stats.marks_written;
     } else {
-      if (db_) {
-        db_error_ = db_->last_error();
-        db_->rollback();
-      }
+      on_write_failure_locked();
+      stats.write_errors = write_errors_;
       stats.events_dropped += tally.events;
+      stats.events_write_failed += tally.events;
       stats.events_written -= tally.events;
       stats.ranges_written -= tally.ranges;
       stats.marks_written -= tally.marks;
       stats.cupti_records_dropped += gpu_rows;
+      stats.cupti_records_write_failed += gpu_rows;
+      if (write_failure_.empty()) {
+        write_failure_ = "cannot write " +
+                         (output_path_ready_.load() ? output_path_ : std::string("the output")) +
+                         ": " + db_error_;
+      }
       stats.kernels_written -= gpu_final.kernels_written;
       stats.api_calls_written -= gpu_final.api_calls_written;
       stats.memcpys_written -= gpu_final.memcpys_written;
@@ -420,10 +455,59 @@ int Collector::write_final(FinalizeReason reason) noexcept {
   }
 }
 
+void Collector::report_write_failure_to_launcher() noexcept {
+  if (config_.status_fd < 0) return;
+  struct stat pipe_stat {};
+  if (::fstat(config_.status_fd, &pipe_stat) != 0 || !S_ISFIFO(pipe_stat.st_mode) ||
+      static_cast<uint64_t>(pipe_stat.st_ino) != config_.status_pipe_inode) {
+    return;  // not the launcher's pipe any more
+  }
+  try {
+    // Tabs and line breaks separate fields and lines; a path or message containing them is
+    // shown with spaces instead.
+    const auto field = [](std::string text) {
+      for (char& c : text) {
+        if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+      }
+      return text;
+    };
+    const CollectorStats& stats = final_stats_;
+    std::string line = std::string(env::kStatusLinePrefix) +
+                       "\tpath=" + field(output_path_ready_.load() ? output_path_ : std::string()) +
+                       "\tusable=" + (database_created_ ? "1" : "0") +
+                       "\tranges=" + std::to_string(stats.ranges_written) +
+                       "\tmarks=" + std::to_string(stats.marks_written) +
+                       "\tkernels=" + std::to_string(stats.kernels_written) +
+                       "\tevents_dropped=" + std::to_string(stats.events_write_failed) +
+                       "\tcuda_dropped=" + std::to_string(stats.cupti_records_write_failed) +
+                       "\treason=" + field(write_failure_);
+    // One write of at most PIPE_BUF bytes is atomic: lines of several processes never mix.
+    if (line.size() + 1 > PIPE_BUF) line.resize(PIPE_BUF - 1);
+    line += '\n';
+    [[maybe_unused]] const ssize_t written = ::write(config_.status_fd, line.data(), line.size());
+  } catch (...) {
+  }
+}
+
 void Collector::print_summary(int result) noexcept {
   const CollectorStats& stats = final_stats_;
   const char* path = output_path_ready_.load() ? output_path_.c_str() : "(no file)";
-  if (result == 0) {
+  if (!write_failure_.empty()) {
+    if (database_created_) {
+      print_line(
+          "FAILED: %s; kept %llu ranges, %llu marks and %llu kernels; dropped %llu NVTX events "
+          "and %llu CUDA records (pid %d)",
+          write_failure_.c_str(), static_cast<unsigned long long>(stats.ranges_written),
+          static_cast<unsigned long long>(stats.marks_written),
+          static_cast<unsigned long long>(stats.kernels_written),
+          static_cast<unsigned long long>(stats.events_write_failed),
+          static_cast<unsigned long long>(stats.cupti_records_write_failed),
+          static_cast<int>(pid_));
+    } else {
+      print_line("FAILED: %s; nothing usable was kept (pid %d)", write_failure_.c_str(),
+                 static_cast<int>(pid_));
+    }
+  } else if (result == 0) {
     print_line("wrote %s (pid %d): %llu ranges, %llu marks, %llu dropped", path,
                static_cast<int>(pid_), static_cast<unsigned long long>(stats.ranges_written),
                static_cast<unsigned long long>(stats.marks_written),
@@ -431,7 +515,9 @@ void Collector::print_summary(int result) noexcept {
   } else {
     print_line("FAILED to write %s (pid %d): %s", path, static_cast<int>(pid_), db_error_.c_str());
   }
-  if (stats.events_dropped > 0) {
+  // Only events the buffer limit refused are worth the advice; failed writes are not.
+  const uint64_t events_over_limit = stats.events_dropped - stats.events_write_failed;
+  if (events_over_limit > 0) {
     const unsigned long long limit = config_.buffer_limit_bytes;
     char limit_text[48];
     if (limit >= (1ULL << 20)) {
@@ -442,7 +528,7 @@ void Collector::print_summary(int result) noexcept {
     print_line(
         "WARNING: %llu events dropped: more than %s were waiting to be written (raise the "
         "limit with %s)",
-        static_cast<unsigned long long>(stats.events_dropped), limit_text, env::kBufferMb);
+        static_cast<unsigned long long>(events_over_limit), limit_text, env::kBufferMb);
   }
   if (gpu_source_.load() != nullptr && !forked_child_) {
     print_line("CUDA (pid %d): %llu kernels, %llu API calls, %llu copies, %llu memsets, %llu syncs",
@@ -452,11 +538,12 @@ void Collector::print_summary(int result) noexcept {
                static_cast<unsigned long long>(stats.memsets_written),
                static_cast<unsigned long long>(stats.syncs_written));
   }
-  if (stats.cupti_records_dropped > 0) {
+  if (const uint64_t dropped = stats.cupti_records_dropped - stats.cupti_records_write_failed;
+      dropped > 0) {
     print_line(
-        "WARNING: %llu CUDA activity records were dropped (CUPTI's own buffers overflowed, more "
-        "than %s was waiting to be written, or a write failed); kernels are missing",
-        static_cast<unsigned long long>(stats.cupti_records_dropped), env::kBufferMb);
+        "WARNING: %llu CUDA activity records were dropped (CUPTI's own buffers overflowed, or "
+        "more than %s was waiting to be written); kernels are missing",
+        static_cast<unsigned long long>(dropped), env::kBufferMb);
   }
   if (stats.cupti_records_no_timestamp > 0) {
     print_line("WARNING: %llu CUDA activity records had no timestamp and were left out",

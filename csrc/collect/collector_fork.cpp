@@ -147,6 +147,8 @@ void Collector::after_fork_in_child() noexcept {
     db_error_.clear();
     events_written_ = ranges_written_ = marks_written_ = 0;
     events_lost_in_writes_ = write_errors_ = 0;
+    database_created_ = writes_stopped_ = false;
+    write_failure_.clear();
     events_after_shutdown_.store(0);
     unknown_range_ends_.store(0);
     other_messages_truncated_.store(0);

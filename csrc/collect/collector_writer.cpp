@@ -145,15 +145,24 @@ void Collector::open_database_locked() noexcept {
   try {
     if (!output_path_ready_.load(std::memory_order_acquire)) {
       db_failed_ = true;
+      writes_stopped_ = true;
       db_error_ = "no output file could be created";
+      write_failure_ = db_error_;
       return;
     }
-    db_ = SqliteWriter::open(output_path_, &db_error_);
+    bool storage_failure = false;
+    db_ = SqliteWriter::open(output_path_, &db_error_, &storage_failure);
     if (!db_) {
       db_failed_ = true;
-      print_line("cannot write %s: %s", output_path_.c_str(), db_error_.c_str());
+      writes_stopped_ = true;
+      ++write_errors_;
+      write_failure_ =
+          (storage_failure ? "disk full (or write failed) writing " : "cannot write ") +
+          output_path_ + ": " + db_error_;
+      print_line("%s (pid %d)", write_failure_.c_str(), static_cast<int>(pid_));
       return;
     }
+    database_created_ = true;
     process_.pid = pid_;
     const ProcessRow process{nsys::global_pid(static_cast<uint32_t>(pid_)), pid_, process_.name};
     const bool ok =
@@ -164,13 +173,27 @@ void Collector::open_database_locked() noexcept {
         db_->write_metadata(MetadataTable::kCapture,
                             capture_metadata(config_, &process_, output_path_)) &&
         db_->commit();
-    if (!ok) {
-      db_error_ = db_->last_error();
-      db_->rollback();
-      ++write_errors_;
-    }
+    if (!ok) on_write_failure_locked();
   } catch (...) {
     db_failed_ = true;
+    writes_stopped_ = true;
+  }
+}
+
+void Collector::on_write_failure_locked() noexcept {
+  ++write_errors_;
+  if (!db_) return;
+  try {
+    db_error_ = db_->last_error();
+    const bool storage_failure = db_->storage_failed();
+    db_->rollback();
+    if (!storage_failure || writes_stopped_) return;
+    writes_stopped_ = true;
+    write_failure_ = "disk full (or write failed) writing " + output_path_ + ": " + db_error_;
+    print_line("%s; what was written before stays, nothing more is written (pid %d)",
+               write_failure_.c_str(), static_cast<int>(pid_));
+  } catch (...) {
+    writes_stopped_ = true;
   }
 }
 
@@ -225,6 +248,12 @@ void Collector::write_batch(ChunkList chunks, GpuBatchList gpu_batches) noexcept
         tally.add(**chunk);
       }
       std::lock_guard busy(writer_busy_);
+      if (writes_stopped_) {  // the disk is full: count what cannot be written
+        events_lost_in_writes_ += tally.events;
+        metadata.clear();
+        strings.clear();
+        continue;
+      }
       bool ok = db_ && db_->begin() && db_->write_strings(strings) && db_->write_events(metadata);
       for (auto chunk = first; ok && chunk != first + static_cast<ptrdiff_t>(count); ++chunk) {
         ok = db_->write_events(**chunk);
@@ -235,11 +264,7 @@ void Collector::write_batch(ChunkList chunks, GpuBatchList gpu_batches) noexcept
         ranges_written_ += tally.ranges;
         marks_written_ += tally.marks;
       } else {
-        if (db_) {
-          db_error_ = db_->last_error();
-          db_->rollback();
-        }
-        ++write_errors_;
+        on_write_failure_locked();
         events_lost_in_writes_ += tally.events;
       }
       metadata.clear();
@@ -249,17 +274,17 @@ void Collector::write_batch(ChunkList chunks, GpuBatchList gpu_batches) noexcept
     // interned before their batch was queued, so the strings written above cover them.
     for (const auto& batch : gpu_batches) {
       std::lock_guard busy(writer_busy_);
+      if (writes_stopped_) {
+        gpu_rows_lost_in_writes_ += batch->rows();
+        continue;
+      }
       CollectorStats written;
       const bool ok = db_ && db_->begin() &&
                       write_gpu_batches_locked(std::span(&batch, 1), written) && db_->commit();
       if (ok) {
         add_gpu_written(gpu_written_, written);
       } else {
-        if (db_) {
-          db_error_ = db_->last_error();
-          db_->rollback();
-        }
-        ++write_errors_;
+        on_write_failure_locked();
         gpu_rows_lost_in_writes_ += batch->rows();
       }
     }

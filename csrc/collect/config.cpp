@@ -112,6 +112,24 @@ CollectorConfig CollectorConfig::from_environment(int64_t now_mono_ns, int64_t n
   if (const char* library = std::getenv(env::kCuptiLibrary); library != nullptr && *library) {
     config.cupti_library = library;
   }
+  if (const char* status = std::getenv(env::kStatusFd); status != nullptr && *status) {
+    // "FD:INODE", written by the launcher; anything else means no channel.
+    char* end = nullptr;
+    errno = 0;
+    const long fd = std::strtol(status, &end, 10);
+    if (errno == 0 && end != status && *end == ':' && fd >= 0 &&
+        fd <= std::numeric_limits<int>::max()) {
+      const char* inode_text = end + 1;
+      const unsigned long long inode = std::strtoull(inode_text, &end, 10);
+      if (errno == 0 && end != inode_text && *end == '\0') {
+        config.status_fd = static_cast<int>(fd);
+        config.status_pipe_inode = inode;
+      }
+    }
+    if (config.status_fd < 0) {
+      print_line("ignoring %s=%s (expected FD:INODE)", env::kStatusFd, status);
+    }
+  }
   return config;
 }
 

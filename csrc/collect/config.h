@@ -37,6 +37,9 @@ struct CollectorConfig {
   bool capture_range_cuda_profiler = false;
   // PYPROF_CUDA_TRACE=0: never start CUPTI, even when CUDA calls InitializeInjection.
   bool cuda_trace = true;
+  // PYPROF_STATUS_FD: the launcher's pipe for write failures (-1: none) and its inode.
+  int status_fd = -1;
+  uint64_t status_pipe_inode = 0;
   // PYPROF_CUPTI_LIBRARY: the libcupti to load instead of searching for one.
   std::optional<std::string> cupti_library;
 

@@ -30,12 +30,14 @@ struct CollectorStats {
   uint64_t ranges_written = 0;         // eventType 59 + 60
   uint64_t marks_written = 0;          // eventType 34
   uint64_t write_errors = 0;           // failed SQLite batches
+  uint64_t events_write_failed = 0;    // of events_dropped: lost to failed writes (disk full)
   uint64_t nvtx_inits = 0;             // InitializeInjectionNvtx2 calls (one per NVTX user .so)
   // CUDA activity (CUPTI). Every record CUPTI handed over is written, or counted in exactly one
   // of the other cupti_records_* counters.
   uint64_t cupti_records = 0;                 // records received from CUPTI
   uint64_t cupti_records_dropped = 0;         // lost inside CUPTI (cuptiActivityGetNumDropped...)
                                               // or refused by the buffer limit / failed writes
+  uint64_t cupti_records_write_failed = 0;    // of cupti_records_dropped: lost to failed writes
   uint64_t cupti_records_no_timestamp = 0;    // start = end = 0: CUPTI could not time them
   uint64_t cupti_records_outside_window = 0;  // outside the delay/duration/capture range
   uint64_t cupti_records_after_shutdown = 0;  // delivered after finalization began

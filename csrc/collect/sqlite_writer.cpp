@@ -1,5 +1,6 @@
 #include "sqlite_writer.h"
 
+#include <cstring>
 #include <deque>
 #include <optional>
 #include <string>
@@ -264,7 +265,9 @@ std::string format_time(int64_t epoch_ns, bool local) {
 
 }  // namespace
 
-std::unique_ptr<SqliteWriter> SqliteWriter::open(const std::string& path, std::string* error) {
+std::unique_ptr<SqliteWriter> SqliteWriter::open(const std::string& path, std::string* error,
+                                                 bool* storage_failure) {
+  if (storage_failure != nullptr) *storage_failure = false;
   sqlite3* db = nullptr;
   const int rc =
       sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
@@ -291,16 +294,18 @@ std::unique_ptr<SqliteWriter> SqliteWriter::open(const std::string& path, std::s
                         SQLITE_STATIC);
       sqlite3_bind_text(insert_enum, 3, row.label.data(), static_cast<int>(row.label.size()),
                         SQLITE_STATIC);
-      ok = sqlite3_step(insert_enum) == SQLITE_DONE;
+      // The error is read before reset/finalize, while it is still this statement's.
+      ok = sqlite3_step(insert_enum) == SQLITE_DONE || writer->fail("ENUM_NSYS_EVENT_TYPE");
       sqlite3_reset(insert_enum);
     }
     sqlite3_finalize(insert_enum);
-    if (!ok) writer->fail("ENUM_NSYS_EVENT_TYPE");
   }
   ok = ok && writer->commit();
   if (!ok) {
     if (error != nullptr)
       *error = "cannot create the schema in " + path + ": " + writer->last_error();
+    if (storage_failure != nullptr) *storage_failure = writer->storage_failed();
+    writer->rollback();
     return nullptr;
   }
   return writer;
@@ -329,15 +334,39 @@ void SqliteWriter::finalize_statements() noexcept {
 }
 
 bool SqliteWriter::fail(const char* what) {
-  last_error_ = std::string(what) + ": " + (db_ ? sqlite3_errmsg(db_) : "no database");
+  if (db_ == nullptr) {
+    last_error_ = std::string(what) + ": no database";
+    storage_failed_ = false;
+    return false;
+  }
+  record_error(what, sqlite3_errmsg(db_));
   return false;
+}
+
+void SqliteWriter::record_error(std::string_view what, const char* message) {
+  const int code = sqlite3_extended_errcode(db_);
+  const int system_errno = sqlite3_system_errno(db_);
+  // sqlite3_errmsg says "not an error" once a later call succeeded; the code still names it.
+  std::string text = message != nullptr ? message : "";
+  if (text.empty() || text == "not an error") {
+    text = code != SQLITE_OK ? sqlite3_errstr(code) : "unknown error";
+  }
+  // The errno is that of SQLite's last failed system call, which may be an older one: it only
+  // explains the errors that come from the file system. SQLite reports ENOSPC as SQLITE_FULL,
+  // and EFBIG (a file size limit) or EDQUOT as an I/O error.
+  const int primary = code & 0xff;
+  storage_failed_ = primary == SQLITE_FULL || primary == SQLITE_IOERR;
+  if (system_errno != 0 && (storage_failed_ || primary == SQLITE_CANTOPEN)) {
+    text += std::string(" (") + std::strerror(system_errno) + ")";
+  }
+  last_error_ = std::string(what) + ": " + text;
 }
 
 bool SqliteWriter::exec(const char* sql) {
   if (db_ == nullptr) return fail("exec");
   char* message = nullptr;
   if (sqlite3_exec(db_, sql, nullptr, nullptr, &message) != SQLITE_OK) {
-    last_error_ = std::string(sql).substr(0, 40) + ": " + (message ? message : "error");
+    record_error(std::string_view(sql).substr(0, 40), message);
     sqlite3_free(message);
     return false;
   }
@@ -376,9 +405,14 @@ bool SqliteWriter::begin() { return exec("BEGIN"); }
 bool SqliteWriter::commit() { return exec("COMMIT"); }
 
 void SqliteWriter::rollback() noexcept {
-  if (db_ != nullptr && !sqlite3_get_autocommit(db_)) {
+  if (db_ == nullptr) return;
+  if (!sqlite3_get_autocommit(db_)) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
   }
+  // After an I/O error (disk full) SQLite ends the transaction itself but can leave its journal
+  // behind, "hot": read-only readers (pyprof parse) then cannot open the file at all. The next
+  // read on this connection rolls the journal back, which needs no new space.
+  sqlite3_exec(db_, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr);
 }
 
 bool SqliteWriter::write_events(std::span<const CompletedEvent> events, std::string_view text) {

@@ -24,8 +24,10 @@ enum class MetadataTable { kExport, kCapture };  // META_DATA_EXPORT, META_DATA_
 class SqliteWriter {
  public:
   // Opens (or creates) the database at `path`, sets PRAGMA synchronous=OFF and creates every
-  // table plus the ENUM_NSYS_EVENT_TYPE rows. Returns nullptr and sets *error on failure.
-  static std::unique_ptr<SqliteWriter> open(const std::string& path, std::string* error);
+  // table plus the ENUM_NSYS_EVENT_TYPE rows. Returns nullptr and sets *error on failure, and
+  // *storage_failure to whether the storage refused the writes (see storage_failed()).
+  static std::unique_ptr<SqliteWriter> open(const std::string& path, std::string* error,
+                                            bool* storage_failure = nullptr);
 
   ~SqliteWriter();
   SqliteWriter(const SqliteWriter&) = delete;
@@ -58,17 +60,24 @@ class SqliteWriter {
 
   const std::string& path() const { return path_; }
   const std::string& last_error() const { return last_error_; }
+  // Whether the last failure was the storage refusing to write: SQLite's "database or disk is
+  // full" (ENOSPC) or any of its I/O errors (among them EFBIG, a file size limit, and EDQUOT).
+  // Retrying such a write fails again, so the caller should stop writing.
+  bool storage_failed() const { return storage_failed_; }
 
  private:
   SqliteWriter(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   bool exec(const char* sql);
   bool prepare_statements();
   bool fail(const char* what);
+  // Records the error of the last call on db_ (code, message, errno) as last_error().
+  void record_error(std::string_view what, const char* message);
   void finalize_statements() noexcept;
 
   sqlite3* db_ = nullptr;
   std::string path_;
   std::string last_error_;
+  bool storage_failed_ = false;
   sqlite3_stmt* insert_event_ = nullptr;
   sqlite3_stmt* insert_string_ = nullptr;
   sqlite3_stmt* insert_thread_name_ = nullptr;

@@ -3,6 +3,9 @@
 #include "sqlite_writer.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <cstring>
 #include <map>
@@ -353,6 +356,84 @@ TEST(SqliteWriter, FailedTransactionLeavesNoRows) {
   writer.reset();
   TestDb db(path);
   EXPECT_EQ(db.scalar("SELECT count(*) FROM NVTX_EVENTS"), 0);
+}
+
+// Limits the size of files this process writes (RLIMIT_FSIZE) while it lives, so that writes
+// past it fail with EFBIG (SIGXFSZ ignored) as on a full disk; no privileges needed.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    getrlimit(RLIMIT_FSIZE, &saved_);
+    previous_handler_ = signal(SIGXFSZ, SIG_IGN);
+    rlimit limit = saved_;
+    limit.rlim_cur = bytes;
+    setrlimit(RLIMIT_FSIZE, &limit);
+  }
+  ~FileSizeLimit() {
+    setrlimit(RLIMIT_FSIZE, &saved_);
+    signal(SIGXFSZ, previous_handler_);
+  }
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+
+ private:
+  rlimit saved_{};
+  sighandler_t previous_handler_ = SIG_DFL;
+};
+
+TEST(SqliteWriter, FullDiskAtSchemaCreationIsAStorageFailureNamingTheFile) {
+  TempDir dir;
+  const std::string path = dir.file("full.sqlite");
+  std::string error;
+  bool storage_failure = false;
+  {
+    FileSizeLimit limit(1024);  // less than one page
+    EXPECT_EQ(SqliteWriter::open(path, &error, &storage_failure), nullptr);
+  }
+  EXPECT_TRUE(storage_failure);
+  // The file and the cause are named, not left blank.
+  EXPECT_NE(error.find("cannot create the schema in " + path + ": "), std::string::npos) << error;
+  EXPECT_NE(error.find(": disk I/O error"), std::string::npos) << error;
+}
+
+TEST(SqliteWriter, FullDiskMidwayKeepsCommittedRows) {
+  TempDir dir;
+  const std::string path = dir.file("midway.sqlite");
+  std::unique_ptr<SqliteWriter> writer = open_writer(path);
+  ASSERT_NE(writer, nullptr);
+  EventChunk small;
+  small.add(range(NvtxEventType::kPushPopRange, 1, 2), "kept");
+  ASSERT_TRUE(writer->begin() && writer->write_events(small) && writer->commit());
+  EXPECT_FALSE(writer->storage_failed());
+
+  // Far more than the limit allows: 2000 ranges of 1 KiB text.
+  const std::string text(1024, 'x');
+  EventChunk big;
+  for (int i = 0; i < 2000; ++i) big.add(range(NvtxEventType::kPushPopRange, 10 + i, 11 + i), text);
+  struct stat before {};
+  ASSERT_EQ(stat(path.c_str(), &before), 0);
+  {
+    FileSizeLimit limit(static_cast<rlim_t>(before.st_size) + 64 * 1024);
+    const bool ok = writer->begin() && writer->write_events(big) && writer->commit();
+    EXPECT_FALSE(ok);
+    EXPECT_TRUE(writer->storage_failed()) << writer->last_error();
+    EXPECT_NE(writer->last_error().find(": disk I/O error"), std::string::npos)
+        << writer->last_error();
+    writer->rollback();  // still under the limit, as after a real full disk
+  }
+  writer.reset();
+  // No hot journal is left behind: a read-only reader sees the committed row.
+  TestDb db(path);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM NVTX_EVENTS"), 1);
+}
+
+TEST(SqliteWriter, OtherErrorsAreNotStorageFailures) {
+  TempDir dir;
+  std::unique_ptr<SqliteWriter> writer = open_writer(dir.file("no_transaction.sqlite"));
+  ASSERT_NE(writer, nullptr);
+  EXPECT_FALSE(writer->commit());  // no transaction is open
+  EXPECT_FALSE(writer->storage_failed());
+  EXPECT_NE(writer->last_error().find("COMMIT: "), std::string::npos) << writer->last_error();
 }
 
 TEST(WriteEmptyDatabase, HasEveryTableMetadataAndZeroStats) {

@@ -29,6 +29,15 @@ inline constexpr char kDurationNs[] = "PYPROF_DURATION_NS";
 inline constexpr char kCaptureRange[] = "PYPROF_CAPTURE_RANGE";
 // --no-cuda-trace sets "0": the collector never starts CUPTI.
 inline constexpr char kCudaTrace[] = "PYPROF_CUDA_TRACE";
+// "FD:INODE": the write end of a non-blocking pipe on which a collector whose database could not
+// be written completely (disk full) reports it, so that the launcher can say so and exit
+// non-zero. The collector writes only while FD is still that pipe (INODE): the program may have
+// closed the descriptor and reused its number. One line per database, at most PIPE_BUF bytes so
+// lines of several processes never interleave: kStatusLinePrefix, then tab-separated fields
+// path=, usable= (0: nothing readable was kept), ranges=, marks=, kernels= (kept), events_dropped=,
+// cuda_dropped= (lost to failed writes), and last reason= (the message naming the file).
+inline constexpr char kStatusFd[] = "PYPROF_STATUS_FD";
+inline constexpr char kStatusLinePrefix[] = "pyprof-write-failed";
 
 // ---- Set by the user (or a test); read by the collector. ----
 

@@ -9,7 +9,8 @@
 // refuses instead of writing beside the first.
 //
 // Every error is one line on stderr, "pyprof: error: ...", with its own exit status:
-//   1    pyprof could not prepare the run (output, collector, earlier databases, environment)
+//   1    pyprof could not prepare the run (output, collector, earlier databases, environment), or
+//        a database could not be written completely (disk full) while the command succeeded
 //   2    usage error
 //   75   another `pyprof profile` is running with the same NAME (EX_TEMPFAIL: try again later)
 //   126  the command exists but cannot be executed
@@ -206,10 +207,10 @@ std::string join(const std::vector<std::string>& words, std::string_view sep) {
 // Environment variables this launcher sets for the command; inherited values are dropped.
 // CUDA_INJECTION64_PATH is not among them: another CUDA tool's value is kept (see
 // prepare_collector).
-constexpr std::array<std::string_view, 10> kOwnedEnv = {
+constexpr std::array<std::string_view, 11> kOwnedEnv = {
     env::kNvtxInjection,     env::kOutput,        env::kRootPid, env::kSessionStartMonoNs,
     env::kSessionStartUtcNs, env::kLaunchCmdline, env::kDelayNs, env::kDurationNs,
-    env::kCaptureRange,      env::kCudaTrace};
+    env::kCaptureRange,      env::kCudaTrace,     env::kStatusFd};
 
 bool is_owned_env(std::string_view entry) {
   const size_t eq = entry.find('=');
@@ -246,7 +247,104 @@ struct Run {
   // Set CUDA_INJECTION64_PATH to the collector (CUDA tracing on, and no other CUDA tool's
   // library already named there).
   bool inject_cuda = false;
+  // The pipe on which collectors report databases they could not write completely
+  // (PYPROF_STATUS_FD); -1 when it could not be created.
+  int status_read_fd = -1;
+  int status_write_fd = -1;
+  uint64_t status_pipe_inode = 0;
 };
+
+// A database a collector could not write completely, as reported on the status pipe.
+struct WriteFailure {
+  std::string path;
+  bool usable = false;  // the file is a readable database holding what was kept
+  std::string ranges, marks, kernels, events_dropped, cuda_dropped;
+  std::string reason;  // names the file and the cause ("disk full (or write failed) writing ...")
+};
+
+// Creates the status pipe. Both ends are non-blocking: a collector never waits for the launcher,
+// and the launcher reads what is there once the command has exited. The write end is close-on-
+// exec here and made inheritable in the child only.
+void open_status_pipe(Run& run) {
+  std::array<int, 2> fds{};
+  if (pipe2(fds.data(), O_CLOEXEC | O_NONBLOCK) != 0) {
+    warn(
+        "cannot create a pipe ({}); a database that cannot be written completely is only "
+        "reported by the program's own messages",
+        std::strerror(errno));
+    return;
+  }
+  struct stat st {};
+  fstat(fds[1], &st);
+  run.status_read_fd = fds[0];
+  run.status_write_fd = fds[1];
+  run.status_pipe_inode = static_cast<uint64_t>(st.st_ino);
+}
+
+// The reports collectors wrote, one line each (format: env::kStatusFd).
+std::vector<WriteFailure> read_write_failures(Run& run) {
+  std::vector<WriteFailure> failures;
+  if (run.status_read_fd < 0) return failures;
+  close(run.status_write_fd);
+  run.status_write_fd = -1;
+  std::string text;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = read(run.status_read_fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // EOF, or EAGAIN: a process still holding the pipe has not written
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  close(run.status_read_fd);
+  run.status_read_fd = -1;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string_view line(text.data() + start, end - start);
+    start = end + 1;
+    if (!line.starts_with(std::string(env::kStatusLinePrefix) + "\t")) continue;
+    WriteFailure failure;
+    size_t field_start = std::string_view(env::kStatusLinePrefix).size() + 1;
+    while (field_start <= line.size()) {
+      size_t field_end = line.find('\t', field_start);
+      if (field_end == std::string_view::npos) field_end = line.size();
+      const std::string_view field = line.substr(field_start, field_end - field_start);
+      field_start = field_end + 1;
+      const size_t eq = field.find('=');
+      if (eq == std::string_view::npos) continue;
+      const std::string_view key = field.substr(0, eq);
+      const std::string value(field.substr(eq + 1));
+      if (key == "path") failure.path = value;
+      if (key == "usable") failure.usable = value == "1";
+      if (key == "ranges") failure.ranges = value;
+      if (key == "marks") failure.marks = value;
+      if (key == "kernels") failure.kernels = value;
+      if (key == "events_dropped") failure.events_dropped = value;
+      if (key == "cuda_dropped") failure.cuda_dropped = value;
+      if (key == "reason") failure.reason = value;
+    }
+    failures.push_back(std::move(failure));
+  }
+  return failures;
+}
+
+// One error line per incomplete database: why (naming the file) and what it still holds.
+void report_write_failures(const std::vector<WriteFailure>& failures) {
+  for (const WriteFailure& failure : failures) {
+    const std::string reason =
+        failure.reason.empty() ? "cannot write " + failure.path : failure.reason;
+    if (failure.usable) {
+      fmt::print(stderr,
+                 "pyprof: error: {}; kept {} ranges, {} marks and {} kernels; dropped {} NVTX "
+                 "events and {} CUDA records\n",
+                 reason, failure.ranges, failure.marks, failure.kernels, failure.events_dropped,
+                 failure.cuda_dropped);
+    } else {
+      fmt::print(stderr, "pyprof: error: {}; nothing usable was kept\n", reason);
+    }
+  }
+}
 
 int prepare_output(Run& run) {
   const OutputName name = split_output_name(run.opts.output);
@@ -393,6 +491,9 @@ std::vector<std::string> session_env(const Run& run, int64_t mono_ns, int64_t ut
   if (run.opts.duration_ns) set(env::kDurationNs, *run.opts.duration_ns);
   if (run.opts.capture_range_cuda_profiler) set(env::kCaptureRange, "cudaProfilerApi");
   if (!run.opts.cuda_trace) set(env::kCudaTrace, "0");
+  if (run.status_write_fd >= 0) {
+    set(env::kStatusFd, fmt::format("{}:{}", run.status_write_fd, run.status_pipe_inode));
+  }
   if (run.inject_cuda) {
     const std::string inherited = fmt::format("{}=", env::kCudaInjection);
     std::erase_if(entries,
@@ -455,6 +556,7 @@ std::optional<int> run_command(const Run& run, int& exit_code) {
     close(exec_pipe[0]);
     sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     format_root_pid(root_pid_buf.data(), root_pid_buf.size(), getpid());
+    if (run.status_write_fd >= 0) fcntl(run.status_write_fd, F_SETFD, 0);  // PYPROF_STATUS_FD
     execvpe(argv[0], argv.data(), envp.data());
     const int err = errno;
     [[maybe_unused]] const ssize_t n = write(exec_pipe[1], &err, sizeof(err));
@@ -602,13 +704,25 @@ int profile_main(int argc, char** argv) {
   if (const int rc = handle_earlier_run(run); rc != 0) return rc;
 
   const int64_t launch_coarse_ns = clock_ns(CLOCK_REALTIME_COARSE);
+  open_status_pipe(run);
   int exit_code = 0;
   const std::optional<int> status = run_command(run, exit_code);
+  const std::vector<WriteFailure> failures = read_write_failures(run);
   if (!status) return exit_code;
 
-  ensure_root_database(run, *status);
+  // A root database the collector failed to write is no sign of a program without NVTX calls:
+  // replacing it with an empty one would hide the failure.
+  const std::string root = root_database_name(run.prefix, std::getenv(env::kRank));
+  if (std::none_of(failures.begin(), failures.end(),
+                   [&root](const WriteFailure& failure) { return failure.path == root; })) {
+    ensure_root_database(run, *status);
+  }
   report_databases(run, launch_coarse_ns);
-  return exit_status_of(*status);
+  report_write_failures(failures);
+  const int command_status = exit_status_of(*status);
+  // The command's own failure says more than ours; a successful run with an incomplete
+  // database must not look like success.
+  return failures.empty() || command_status != 0 ? command_status : kFailure;
 }
 
 }  // namespace
