@@ -61,6 +61,10 @@ std::string_view strip_api_version(std::string_view name) {
 
 bool StringIdCache::open(const SqliteDb& db, std::string& error) {
   if (!db.has_table("StringIds")) return true;
+  if (!require_columns(db.columns("StringIds"), "StringIds", {"id", "value"}, error, "",
+                       kNotNsys)) {
+    return false;
+  }
   lookup_ = db.prepare("SELECT value FROM StringIds WHERE id = ?", error);
   return lookup_.valid();
 }
@@ -85,47 +89,118 @@ bool NsysReader::read(Trace& trace, std::string& error) {
   trace.format = "nsys";
   if (!strings_.open(db_, error)) return false;
   // The GPU and API tables are read while a second thread decodes part of NVTX_EVENTS.
-  return read_metadata(trace, error) && read_devices(trace, error) &&
-         read_ranges(trace, error, [&] {
-           return read_kernels(trace, error) && read_copies(trace, error) &&
-                  read_api_calls(trace, error);
-         });
+  bool ok =
+      read_metadata(trace, error) && read_devices(trace, error) && read_ranges(trace, error, [&] {
+        return read_kernels(trace, error) && read_copies(trace, error) &&
+               read_api_calls(trace, error);
+      });
+  if (ok && trace.unfinished_capture) {
+    // Each thread that recorded may have lost its last buffer: count them.
+    std::set<std::pair<uint32_t, uint32_t>> threads;
+    for (const RangeRecord& r : trace.ranges) threads.emplace(r.pid, r.tid);
+    for (const ApiCall& call : trace.api_calls) threads.emplace(call.pid, call.tid);
+    trace.capture_threads = static_cast<int64_t>(threads.size());
+  }
+  return ok;
+}
+
+// Name/value tables (metadata, our statistics) are optional: one of another layout is named in
+// a warning and skipped. Calls `row(name, statement)` for each row.
+bool NsysReader::read_name_value_table(
+    Trace& trace, const std::string& table, std::string& error,
+    const std::function<void(std::string_view, const Statement&)>& row) {
+  if (!db_.has_table(table)) return true;
+  std::string layout_error;
+  if (!require_columns(db_.columns(table), table, {"name", "value"}, layout_error)) {
+    trace.warn("table of an unknown layout", layout_error + ": skipped");
+    return true;
+  }
+  Statement s = db_.prepare("SELECT name, value FROM \"" + table + "\"", error);
+  if (!s.valid()) return false;
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) row(s.text(0), s);
+  if (rc != SQLITE_DONE) return step_failed(db_, table, error);
+  return true;
 }
 
 bool NsysReader::read_metadata(Trace& trace, std::string& error) {
   for (const char* table : {"META_DATA_EXPORT", "EXPORT_META_DATA"}) {
-    if (!db_.has_table(table)) continue;
-    auto cols = db_.columns(table);
-    if (!cols.count("name") || !cols.count("value")) continue;
-    Statement s = db_.prepare(std::string("SELECT name, value FROM ") + table, error);
-    if (!s.valid()) return false;
-    while (s.step() == SQLITE_ROW) {
-      std::string_view name = s.text(0), value = s.text(1);
-      if (name == "EXPORT_PRODUCT_NAME" && value == "pyprof") trace.format = "pyprof";
-      if (name == "EXPORT_PRODUCT_VERSION") trace.version = std::string(value);
-    }
+    bool ok =
+        read_name_value_table(trace, table, error, [&](std::string_view name, const Statement& s) {
+          std::string_view value = s.text(1);
+          if (name == "EXPORT_PRODUCT_NAME" && value == "pyprof") trace.format = "pyprof";
+          if (name == "EXPORT_PRODUCT_VERSION") trace.version = std::string(value);
+        });
+    if (!ok) return false;
   }
-  if (db_.has_table("META_DATA_CAPTURE") && trace.format == "pyprof") {
-    Statement s =
-        db_.prepare("SELECT value FROM META_DATA_CAPTURE WHERE name = 'PYPROF_CUDA_TRACE'", error);
-    if (!s.valid()) return false;
-    if (s.step() == SQLITE_ROW) trace.cuda_trace = std::string(s.text(0));
+  if (trace.format != "pyprof") return true;  // the rest is our own
+  // The collector writes FINALIZED_BY and its statistics in its last transaction (the launcher
+  // writes statistics into the empty database it leaves for a program that recorded nothing).
+  // Without both, the program was killed (SIGKILL, OOM killer) or that transaction failed (a
+  // full disk): what the threads still held was never written.
+  bool finalized = false;
+  bool ok =
+      read_name_value_table(trace, "META_DATA_CAPTURE", error,
+                            [&](std::string_view name, const Statement& s) {
+                              if (name == "PYPROF_CUDA_TRACE") {
+                                trace.cuda_trace = std::string(s.text(1));
+                              }
+                              if (name == "FINALIZED_BY") finalized = true;
+                            }) &&
+      read_name_value_table(trace, "PYPROF_COLLECTOR_STATS", error,
+                            [&](std::string_view name, const Statement& s) {
+                              trace.stats.capture_stats.emplace_back(std::string(name), s.int64(1));
+                            });
+  trace.unfinished_capture = !finalized && trace.stats.capture_stats.empty();
+  return ok;
+}
+
+// nsys 2020.x: TARGET_INFO_CUDA_GPU, one row per (process, GPU) in CUPTI's device-record
+// units as nsys stored them: coreClockRate kHz, globalMemoryBandwidth KB/s (0 when not
+// recorded), globalMemorySize MiB (the 2020.3 export holds 32510 for a 32 GB V100).
+bool NsysReader::read_cuda_gpus(Trace& trace, std::string& error) {
+  const std::string table = "TARGET_INFO_CUDA_GPU";
+  if (!db_.has_table(table)) return true;
+  auto cols = db_.columns(table);
+  if (!cols.count("deviceId") || !cols.count("name")) {
+    trace.warn("GPU table of an unknown layout",
+               "table " + table + " has no column 'deviceId' or 'name': GPUs not described");
+    return true;
   }
-  if (db_.has_table("PYPROF_COLLECTOR_STATS")) {
-    Statement s = db_.prepare("SELECT name, value FROM PYPROF_COLLECTOR_STATS", error);
-    if (!s.valid()) return false;
-    while (s.step() == SQLITE_ROW) {
-      trace.stats.capture_stats.emplace_back(std::string(s.text(0)), s.int64(1));
-    }
+  Statement s =
+      db_.prepare(select_columns(cols, table,
+                                 {"deviceId", "name", "numMultiprocessors", "coreClockRate",
+                                  "globalMemoryBandwidth", "globalMemorySize",
+                                  "computeCapabilityMajor", "computeCapabilityMinor"},
+                                 " ORDER BY deviceId"),
+                  error);
+  if (!s.valid()) return false;
+  std::set<int64_t> seen;  // a row per process: one device each
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) {
+    int64_t id = or_default(s, 0, -1);
+    if (!seen.insert(id).second) continue;
+    Trace::Device& d = trace.devices.emplace_back();
+    d.id = id;
+    d.name = std::string(s.text(1));
+    d.sm_count = or_default(s, 2, 0);
+    d.clock_hz = or_default(s, 3, 0) * 1000;
+    d.memory_bandwidth = or_default(s, 4, 0) * 1000;
+    d.total_memory = or_default(s, 5, 0) << 20;
+    d.compute_major = or_default(s, 6, 0);
+    d.compute_minor = or_default(s, 7, 0);
   }
+  if (rc != SQLITE_DONE) return step_failed(db_, table, error);
   return true;
 }
 
 bool NsysReader::read_devices(Trace& trace, std::string& error) {
   const std::string table = "TARGET_INFO_GPU";
-  if (!db_.has_table(table)) return true;
+  // Before 2021.2 the GPU facts are in TARGET_INFO_CUDA_GPU; 2020.5 has both, its
+  // TARGET_INFO_GPU holding only names.
+  if (!db_.has_table(table)) return read_cuda_gpus(trace, error);
   auto cols = db_.columns(table);
-  if (!cols.count("id") || !cols.count("name")) return true;  // the 2020.5 five-column form
+  if (!cols.count("id") || !cols.count("name")) return read_cuda_gpus(trace, error);
   // nsys numbers GPUs per machine (id) and maps each process' CUDA ordinal through
   // TARGET_INFO_CUDA_DEVICE; without that table the two are the same.
   std::map<int64_t, int64_t> ordinal_of_gpu;

@@ -32,7 +32,10 @@ class NsysReader : public TraceReader {
 
  private:
   bool read_metadata(Trace& trace, std::string& error);
+  bool read_name_value_table(Trace& trace, const std::string& table, std::string& error,
+                             const std::function<void(std::string_view, const Statement&)>& row);
   bool read_devices(Trace& trace, std::string& error);
+  bool read_cuda_gpus(Trace& trace, std::string& error);
   bool read_kernels(Trace& trace, std::string& error);
   bool read_copies(Trace& trace, std::string& error);
   bool read_api_calls(Trace& trace, std::string& error);

@@ -1,9 +1,12 @@
 // pyprof-parse: `pyprof parse DB [-o FILE]` / `python -m pyprof.parse DB > net.dict`.
-// Exit codes: 0 ok, 1 bad input or unwritable output, 2 usage, 141 standard output closed by
-// its reader (`... | head`; nothing printed).
+// Exit codes: 0 ok (also for a capture that was not finished: what it holds is written, and the
+// summary and the header's "unfinished_capture" say what may be missing), 1 bad input or
+// unwritable output, 2 usage, 141 standard output closed by its reader (`... | head`; nothing
+// printed).
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +20,7 @@
 #include "parse/nvprof_reader.h"
 #include "parse/record_writer.h"
 #include "parse/sqlite_db.h"
+#include "parse/terminal_text.h"
 
 namespace pyprof::parse {
 namespace {
@@ -38,6 +42,15 @@ class PhaseTimer {
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
+// 4096 -> "4,096" (fmt's {:L} follows the C locale, which has no separator).
+std::string with_thousands(int64_t n) {
+  std::string digits = std::to_string(n);
+  for (int i = static_cast<int>(digits.size()) - 3; i > (digits[0] == '-' ? 1 : 0); i -= 3) {
+    digits.insert(static_cast<size_t>(i), ",");
+  }
+  return digits;
+}
+
 double percent(int64_t part, int64_t whole) {
   return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
@@ -46,8 +59,9 @@ void print_summary(const std::string& path, const Trace& trace, const Correlatio
                    const RecordWriter& writer) {
   const ReadStats& s = trace.stats;
   const CorrelationStats& c = corr.stats;
+  // Everything from the file (version, metadata, warning examples) is terminal_safe.
   std::string tool = trace.format + (trace.version.empty() ? "" : " " + trace.version);
-  fmt::print(stderr, "pyprof parse: {} ({})\n", path, tool);
+  fmt::print(stderr, "pyprof parse: {} ({})\n", path, terminal_safe(tool));
   int64_t records = static_cast<int64_t>(corr.order.size());
   if (corr.cpu_only) {
     fmt::print(stderr, "  no GPU activity (CPU-only profile): {} op instances\n", records);
@@ -78,15 +92,24 @@ void print_summary(const std::string& path, const Trace& trace, const Correlatio
     for (const auto& [name, value] : s.capture_stats) {
       if (value == 0) continue;
       if (!line.empty()) line += ", ";
-      line += fmt::format("{} {}", name, value);
+      line += fmt::format("{} {}", terminal_safe(name), value);
     }
     fmt::print(stderr, "  capture: {}\n", line.empty() ? "all counters zero" : line);
   }
   if (!trace.cuda_trace.empty() && !trace.cuda_trace.starts_with("on")) {
     fmt::print(stderr, "  note: CUDA activity was not recorded: {}\n",
-               trace.cuda_trace.substr(trace.cuda_trace.find(':') == std::string::npos
-                                           ? 0
-                                           : trace.cuda_trace.find(':') + 2));
+               terminal_safe(trace.cuda_trace.substr(
+                   trace.cuda_trace.find(':') == std::string::npos
+                       ? 0
+                       : std::min(trace.cuda_trace.size(), trace.cuda_trace.find(':') + 2))));
+  }
+  if (trace.unfinished_capture) {
+    fmt::print(stderr,
+               "  warning: capture was not finished (the profiled program was killed, or its disk "
+               "filled up?): up to {} events per thread ({} threads seen) may be missing, with "
+               "what the collector had not yet written (it writes every half second) and CUDA "
+               "records still in CUPTI's buffers\n",
+               with_thousands(Trace::kEventsPerThreadBuffer), trace.capture_threads);
   }
   if (c.ranges_improperly_nested > 0) {
     fmt::print(stderr, "  note: {} ranges overlap a sibling without nesting in it\n",
@@ -130,9 +153,10 @@ int run(const std::string& path, const std::string& output, bool quiet) {
   // tearing down millions of small allocations costs a second or more at 1M kernels.
   Trace& trace = *new Trace;
   if (!reader->read(trace, error)) {
-    fmt::print(stderr, "pyprof parse: error: {}: {}\n", path, error);
+    fmt::print(stderr, "pyprof parse: error: {}: {}\n", path, terminal_safe(error));
     return 1;
   }
+  count_reversed_times(trace);
   if (trace.activities.empty() && trace.ranges.empty()) {
     trace.warn("empty profile", "the database holds no GPU activity and no NVTX range");
   }

@@ -39,6 +39,19 @@ const char* dialect_name(Dialect d) {
   return "user";
 }
 
+// "duration": end - start; null when the end precedes the start (the trace's clocks went
+// wrong), with the raw difference in "negative_duration" so that nothing is lost.
+void duration(JsonWriter& w, int64_t start, int64_t end) {
+  w.raw_key("duration");
+  if (end >= start) {
+    w.integer(end - start);
+    return;
+  }
+  w.null();
+  w.raw_key("negative_duration");
+  w.integer(end - start);
+}
+
 void xyz(JsonWriter& w, const char* key, const int32_t v[3]) {
   w.raw_key(key);
   w.begin_array();
@@ -169,6 +182,15 @@ void RecordWriter::write_header_object(JsonWriter& w, const std::string& source)
   }
   w.raw_key("records");
   w.trusted_string(corr_.cpu_only ? "op" : "gpu");
+  if (trace_.unfinished_capture) {
+    w.raw_key("unfinished_capture");
+    w.begin_object();
+    w.raw_key("threads");
+    w.integer(trace_.capture_threads);
+    w.raw_key("events_per_thread_at_risk");
+    w.integer(Trace::kEventsPerThreadBuffer);
+    w.end_object();
+  }
   if (!trace_.devices.empty()) {
     w.raw_key("devices");
     w.begin_array();
@@ -368,8 +390,7 @@ void RecordWriter::write_activity(int32_t index, const Attribution& a) {
     }
     w.raw_key("start");
     w.integer(act.start);
-    w.raw_key("duration");
-    w.integer(act.end - act.start);
+    duration(w, act.start, act.end);
     w.raw_key("correlation");
     w.integer(act.correlation_id);
     w.raw_key("pid");
@@ -388,8 +409,7 @@ void RecordWriter::write_activity(int32_t index, const Attribution& a) {
       pooled(w, call.name);
       w.raw_key("start");
       w.integer(call.start);
-      w.raw_key("duration");
-      w.integer(call.end - call.start);
+      duration(w, call.start, call.end);
       w.end_object();
     } else {
       w.raw_key("tid");

@@ -71,7 +71,9 @@ std::set<std::string> SqliteDb::columns(std::string_view table) const {
 Statement SqliteDb::prepare(const std::string& sql, std::string& error) const {
   sqlite3_stmt* stmt = nullptr;
   if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
-    error = std::string(sqlite3_errmsg(db_)) + " (in: " + sql.substr(0, 200) + ")";
+    // The readers check tables and columns before they query, so this is a layout they did
+    // not foresee; the message says what SQLite missed, not our SQL.
+    error = std::string("unexpected database layout: ") + sqlite3_errmsg(db_);
     sqlite3_finalize(stmt);
     return Statement();
   }

@@ -2,17 +2,22 @@
 
 #include <algorithm>
 
+#include "parse/terminal_text.h"
+
 namespace pyprof::parse {
 
 void Trace::warn(std::string_view category, std::string message) {
+  // Examples quote the trace (markers, names), and they are printed to a terminal.
   for (auto& group : warnings) {
     if (group.category == category) {
       ++group.count;
-      if (group.examples.size() < kWarningExamples) group.examples.push_back(std::move(message));
+      if (group.examples.size() < kWarningExamples) {
+        group.examples.push_back(terminal_safe(message));
+      }
       return;
     }
   }
-  warnings.push_back({std::string(category), 1, {std::move(message)}});
+  warnings.push_back({std::string(category), 1, {terminal_safe(message)}});
 }
 
 namespace {
@@ -36,6 +41,29 @@ uint32_t intern_bounded(Trace& trace, std::string_view s) {
 MarkerDomain marker_domain(const Trace& trace, const RangeRecord& r) {
   if (r.domain == 0) return MarkerDomain::kDefault;
   return trace.pool.get(r.domain) == "pyprof" ? MarkerDomain::kPyprof : MarkerDomain::kOther;
+}
+
+void count_reversed_times(Trace& trace) {
+  for (const GpuActivity& a : trace.activities) {
+    if (a.end >= a.start) continue;
+    ++trace.stats.gpu_end_before_start;
+    std::string what = a.kind == ActivityKind::kKernel
+                           ? "kernel " + std::string(trace.pool.get(a.short_name).substr(0, 60))
+                       : a.kind == ActivityKind::kMemcpy ? std::string("memcpy")
+                                                         : std::string("memset");
+    trace.warn("GPU rows that end before they start",
+               what + " (correlation " + std::to_string(a.correlation_id) + ") start " +
+                   std::to_string(a.start) + " end " + std::to_string(a.end) +
+                   ": written with duration null, left out of time sums");
+  }
+  for (const ApiCall& call : trace.api_calls) {
+    if (call.end >= call.start) continue;
+    ++trace.stats.api_end_before_start;
+    trace.warn("API calls that end before they start",
+               std::string(trace.pool.get(call.name).substr(0, 60)) + " (correlation " +
+                   std::to_string(call.correlation_id) + ") start " + std::to_string(call.start) +
+                   " end " + std::to_string(call.end) + ": its launch duration is written null");
+  }
 }
 
 void add_range(Trace& trace, RangeRecord r, std::string_view text, TextRef ref, Marker& m) {

@@ -111,6 +111,9 @@ struct ReadStats {
   int64_t ranges_end_before_start = 0;  // kept with end = start
   int64_t ranges_unclosed = 0;          // end NULL / no END row
   int64_t rows_skipped = 0;             // rows missing an essential value (each one warned)
+  // Kept with their start, written with duration null (count_reversed_times).
+  int64_t gpu_end_before_start = 0;
+  int64_t api_end_before_start = 0;
   // Capture-side losses the file reports (our PYPROF_COLLECTOR_STATS), name -> value.
   std::vector<std::pair<std::string, int64_t>> capture_stats;
 };
@@ -120,7 +123,8 @@ struct Trace {
   std::string version;  // tool version when the file says it, else ""
   // pyprof databases: META_DATA_CAPTURE PYPROF_CUDA_TRACE ("on: ..." or why kernels are absent).
   std::string cuda_trace;
-  // TARGET_INFO_GPU rows (nsys >= 2021.2 and pyprof databases), for peak rates downstream.
+  // TARGET_INFO_GPU rows (nsys >= 2021.2 and pyprof databases) or TARGET_INFO_CUDA_GPU rows
+  // (nsys 2020.x), for peak rates downstream.
   struct Device {
     int64_t id = -1;  // CUDA ordinal (kernel deviceId)
     std::string name;
@@ -132,6 +136,12 @@ struct Trace {
     int64_t compute_minor = 0;
   };
   std::vector<Device> devices;
+  // pyprof databases without the collector's finalisation record (killed, or its last write
+  // failed): each thread's unwritten events are lost, up to one buffer of this many events
+  // (the collector's EventChunk::kMaxEvents), with what the writer had queued.
+  bool unfinished_capture = false;
+  int64_t capture_threads = 0;  // threads seen recording in the unfinished capture
+  static constexpr int64_t kEventsPerThreadBuffer = 4096;
   StringPool pool;
   std::vector<GpuActivity> activities;
   std::vector<ApiCall> api_calls;
@@ -161,6 +171,11 @@ class TraceReader {
 
 // Which dialects a range's domain can hold (the default domain, "pyprof", any other name).
 MarkerDomain marker_domain(const Trace& trace, const RangeRecord& r);
+
+// Counts and warns about GPU activities and API calls whose end precedes their start (a
+// tracer's clock trouble). They stay in the trace: their start still places them, but their
+// length is unknown, so records carry duration null and sums leave them out.
+void count_reversed_times(Trace& trace);
 
 // Adds one range to the trace: decodes `text` with `marker` (reused scratch), interns what the
 // record keeps, counts malformed markers. `ref` says how to fetch the text again; a reader may

@@ -45,7 +45,9 @@ Layouts (`SynthDb(layout=...)`): "2020.3", "2020.5", "2021.2", "2022.1", "2023.1
 Assumptions where no public export shows the table: NVTX_EVENTS before 2022.1 is given the
 2022.1 19-column set; TARGET_INFO_CUDA_GPU's columns follow CUPTI's device record (only `name`,
 `deviceId`, `numMultiprocessors`, `computeCapabilityMajor/Minor`, `coreClockRate`,
-`numThreadsPerWarp`, `maxWarpsPerMultiprocessor`, `maxIPC` are seen used by public readers).
+`numThreadsPerWarp`, `maxWarpsPerMultiprocessor`, `maxIPC` are seen used by public readers);
+units as the real 2020.3 export holds them: coreClockRate kHz, globalMemoryBandwidth KB/s,
+globalMemorySize MiB.
 Old exports claim "all fields NOT NULL, default value exported instead"; this builder writes
 NULLs the same way in every layout.
 
@@ -1201,7 +1203,7 @@ class SynthDb:
             major, minor = g["compute"]
             if v <= (2020, 5):
                 self._add("TARGET_INFO_CUDA_GPU", (
-                    0, g["name"], g["bus"], g["bandwidth"] // 1000, g["memory_bytes"], 65536,
+                    0, g["name"], g["bus"], g["bandwidth"] // 1000, g["memory_bytes"] >> 20, 65536,
                     g["l2_bytes"], 32, g["clock_hz"] // 1000, 4, g["sm_count"], 4, 64, 32,
                     233472, 65536, 65536, 49152, 1024, 1024, 1024, 64, 2147483647, 65535, 65535,
                     major, minor, d, 0))

@@ -22,7 +22,7 @@ import pytest
 
 import pyprof_db
 from pyprof_db import MARK, PUSH_POP, START_END, modules, ops, read_ranges, stats
-from testlib import PY, ROOT, all_but_one_slow, script
+from testlib import PARSE, PY, ROOT, all_but_one_slow, script
 from testlib import pyprof_env as session_env  # what pyprof_db.profile gives the launcher
 
 pytestmark = pytest.mark.needs_build
@@ -162,6 +162,11 @@ def test_normal_exit_keeps_every_op(normal_run):
     tmp, result = normal_run
     check_end(tmp, result, 0, None)
     assert stats(str(tmp / "net.sqlite")).get("unclosed_ranges", 0) == 0
+    # A finished database is not called unfinished.
+    res = subprocess.run([PARSE, str(tmp / "net.sqlite")], capture_output=True, text=True,
+                         timeout=TIMEOUT)
+    assert res.returncode == 0 and "not finished" not in res.stderr, res.stderr
+    assert "unfinished_capture" not in json.loads(res.stdout.splitlines()[0])
 
 
 # Each mode is a profiled run of ~3 s: `-m "not slow"` keeps the exception.
@@ -304,6 +309,40 @@ def test_second_signal_waits_until_the_database_is_finished(tmp_path):
         assert by in {s.name for s in pair if s != signal.SIGINT}, (shown, by, err)
         if rc != 128 + signal.SIGINT:
             assert rc == 128 + signal.Signals[by], (shown, by, rc, err)
+
+def test_parse_says_a_killed_capture_is_unfinished(tmp_path):
+    """SIGKILL leaves no finalisation record: the events still in each thread's buffer (up to
+    4,096) and in the writer's queue are lost. parse keeps what is there, exits 0, and says so
+    in its summary and in the net.dict header."""
+    proc, program_pid = start_loop(tmp_path)
+    db = tmp_path / "net.sqlite"
+    deadline = time.monotonic() + TIMEOUT
+    committed = 0
+    while committed == 0 and time.monotonic() < deadline:  # the writer commits every 0.5 s
+        time.sleep(0.2)
+        try:
+            with connect(db) as con:
+                committed = con.execute("SELECT COUNT(*) FROM NVTX_EVENTS").fetchone()[0]
+        except sqlite3.Error:
+            pass
+    os.kill(program_pid, signal.SIGKILL)
+    rc, _, err = finish(proc)
+    assert rc == 128 + signal.SIGKILL, f"rc={rc}\n{err}"
+    with connect(db) as con:
+        assert con.execute("SELECT COUNT(*) FROM META_DATA_CAPTURE "
+                           "WHERE name = 'FINALIZED_BY'").fetchone() == (0,)
+        threads = {gtid & 0xFFFFFF for (gtid,) in con.execute(
+            "SELECT DISTINCT globalTid FROM NVTX_EVENTS WHERE globalTid IS NOT NULL")}
+    res = subprocess.run([PARSE, str(db)], capture_output=True, text=True, timeout=TIMEOUT)
+    assert res.returncode == 0, res.stderr
+    header = json.loads(res.stdout.splitlines()[0])
+    assert header["unfinished_capture"] == {"threads": len(threads),
+                                            "events_per_thread_at_risk": 4096}
+    assert (f"capture was not finished (the profiled program was killed, or its disk filled "
+            f"up?): up to 4,096 events per thread ({len(threads)} threads seen)") in res.stderr
+    # What was committed is all there: the first step's ops.
+    names = {json.loads(line)["name"] for line in res.stdout.splitlines()[1:]}
+    assert "aten::cumsum" in names, sorted(names)[:20]
 
 
 def test_ctrl_c_to_the_process_group(tmp_path):

@@ -105,7 +105,7 @@ def formats_md_record_keys():
 
 def gpu_synth_db():
     """pyprof markers around a Linear forward and backward (module, call site, backward op and
-    its arguments), a copy, a memset and a CUDA graph launch."""
+    its arguments), a copy, a memset, a CUDA graph launch and a kernel ending before it starts."""
     db = SynthDb()
     main = db.thread(pid=100)
     x, w, b = tensor([8, 64]), tensor([32, 64]), tensor([32])
@@ -119,6 +119,8 @@ def gpu_synth_db():
         main.memset(1024, 0)
     with main.range("cuda graph replay"):
         main.graph_launch([ELEMENTWISE])
+    with main.pyprof_op("aten::relu"):
+        main.launch(ELEMENTWISE, duration=-100)  # a row whose end precedes its start
     engine = db.thread(pid=100, tid=101)
     engine.wait_until(main.now)
     with engine.pyprof_op("AddmmBackward0", scope="backward", seq=3, fwd_tid=main.rf_tid):

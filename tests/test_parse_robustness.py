@@ -160,3 +160,52 @@ def test_read_only_database_copy(tmp_path):
         assert sorted(os.listdir(folder)) == ["lenet.sqlite"]
     finally:
         os.chmod(folder, 0o755)
+
+
+@pytest.mark.parametrize("table, ddl, column", [
+    # StringIds without its key: the error named SQLite's "no such column" and our SQL.
+    ("StringIds", "CREATE TABLE StringIds (key INTEGER, value TEXT)", "id"),
+    ("StringIds", "CREATE TABLE StringIds (id INTEGER, text TEXT)", "value"),
+])
+def test_unexpected_layout_is_named_in_the_users_terms(tmp_path, table, ddl, column):
+    path = tmp_path / "odd.sqlite"
+    con = sqlite3.connect(path)
+    con.execute(ddl)
+    con.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, "
+                "shortName INTEGER)")
+    con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1, 2, 3)")
+    con.commit()
+    con.close()
+    rc, out, err = run(path)
+    assert rc == 1 and out == ""
+    assert err.startswith(f"pyprof parse: error: {path}: table {table} has no column "
+                          f"'{column}' (not an Nsight Systems export"), err
+    assert "SELECT" not in err and "no such column" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_optional_tables_of_an_unexpected_layout_are_skipped_with_a_warning(tmp_path):
+    """Metadata and statistics tables are optional: one without the columns parse reads is
+    named in a warning, not an SQL error."""
+    path = tmp_path / "odd.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT)")
+    con.execute("INSERT INTO META_DATA_EXPORT VALUES ('EXPORT_PRODUCT_NAME', 'pyprof')")
+    con.execute("CREATE TABLE META_DATA_CAPTURE (key TEXT, data TEXT)")
+    con.execute("CREATE TABLE PYPROF_COLLECTOR_STATS (counter TEXT, n INTEGER)")
+    con.execute("CREATE TABLE NVTX_EVENTS (start INTEGER, end INTEGER, eventType INTEGER, "
+                "text TEXT, globalTid INTEGER)")
+    con.execute("INSERT INTO NVTX_EVENTS VALUES (1, 2, 59, 'step', 0)")
+    con.commit()
+    con.close()
+    rc, out, err = run(path)
+    assert rc == 0, err
+    assert "SELECT" not in err and "no such column" not in err
+    assert "table META_DATA_CAPTURE has no column 'name'" in err
+    assert "table PYPROF_COLLECTOR_STATS has no column 'name'" in err
+
+
+def test_nsys_exports_are_never_called_unfinished():
+    """Only pyprof's own databases carry a finalisation record; nsys exports never do."""
+    rc, _, err = run(LENET)
+    assert rc == 0 and "not finished" not in err

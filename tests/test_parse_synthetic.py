@@ -3,6 +3,7 @@ start/end ranges, registered strings, domains, several threads, processes and GP
 launch order, unclosed ranges, graph launches, copies, hostile markers and old layouts."""
 
 import json
+import subprocess
 
 import pytest
 
@@ -361,3 +362,91 @@ def test_other_libraries_ranges_are_not_emit_nvtx_ops(tmp_path):
         ["TensorRT:aten::addmm, seq = 3, op_id = 7, sizes = [[3], [5, 64], [64, 3], [], []]"]]
     assert "emit_nvtx 3," in summary and "other (user) 4" in summary
     assert "attributed to an op: 3 of 7" in summary
+
+def test_gpu_rows_ending_before_they_start_are_flagged_and_left_out_of_sums(tmp_path):
+    """A kernel, copy, memset or launch call whose end precedes its start (clock trouble in the
+    tracer) is counted and flagged: `duration` null, the raw end - start in
+    `negative_duration`, and prof's time sums leave it out (they showed -48063 ns before)."""
+    db = SynthDb()
+    t = db.thread(pid=100)
+    with t.pyprof_op("aten::add", seq=1):
+        t.launch(ELEMENTWISE, duration=5000)
+        t.launch(ELEMENTWISE, duration=-48063)
+        t.launch(ELEMENTWISE, duration=3000, api_duration=-700)
+        t.advance(2000)  # the reversed call moved this thread's clock back: end the op later
+    with t.pyprof_op("aten::copy_", seq=-1):
+        t.memcpy(4096, "HtoD", duration=-10)
+    with t.pyprof_op("aten::zero_", seq=-1):
+        t.memset(1024, 0, duration=-7)
+    path = tmp_path / "x.sqlite"
+    db.save(path)
+    _, recs, summary = testlib.parse(path)
+    good, bad_kernel, bad_launch, bad_copy, bad_memset = recs
+    assert good["duration"] == 5000 and "negative_duration" not in good
+    assert bad_kernel["duration"] is None and bad_kernel["negative_duration"] == -48063
+    assert bad_copy["duration"] is None and bad_copy["negative_duration"] == -10
+    assert bad_memset["duration"] is None and bad_memset["negative_duration"] == -7
+    assert bad_launch["duration"] == 3000
+    assert bad_launch["launch"]["duration"] is None
+    assert bad_launch["launch"]["negative_duration"] == -700
+    # Still attributed: the start is right, only the length is unknown.
+    assert [r["op"] for r in recs] == ["aten::add"] * 3 + ["aten::copy_", "aten::zero_"]
+    assert "GPU rows that end before they start (3x)" in summary
+    assert "API calls that end before they start (1x)" in summary
+    dict_path = tmp_path / "x.dict"
+    dict_path.write_text(testlib.run_tool(testlib.PARSE, path, "-q").stdout)
+    metrics = {r["Metric"]: r["Value"] for r in map(json.loads, testlib.prof(
+        "--report", "summary", "--formats", "json", dict_path).stdout.splitlines())}
+    assert metrics["kernel time (ns)"] == "8000"  # 5000 + 3000; the -48063 ns kernel is out
+
+
+def test_long_legacy_trace_marker_list(tmp_path):
+    """A legacy PyProf traceMarker with 200k frames decodes (in linear time: the converter
+    appended each frame with scratch as large as everything before it; see
+    JsonWriter.ScratchIsBoundedByWhatTheWriterWrites and docs/benchmarks.md)."""
+    frames = [f"/home/user/project/train_{i}.py:{i}" for i in range(200_000)]
+    db = SynthDb()
+    t = db.thread(pid=100)
+    with t.range(repr({"traceMarker": frames})):
+        with t.range(repr({"mod": "torch.nn.functional", "op": "linear", "args": []})):
+            t.launch(ELEMENTWISE)
+    _, recs, summary = parse(db, tmp_path)
+    (rec,) = recs
+    assert rec["op"] == "linear" and rec["dialect"] == "legacy_pyprof"
+    assert rec["trace"][:3] == frames[:3]
+    assert "malformed 0" in summary
+
+
+def test_trace_text_reaches_the_terminal_escaped(tmp_path):
+    """Invalid UTF-8 and control characters in markers (a terminal would run ESC sequences)
+    are escaped in the summary; the records stay valid UTF-8 JSON."""
+    db = SynthDb()
+    t = db.thread(pid=100)
+    with t.range(b'{"v":1,"op":"aten::add\xff\xfe\x1b[2J\x07', domain="pyprof"):
+        t.launch(ELEMENTWISE)
+    t.range_at(b"back\xc3(\x1b]0;owned\x07\xc2\x9b", start=t.now + 500, end=t.now)
+    t.advance(1000)
+    path = tmp_path / "x.sqlite"
+    db.save(path)
+    res = subprocess.run([testlib.PARSE, str(path)], capture_output=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    err = res.stderr.decode("utf-8")  # strict: raises on invalid UTF-8
+    assert "\x1b" not in err and "\x07" not in err and "\x9b" not in err
+    assert "malformed marker" in err and "aten::add\\xff\\xfe\\x1b[2J\\x07" in err
+    assert "back\\xc3(\\x1b]0;owned\\x07\\u009b" in err
+    header, recs = testlib.read_records(res.stdout.decode("utf-8"))
+    assert recs[0]["user_ranges"][0].startswith('pyprof:{"v":1,"op":"aten::add\ufffd')
+
+
+def test_devices_read_alike_from_every_gpu_table_layout(tmp_path):
+    """TARGET_INFO_CUDA_GPU (2020.3; 2020.5 beside a names-only TARGET_INFO_GPU) and the full
+    TARGET_INFO_GPU (2021.2 on) describe the same GPU the same way in the header."""
+    devices = {}
+    for layout in ("2020.3", "2020.5", "2021.2"):
+        db = SynthDb(layout=layout)
+        db.thread(pid=100).launch(ELEMENTWISE)
+        header, _, _ = parse(db, tmp_path, f"{layout}.sqlite")
+        devices[layout] = header["devices"]
+    assert devices["2020.3"] == devices["2020.5"] == devices["2021.2"]
+    (gpu,) = devices["2021.2"]
+    assert gpu["sm_count"] > 0 and gpu["clock_hz"] > 0 and gpu["total_memory"] > 0

@@ -217,6 +217,10 @@ def test_header_describes_the_gpus():
     header, _, _ = parse(os.path.join(DATA, "nsys-2024.6.2_nvfuser-nvtx_report1.sqlite"))
     assert [(d["name"], d["sm_count"], d["compute_capability"]) for d in header["devices"]] == [
         ("NVIDIA H200", 132, [9, 0])]
-    # Files that do not describe their GPUs (2020.3, nvprof) have no "devices" key.
-    header, _, _ = parse(os.path.join(DATA, "nsys-2020.3.4_beast-stream_report2.sqlite"))
-    assert "devices" not in header
+    # nsys 2020.x keeps the GPU facts in TARGET_INFO_CUDA_GPU, in CUPTI's units as nsys stored
+    # them (clock kHz, memory MiB: 32510 MiB is the 32 GB V100; bandwidth 0 = not recorded).
+    header, records, _ = parse(os.path.join(DATA, "nsys-2020.3.4_beast-stream_report2.sqlite"))
+    v100 = {"name": "Tesla V100-PCIE-32GB", "sm_count": 80, "clock_hz": 1_380_000_000,
+            "memory_bandwidth": 0, "total_memory": 32510 << 20, "compute_capability": [7, 0]}
+    assert header["devices"] == [{"id": 0, **v100}, {"id": 1, **v100}]
+    assert {r["device"] for r in kernels(records)} <= {0, 1}

@@ -41,10 +41,15 @@ size_t utf8_sequence_length(std::string_view s, size_t i) {
 }  // namespace
 
 void JsonWriter::grow(size_t needed) {
-  size_t size = out_.size() * 2;
-  if (size < 512) size = 512;
+  // Scratch as large again as what this writer has written (at least 512 bytes), so that its
+  // own growth is geometric. Not as large as the whole string: a writer appending a short
+  // value to a long string (append_escaped on a growing output) must cost the value's length;
+  // zero-filling the string's size again made appending n values O(n^2).
+  size_t room = pos_ - origin_;
+  if (room < 512) room = 512;
+  size_t size = pos_ + room;
   if (size < needed) size = needed;
-  out_.resize(size);
+  if (size > out_.size()) out_.resize(size);
 }
 
 void JsonWriter::put_escaped(std::string_view value, size_t max_bytes) {

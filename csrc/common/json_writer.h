@@ -33,11 +33,14 @@ class JsonWriter {
 
   // Appends to whatever `out` already holds.
   explicit JsonWriter(std::string& out, size_t max_string = kDefaultMaxString)
-      : out_(out), pos_(out.size()), max_string_(max_string) {}
+      : out_(out), pos_(out.size()), origin_(pos_), max_string_(max_string) {}
   // Overwrites `out` from byte `start` on, reusing its current size as scratch room (no
   // zero-filling when a buffer is reused for message after message).
   JsonWriter(std::string& out, size_t max_string, size_t start)
-      : out_(out), pos_(start < out.size() ? start : out.size()), max_string_(max_string) {}
+      : out_(out),
+        pos_(start < out.size() ? start : out.size()),
+        origin_(pos_),
+        max_string_(max_string) {}
   ~JsonWriter() { finish(); }
   JsonWriter(const JsonWriter&) = delete;
   JsonWriter& operator=(const JsonWriter&) = delete;
@@ -189,7 +192,8 @@ class JsonWriter {
   }
 
   std::string& out_;
-  size_t pos_;  // end of the JSON written so far; out_.size() may be larger (scratch room)
+  size_t pos_;     // end of the JSON written so far; out_.size() may be larger (scratch room)
+  size_t origin_;  // where this writer started: scratch grows with what it wrote since
   size_t max_string_;
   int depth_ = 0;
   int overflow_ = 0;  // nesting levels past kMaxDepth

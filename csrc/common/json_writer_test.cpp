@@ -154,6 +154,45 @@ TEST(JsonWriter, RewindDropsAnElementAndKeepsCommasRight) {
   EXPECT_EQ(first, R"({"y":2})");
 }
 
+// A writer appending to a long string reserves room for what it writes, not for the string
+// again: parse's Python-literal converter appends each string of a legacy traceMarker list to
+// one growing output, and scratch proportional to the output made that quadratic (800k frames
+// took 30 s). The string's size runs ahead of the JSON while the writer lives: that is the
+// zero-filled scratch, the work this test counts.
+TEST(JsonWriter, ScratchIsBoundedByWhatTheWriterWrites) {
+  constexpr size_t kLong = size_t{1} << 20;
+  std::string out(kLong, 'x');
+  {
+    JsonWriter w(out);
+    w.string("ab");
+    EXPECT_LE(out.size(), kLong + 4096);
+  }
+  EXPECT_EQ(out.size(), kLong + 4);
+  EXPECT_EQ(out.substr(kLong), "\"ab\"");
+  // The same through append_escaped, many times: each call costs its own length.
+  std::string appended(kLong, 'y');
+  for (int i = 0; i < 1000; ++i) JsonWriter::append_escaped(appended, "frame\n", 64);
+  EXPECT_EQ(appended.size(), kLong + 1000 * 7);
+  EXPECT_EQ(appended.substr(kLong, 14), "frame\\nframe\\n");
+  // A long-lived writer still grows geometrically: 100k values, few reallocations.
+  std::string grown;
+  size_t reallocations = 0;
+  {
+    JsonWriter w(grown);
+    w.begin_array();
+    const char* data = grown.data();
+    for (int i = 0; i < 100000; ++i) {
+      w.integer(i);
+      if (grown.data() != data) {
+        ++reallocations;
+        data = grown.data();
+      }
+    }
+    w.end_array();
+  }
+  EXPECT_LT(reallocations, 40u);
+}
+
 TEST(JsonWriter, StaysValidPastTheTrackedNestingDepth) {
   std::string out;
   JsonWriter w(out);
