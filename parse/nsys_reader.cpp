@@ -4,6 +4,7 @@
 #include <functional>
 #include <future>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
@@ -139,6 +140,7 @@ bool NsysReader::read_metadata(Trace& trace, std::string& error) {
   // Without both, the program was killed (SIGKILL, OOM killer) or that transaction failed (a
   // full disk): what the threads still held was never written.
   bool finalized = false;
+  std::optional<std::string> write_error;
   bool ok =
       read_name_value_table(trace, "META_DATA_CAPTURE", error,
                             [&](std::string_view name, const Statement& s) {
@@ -146,12 +148,27 @@ bool NsysReader::read_metadata(Trace& trace, std::string& error) {
                                 trace.cuda_trace = std::string(s.text(1));
                               }
                               if (name == "FINALIZED_BY") finalized = true;
+                              if (name == "PYPROF_WRITE_ERROR") {
+                                write_error = std::string(s.text(1));
+                              }
                             }) &&
       read_name_value_table(trace, "PYPROF_COLLECTOR_STATS", error,
                             [&](std::string_view name, const Statement& s) {
                               trace.stats.capture_stats.emplace_back(std::string(name), s.int64(1));
                             });
   trace.unfinished_capture = !finalized && trace.stats.capture_stats.empty();
+  // A failed write (a full disk) is also written into the final record when that still fits
+  // (docs/formats.md §2): the database is then incomplete by a known amount.
+  Trace::WriteFailure failure;
+  for (const auto& [name, value] : trace.stats.capture_stats) {
+    if (name == "write_errors") failure.failed_transactions = value;
+    if (name == "events_write_failed") failure.events_lost = value;
+    if (name == "cupti_records_write_failed") failure.cuda_records_lost = value;
+  }
+  if (write_error || failure.failed_transactions > 0) {
+    failure.message = write_error.value_or("");
+    trace.write_failure = std::move(failure);
+  }
   return ok;
 }
 

@@ -44,11 +44,14 @@ class PhaseTimer {
 
 // 4096 -> "4,096" (fmt's {:L} follows the C locale, which has no separator).
 std::string with_thousands(int64_t n) {
-  std::string digits = std::to_string(n);
-  for (int i = static_cast<int>(digits.size()) - 3; i > (digits[0] == '-' ? 1 : 0); i -= 3) {
-    digits.insert(static_cast<size_t>(i), ",");
+  const std::string digits = std::to_string(n);
+  const size_t sign = digits[0] == '-' ? 1 : 0;
+  std::string out = digits.substr(0, sign);
+  for (size_t i = sign; i < digits.size(); ++i) {
+    if (i > sign && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
   }
-  return digits;
+  return out;
 }
 
 double percent(int64_t part, int64_t whole) {
@@ -110,6 +113,15 @@ void print_summary(const std::string& path, const Trace& trace, const Correlatio
                "what the collector had not yet written (it writes every half second) and CUDA "
                "records still in CUPTI's buffers\n",
                with_thousands(Trace::kEventsPerThreadBuffer), trace.capture_threads);
+  }
+  if (trace.write_failure) {
+    const Trace::WriteFailure& f = *trace.write_failure;
+    fmt::print(stderr,
+               "  warning: capture is incomplete: the collector's writes failed ({}), so {} "
+               "events and {} CUDA records were lost; what was written before is kept\n",
+               f.message.empty() ? std::to_string(f.failed_transactions) + " failed transactions"
+                                 : terminal_safe(f.message),
+               with_thousands(f.events_lost), with_thousands(f.cuda_records_lost));
   }
   if (c.ranges_improperly_nested > 0) {
     fmt::print(stderr, "  note: {} ranges overlap a sibling without nesting in it\n",

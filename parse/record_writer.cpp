@@ -191,6 +191,17 @@ void RecordWriter::write_header_object(JsonWriter& w, const std::string& source)
     w.integer(Trace::kEventsPerThreadBuffer);
     w.end_object();
   }
+  if (trace_.write_failure) {
+    w.raw_key("write_failure");
+    w.begin_object();
+    w.raw_key("message");
+    w.string(trace_.write_failure->message);
+    w.raw_key("events_lost");
+    w.integer(trace_.write_failure->events_lost);
+    w.raw_key("cuda_records_lost");
+    w.integer(trace_.write_failure->cuda_records_lost);
+    w.end_object();
+  }
   if (!trace_.devices.empty()) {
     w.raw_key("devices");
     w.begin_array();

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -142,6 +143,15 @@ struct Trace {
   bool unfinished_capture = false;
   int64_t capture_threads = 0;  // threads seen recording in the unfinished capture
   static constexpr int64_t kEventsPerThreadBuffer = 4096;
+  // A pyprof database whose writes failed (a full disk) but whose final record fit: the
+  // collector's message (META_DATA_CAPTURE PYPROF_WRITE_ERROR) and what it counted as lost.
+  struct WriteFailure {
+    std::string message;
+    int64_t failed_transactions = 0;  // write_errors
+    int64_t events_lost = 0;          // events_write_failed
+    int64_t cuda_records_lost = 0;    // cupti_records_write_failed
+  };
+  std::optional<WriteFailure> write_failure;
   StringPool pool;
   std::vector<GpuActivity> activities;
   std::vector<ApiCall> api_calls;

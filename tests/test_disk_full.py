@@ -103,8 +103,9 @@ def check_cut_short(tmp_path, result, limit_bytes: int | None) -> None:
     assert counts["ranges"] > 0 and counts["events_dropped"] > 0, line
     assert counts["kernels"] == 0 and counts["cuda_dropped"] == 0, line  # CPU only
 
-    # What was kept is a readable trace: parse attributes the kept ops.
-    _, records, _ = testlib.parse(db)
+    # What was kept is a readable trace: parse attributes the kept ops, and says the capture
+    # is incomplete (in its summary and in the net.dict header), however far the final record got.
+    header, records, summary = testlib.parse(db)
     assert any(r.get("op") == "aten::addmm" for r in records), records[:3]
 
     # The finalization record, where it fit, must not claim a complete database.
@@ -118,8 +119,15 @@ def check_cut_short(tmp_path, result, limit_bytes: int | None) -> None:
         assert stats["write_errors"] > 0, stats
         assert stats["events_write_failed"] == counts["events_dropped"], stats
         assert DISK_FULL in capture.get("PYPROF_WRITE_ERROR", ""), capture
+        assert header["write_failure"] == {
+            "message": capture["PYPROF_WRITE_ERROR"], "events_lost": counts["events_dropped"],
+            "cuda_records_lost": 0}, header
+        assert "capture is incomplete: the collector's writes failed" in summary, summary
+        assert f"{counts['events_dropped']:,} events" in summary, summary
     else:
         assert "PYPROF_WRITE_ERROR" not in capture and "FINALIZED_BY" not in capture, capture
+        assert "unfinished_capture" in header, header
+        assert "capture was not finished" in summary, summary
 
 
 def test_disk_full_midway(tmp_path):
