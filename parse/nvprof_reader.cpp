@@ -272,7 +272,7 @@ bool NvprofReader::read(Trace& trace, std::string& error) {
   strings_.clear();
   pooled_.clear();
   pid_of_corr_.clear();
-  bool ok = read_version(trace, error) && read_strings(error) &&
+  bool ok = read_version(trace, error) && read_strings(error) && read_devices(trace, error) &&
             read_api_calls(trace, false, error) && read_api_calls(trace, true, error);
   if (ok) {
     const std::string concurrent = "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL";
@@ -325,6 +325,78 @@ bool NvprofReader::read_strings(std::string& error) {
     strings_.emplace(s.int64(0), std::string(s.text(1)));
   }
   if (rc != SQLITE_DONE) return step_failed(db_, table, error, kNvprof);
+  return true;
+}
+
+// CUPTI's device record as nvprof stores it (CUpti_ActivityDevice2, one row per GPU the run
+// used): coreClockRate in kHz and globalMemoryBandwidth in KB/s (the CUDA 10.1 LM trace's V100
+// holds 1530000 and 898048000: 877 MHz HBM2 x 4096 bits x 2), globalMemorySize in bytes, the
+// name as a StringTable id, and `id` the device ordinal the GPU rows' deviceId holds. nvprof
+// declares every column NOT NULL; a NULL or missing fact is read as 0, which the header
+// documents as unknown.
+bool NvprofReader::read_devices(Trace& trace, std::string& error) {
+  const std::string table = "CUPTI_ACTIVITY_KIND_DEVICE";
+  if (!db_.has_table(table)) return true;
+  auto cols = db_.columns(table);
+  for (const char* needed : {"id", "name"}) {
+    if (!cols.count(needed)) {
+      trace.warn("GPU table of an unknown layout",
+                 "table " + table + " has no column '" + needed + "': GPUs not described");
+      return true;
+    }
+  }
+  Statement s = db_.prepare(select_columns(cols, table,
+                                           {"id",
+                                            "name",
+                                            {"numMultiprocessors", "0"},
+                                            {"coreClockRate", "0"},
+                                            {"globalMemoryBandwidth", "0"},
+                                            {"globalMemorySize", "0"},
+                                            {"computeCapabilityMajor", "0"},
+                                            {"computeCapabilityMinor", "0"}},
+                                           {"id"}),
+                            error);
+  if (!s.valid()) return false;
+  // A fact in the header's unit (`scale` of the stored unit, 1000 for kHz and KB/s), or 0
+  // (unknown) when the stored value is negative or its product does not fit in 64 bits.
+  auto fact = [&](int64_t device, int col, const char* column, int64_t scale, const char* unit) {
+    int64_t stored = s.int64(col);
+    if (stored >= 0 && stored <= std::numeric_limits<int64_t>::max() / scale) {
+      return stored * scale;
+    }
+    trace.warn("GPU fact out of range", table + " device " + std::to_string(device) + ": " +
+                                            column + " " + std::to_string(stored) + unit +
+                                            " is negative or too large: read as unknown (0)");
+    return int64_t{0};
+  };
+  std::set<int64_t> seen;
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) {
+    if (s.int64(8)) {
+      trace.warn("GPU without id", table + " row with NULL id: that GPU is not described");
+      continue;
+    }
+    int64_t id = s.int64(0);
+    if (!seen.insert(id).second) {
+      trace.warn("GPU described twice", table + " has more than one row for device " +
+                                            std::to_string(id) + ": the first is kept");
+      continue;
+    }
+    Trace::Device& d = trace.devices.emplace_back();
+    d.id = id;
+    if (!s.is_null(1)) d.name = std::string(string(trace, s.int64(1), "GPU name"));
+    d.sm_count = fact(id, 2, "numMultiprocessors", 1, "");
+    d.clock_hz = fact(id, 3, "coreClockRate", 1000, " kHz");
+    d.memory_bandwidth = fact(id, 4, "globalMemoryBandwidth", 1000, " KB/s");
+    d.total_memory = fact(id, 5, "globalMemorySize", 1, " B");
+    d.compute_major = fact(id, 6, "computeCapabilityMajor", 1, "");
+    d.compute_minor = fact(id, 7, "computeCapabilityMinor", 1, "");
+  }
+  if (rc != SQLITE_DONE) return step_failed(db_, table, error, kNvprof);
+  // In id order, as the nsys readers list them; the rows were read in table order, so the
+  // first of two rows for one device is the one nvprof wrote first.
+  std::stable_sort(trace.devices.begin(), trace.devices.end(),
+                   [](const Trace::Device& a, const Trace::Device& b) { return a.id < b.id; });
   return true;
 }
 

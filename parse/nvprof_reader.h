@@ -5,7 +5,8 @@
 // mangled, marker messages, domain names) as an id into StringTable, API calls by callback id
 // only, and NVTX ranges as one MARKER row per edge (START and END rows paired by `id`).
 // Every table and every column other than times is optional. trace.version is the Version
-// table's schema number (12 for CUDA 10.1's nvprof).
+// table's schema number (12 for CUDA 10.1's nvprof). The DEVICE table (CUPTI's device record)
+// describes the GPUs in trace.devices, for peak rates downstream.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,7 @@ class NvprofReader : public TraceReader {
  private:
   bool read_version(Trace& trace, std::string& error);
   bool read_strings(std::string& error);
+  bool read_devices(Trace& trace, std::string& error);
   bool read_api_calls(Trace& trace, bool driver, std::string& error);
   bool read_kernels(Trace& trace, const std::string& table, std::string& error);
   bool read_memcpys(Trace& trace, std::string& error);

@@ -127,6 +127,26 @@ TEST(NvprofReader, RealProfileCounts) {
   }
 }
 
+// The DEVICE table's V100 in the header's units: CUPTI stores its clock in kHz (1530000) and
+// its bandwidth in KB/s (898048000 = 877 MHz HBM2 x 4096 bits x 2 / 8, in KB/s).
+TEST(NvprofReader, RealProfileDescribesItsGpu) {
+  REQUIRE_FILE(real_nvprof());
+  Trace trace;
+  std::string error;
+  ASSERT_TRUE(read_db(real_nvprof(), trace, error)) << error;
+  ASSERT_EQ(trace.devices.size(), 1u);
+  const Trace::Device& v100 = trace.devices[0];
+  EXPECT_EQ(v100.id, 0);
+  EXPECT_EQ(v100.name, "Tesla V100-SXM2-16GB");
+  EXPECT_EQ(v100.sm_count, 80);
+  EXPECT_EQ(v100.clock_hz, 1'530'000'000);
+  EXPECT_EQ(v100.memory_bandwidth, 898'048'000'000);
+  EXPECT_EQ(v100.total_memory, 16'914'055'168);
+  EXPECT_EQ(v100.compute_major, 7);
+  EXPECT_EQ(v100.compute_minor, 0);
+  for (const GpuActivity& a : trace.activities) EXPECT_EQ(a.device, v100.id);
+}
+
 TEST(NvprofReader, RealProfileKernelsAreLegacyPyprofKernels) {
   REQUIRE_FILE(real_nvprof());
   REQUIRE_FILE(real_dict());

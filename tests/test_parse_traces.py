@@ -9,6 +9,8 @@ import collections
 import csv
 import glob
 import os
+import shutil
+import sqlite3
 
 import pytest
 
@@ -224,3 +226,80 @@ def test_header_describes_the_gpus():
             "memory_bandwidth": 0, "total_memory": 32510 << 20, "compute_capability": [7, 0]}
     assert header["devices"] == [{"id": 0, **v100}, {"id": 1, **v100}]
     assert {r["device"] for r in kernels(records)} <= {0, 1}
+
+
+def test_nvprof_header_describes_the_gpu():
+    """nvprof's CUPTI_ACTIVITY_KIND_DEVICE row reaches the header in bytes/s, Hz and bytes.
+    nvprof stores CUPTI's device record: coreClockRate in kHz, globalMemoryBandwidth in KB/s,
+    globalMemorySize in bytes, the name as a StringTable id."""
+    header, records, stderr = parse(os.path.join(DATA, f"{NVPROF_LM}.sql"))
+    # Checked by hand against the V100 SXM2's published specs: 80 SMs, 1530 MHz boost clock,
+    # 16 GB of HBM2 on a 4096-bit bus at 877 MHz, double data rate: 877e6 * 2 * 4096 / 8 =
+    # 898,048,000,000 B/s (NVIDIA rounds it to "900 GB/s").
+    assert 877_000_000 * 2 * 4096 // 8 == 898_048_000_000
+    assert header["devices"] == [{
+        "id": 0, "name": "Tesla V100-SXM2-16GB", "sm_count": 80, "clock_hz": 1_530_000_000,
+        "memory_bandwidth": 898_048_000_000, "total_memory": 16_914_055_168,
+        "compute_capability": [7, 0]}]
+    # The device id is the one the GPU rows carry.
+    assert {r["device"] for r in records} == {0}
+    assert "warning" not in stderr
+    # nvprof files without the table (the synthetic MLP, hand-built): no devices, no warning.
+    header, _, stderr = parse(os.path.join(DATA, "synthetic_mlp.nvprof.sql"))
+    assert "devices" not in header and "warning" not in stderr
+
+
+def lm_with_device_table(tmp_path, columns, edit=None):
+    """A copy of the real nvprof LM database whose DEVICE table keeps only `columns` (the real
+    row's values), then `edit` (SQL) applied."""
+    path = tmp_path / "lm.sql"
+    shutil.copy(os.path.join(DATA, f"{NVPROF_LM}.sql"), path)
+    os.chmod(path, 0o644)
+    db = sqlite3.connect(path)
+    table = "CUPTI_ACTIVITY_KIND_DEVICE"
+    kept = ", ".join(columns)
+    db.executescript(f"CREATE TABLE kept AS SELECT {kept} FROM {table}; DROP TABLE {table};"
+                     f"ALTER TABLE kept RENAME TO {table};" + (edit or ""))
+    db.commit()
+    db.close()
+    return str(path)
+
+
+def test_nvprof_device_table_of_other_layouts(tmp_path):
+    """Whatever the DEVICE table lacks, parse reads the kernels as before: a missing fact is 0
+    (unknown), a table without the device id or name describes no GPU and says so, a value that
+    does not fit in bytes/s or Hz is 0 and named."""
+    _, gold, _ = parse(os.path.join(DATA, f"{NVPROF_LM}.sql"))
+    # Only id, name and SM count: the rest is unknown.
+    header, records, stderr = parse(lm_with_device_table(tmp_path, ["id", "name",
+                                                                    "numMultiprocessors"]))
+    assert header["devices"] == [{
+        "id": 0, "name": "Tesla V100-SXM2-16GB", "sm_count": 80, "clock_hz": 0,
+        "memory_bandwidth": 0, "total_memory": 0, "compute_capability": [0, 0]}]
+    assert records == gold and "warning" not in stderr
+    # No id: which GPU the row is cannot be told.
+    header, records, stderr = parse(lm_with_device_table(
+        tmp_path, ["name", "numMultiprocessors", "globalMemoryBandwidth"]))
+    assert "devices" not in header and records == gold
+    assert "GPU table of an unknown layout" in stderr
+    assert "CUPTI_ACTIVITY_KIND_DEVICE has no column 'id'" in stderr
+    # NULLs (nvprof declares every column NOT NULL, so a hand-made file) and a bandwidth past
+    # what bytes/s can hold in 64 bits.
+    header, records, stderr = parse(lm_with_device_table(
+        tmp_path, ["id", "name", "numMultiprocessors", "coreClockRate", "globalMemoryBandwidth",
+                   "globalMemorySize", "computeCapabilityMajor", "computeCapabilityMinor"],
+        "UPDATE CUPTI_ACTIVITY_KIND_DEVICE SET numMultiprocessors = NULL,"
+        " globalMemoryBandwidth = 1 << 62;"))
+    assert header["devices"] == [{
+        "id": 0, "name": "Tesla V100-SXM2-16GB", "sm_count": 0, "clock_hz": 1_530_000_000,
+        "memory_bandwidth": 0, "total_memory": 16_914_055_168, "compute_capability": [7, 0]}]
+    assert records == gold
+    assert "GPU fact out of range" in stderr and "globalMemoryBandwidth" in stderr
+    # A second row for device 0 and a row without id: the first row is kept, both are named.
+    header, records, stderr = parse(lm_with_device_table(
+        tmp_path, ["id", "name", "numMultiprocessors"],
+        "INSERT INTO CUPTI_ACTIVITY_KIND_DEVICE VALUES (0, 1, 40), (NULL, 2, 80);"))
+    assert [(d["id"], d["name"], d["sm_count"]) for d in header["devices"]] == [
+        (0, "Tesla V100-SXM2-16GB", 80)]
+    assert records == gold
+    assert "GPU described twice" in stderr and "GPU without id" in stderr

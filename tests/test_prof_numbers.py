@@ -183,6 +183,41 @@ def test_memset_faster_than_the_device_is_flagged_and_out_of_totals(lenet_dict):
     assert after["FLOPs (FMA=2)"] == before["FLOPs (FMA=2)"]
 
 
+NVPROF_LM = os.path.join(DATA, "nvprof-cuda10.1_pytorch-lm_apex-pyprof.sql")
+
+
+def test_nvprof_lm_memset_faster_than_its_v100_is_flagged(tmp_path):
+    """The real nvprof LM trace (CUDA 10.1) holds a memset of 93,178,400 B in 1,376 ns: 67,717
+    GB/s, 75x its Tesla V100-SXM2-16GB's 898 GB/s (read from nvprof's DEVICE table). It is
+    flagged and left out of the totals; every other record stays below peak."""
+    path = tmp_path / "lm.dict"
+    parse_to(NVPROF_LM, path)
+    lines = open(path).read().splitlines()
+    header = json.loads(lines[0])
+    assert [(d["name"], d["memory_bandwidth"]) for d in header["devices"]] == [
+        ("Tesla V100-SXM2-16GB", 898_048_000_000)]
+    assert 93_178_400 / 1376 > 10 * 898.048  # GB/s: over the 10x margin, by hand
+    res = prof("--csv", "-c", "kernel,op,bytes,gbps,flag", path)
+    rows = list(csv.DictReader(io.StringIO(res.stdout)))
+    assert len(rows) == 189
+    flagged = [r for r in rows if r["Flag"] != "-"]
+    assert flagged == [{"Kernel": "[CUDA memset]", "Op": "cross_entropy",
+                        "Bytes(ideal DRAM)": "93178400", "GB/s": "67716.9",
+                        "Flag": "above-peak"}], flagged
+    warnings = [line for line in res.stderr.splitlines() if "peak" in line]
+    assert len(warnings) == 1 and "1 record" in warnings[0], res.stderr
+    # The oracle for the totals: the same records without the header's devices (no peak known,
+    # nothing checked), less the memset's bytes.
+    unchecked = dict(header)
+    del unchecked["devices"]
+    before = summary_of("\n".join([json.dumps(unchecked), *lines[1:]]) + "\n")
+    after = summary_of("\n".join(lines) + "\n")
+    assert "records above device peak (out of totals)" not in before
+    assert after["records above device peak (out of totals)"] == "1"
+    assert int(after["bytes (ideal DRAM)"]) == int(before["bytes (ideal DRAM)"]) - 93_178_400
+    assert after["FLOPs (FMA=2)"] == before["FLOPs (FMA=2)"]
+
+
 def test_unattributed_row_of_the_op_report(tmp_path):
     """nvFuser's trace: 17 of its 19 kernels, its memcpy and its memset run outside any op. The
     op report's (unattributed) row counts each record as its own instance, and its Modeled
