@@ -3,6 +3,7 @@ start/end ranges, registered strings, domains, several threads, processes and GP
 launch order, unclosed ranges, graph launches, copies, hostile markers and old layouts."""
 
 import json
+import sqlite3
 import subprocess
 
 import pytest
@@ -450,3 +451,21 @@ def test_devices_read_alike_from_every_gpu_table_layout(tmp_path):
     assert devices["2020.3"] == devices["2020.5"] == devices["2021.2"]
     (gpu,) = devices["2021.2"]
     assert gpu["sm_count"] > 0 and gpu["clock_hz"] > 0 and gpu["total_memory"] > 0
+
+
+def test_damaged_gpu_facts_read_as_unknown(tmp_path):
+    """nsys 2020.x stores clock (kHz), bandwidth (KB/s) and memory (MiB) in smaller units than
+    the header's: a negative value, or one whose conversion passes 64 bits, is unknown (0), never
+    wrapped into a wrong peak."""
+    db = SynthDb(layout="2020.3")
+    db.thread(pid=100).launch(ELEMENTWISE)
+    path = db.save(tmp_path / "damaged.sqlite")
+    con = sqlite3.connect(path)
+    con.execute("UPDATE TARGET_INFO_CUDA_GPU SET coreClockRate = ?, globalMemoryBandwidth = -5, "
+                "globalMemorySize = ?", (2**62, 2**60))
+    con.commit()
+    con.close()
+    header, _, _ = testlib.parse(path)
+    (gpu,) = header["devices"]
+    assert (gpu["clock_hz"], gpu["memory_bandwidth"], gpu["total_memory"]) == (0, 0, 0), gpu
+    assert gpu["sm_count"] > 0  # the undamaged facts stay
