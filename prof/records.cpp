@@ -24,6 +24,11 @@ namespace pyprof::prof {
 
 namespace {
 
+// "1 record", "3 records": the count with its noun for messages.
+std::string count_of(int64_t n, std::string_view noun) {
+  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
+}
+
 namespace od = simdjson::ondemand;
 
 // ---- 1. line ----------------------------------------------------------------------------------
@@ -448,16 +453,18 @@ class RecordCoster {
     if (overflow_.records > 0) {
       out.overflowed_costs = overflow_.records;
       out.warnings.push_back(fmt::format(
-          "{} records of modelled ops have FLOP or byte counts that do not fit 64 bits (first: "
-          "line {}, {}, {}): not modelled (na), left out of the totals",
-          overflow_.records, overflow_.first_line, overflow_.first_op, overflow_.first_params));
+          "{} of modelled ops with FLOP or byte counts that do not fit 64 bits (first: line {}, "
+          "{}, {}): not modelled (na), left out of the totals",
+          count_of(overflow_.records, "record"), overflow_.first_line, overflow_.first_op,
+          overflow_.first_params));
     }
     if (negative_.records > 0) {
       out.negative_dimension_costs = negative_.records;
       out.warnings.push_back(fmt::format(
-          "{} records of modelled ops have a tensor with a negative dimension (first: line {}, "
-          "{}: {}): not modelled (na), left out of the totals",
-          negative_.records, negative_.first_line, negative_.first_op, negative_.first_params));
+          "{} of modelled ops with a tensor with a negative dimension (first: line {}, {}: {}): "
+          "not modelled (na), left out of the totals",
+          count_of(negative_.records, "record"), negative_.first_line, negative_.first_op,
+          negative_.first_params));
     }
   }
 
@@ -628,12 +635,13 @@ void flag_above_peak(ReadResult& result) {
   if (!first) return;
   double seconds = static_cast<double>(first->duration) * 1e-9;
   result.warnings.push_back(fmt::format(
-      "{} records ran faster than their device can (over {:.0f}x its peak memory bandwidth or "
+      "{} faster than their device can run (over {:.0f}x its peak memory bandwidth or "
       "compute; first: {}, {:.0f} bytes and {:.0f} FLOPs in {} ns = {:.1f} GB/s, {:.3f} TFLOP/s "
       "on {} (peak {:.1f} GB/s, {:.1f} TFLOP/s)): a timing artefact, flagged `above-peak` (column "
       "flag) and left out of the totals",
-      result.above_peak, kAbovePeakFactor, result.strings.get(first->name), first->bytes,
-      first->flops, first->duration, first->bytes / seconds / 1e9, first->flops / seconds / 1e12,
+      count_of(result.above_peak, "record"), kAbovePeakFactor, result.strings.get(first->name),
+      first->bytes, first->flops, first->duration, first->bytes / seconds / 1e9,
+      first->flops / seconds / 1e12,
       first_device->name.empty() ? "device " + std::to_string(first_device->id)
                                  : first_device->name,
       first_device->memory_bandwidth / 1e9, first_device->flops / 1e12));
