@@ -624,7 +624,7 @@ bool NsysReader::read_ranges(Trace& trace, std::string& error,
   std::thread worker([&] {
     SqliteDb second;
     bool ok =
-        second.open(db_.path(), part_error) && read_domain_names(second, domain_names, part_error);
+        second.open(db_.opened_path(), part_error) && read_domain_names(second, domain_names, part_error);
     names_ready.set_value(ok);
     part_ok = ok && read_range_chunk(second, select, mid + 1, hi, domain_names, part, part_error);
   });

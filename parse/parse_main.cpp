@@ -168,6 +168,7 @@ int run(const std::string& path, const std::string& output, bool quiet) {
     fmt::print(stderr, "pyprof parse: error: {}: {}\n", path, terminal_safe(error));
     return 1;
   }
+  if (!db.open_note().empty()) trace.warn("interrupted write", db.open_note());
   count_reversed_times(trace);
   if (trace.activities.empty() && trace.ranges.empty()) {
     trace.warn("empty profile", "the database holds no GPU activity and no NVTX range");

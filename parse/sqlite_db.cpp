@@ -1,14 +1,61 @@
 #include "parse/sqlite_db.h"
 
+#include <sys/stat.h>
+
+#include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 
 namespace pyprof::parse {
 
-SqliteDb::~SqliteDb() { sqlite3_close(db_); }
+namespace {
+
+// SQLite's URI for `path`: every byte but unreserved ones and '/' percent-encoded, so names with
+// '?', '#' or '%' open as themselves, and leading slashes folded into one ("//x" would be read
+// as an authority).
+std::string file_uri(const std::string& path, const char* query) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string uri = "file:";
+  size_t i = 0;
+  if (!path.empty() && path[0] == '/') {
+    uri += '/';
+    while (i < path.size() && path[i] == '/') ++i;
+  }
+  for (; i < path.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(path[i]);
+    if (std::isalnum(c) || c == '/' || c == '-' || c == '_' || c == '.' || c == '~') {
+      uri += static_cast<char>(c);
+    } else {
+      uri += '%';
+      uri += kHex[c >> 4];
+      uri += kHex[c & 15];
+    }
+  }
+  return uri + "?" + query;
+}
+
+bool nonempty_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+}
+
+}  // namespace
+
+SqliteDb::~SqliteDb() {
+  sqlite3_close(db_);
+  if (!recovered_dir_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(recovered_dir_, ignored);
+  }
+}
 
 bool SqliteDb::open(const std::string& path, std::string& error) {
   path_ = path;
+  opened_path_ = path;
   // Check the file ourselves first: SQLite opens a missing or empty file "successfully".
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) {
@@ -26,11 +73,17 @@ bool SqliteDb::open(const std::string& path, std::string& error) {
     error = path + ": not an SQLite database (expected an nsys, nvprof or pyprof .sqlite file)";
     return false;
   }
-  // immutable=1: never take locks or look for a journal (the file may sit on read-only media
-  // or belong to another user); the profile is not being written while we read it.
-  std::string uri = "file:" + path + "?immutable=1";
-  int rc = sqlite3_open_v2(uri.c_str(), &db_,
-                           SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
+  int rc = SQLITE_OK;
+  if (nonempty_file(path + "-journal") && recover_copy(path)) {
+    // Opening the copy read-write lets SQLite roll its journal back on the first read.
+    rc = sqlite3_open_v2(file_uri(opened_path_, "mode=rw").c_str(), &db_,
+                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
+  } else {
+    // immutable=1: never take locks or look for a journal (the file may sit on read-only media
+    // or belong to another user); the profile is not being written while we read it.
+    rc = sqlite3_open_v2(file_uri(path, "immutable=1").c_str(), &db_,
+                         SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
+  }
   if (rc != SQLITE_OK) {
     error = path + ": cannot open database: " + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
     return false;
@@ -51,6 +104,48 @@ bool SqliteDb::open(const std::string& path, std::string& error) {
     error = path + ": corrupt or unreadable database: " + sqlite3_errmsg(db_);
     return false;
   }
+  return true;
+}
+
+// A rollback journal beside the file means a write was cut off (the program was killed while
+// it committed): the file may hold half of that transaction. SQLite undoes it on the next
+// read-write open, but parse never writes the user's files, so the undo runs on a private copy
+// of both. When no copy can be made, the file is read as it is, with a warning.
+bool SqliteDb::recover_copy(const std::string& path) {
+  namespace fs = std::filesystem;
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir_template =
+      std::string(tmp && *tmp ? tmp : "/tmp") + "/pyprof-parse-recovered-XXXXXX";
+  const std::string journal = path + "-journal";
+  if (!::mkdtemp(dir_template.data())) {
+    note_ = journal +
+            " exists (a write was cut off) and no temporary copy could be made to "
+            "undo it (" +
+            std::strerror(errno) +
+            "): the file is read as it is, and its last "
+            "transaction may be half written";
+    return false;
+  }
+  recovered_dir_ = dir_template;
+  const std::string copy = recovered_dir_ + "/profile.sqlite";
+  std::error_code ec;
+  fs::copy_file(path, copy, ec);
+  if (!ec) fs::copy_file(journal, copy + "-journal", ec);
+  if (ec) {
+    note_ = journal +
+            " exists (a write was cut off) and no temporary copy could be made to "
+            "undo it (" +
+            ec.message() +
+            "): the file is read as it is, and its last "
+            "transaction may be half written";
+    fs::remove_all(recovered_dir_, ec);
+    recovered_dir_.clear();
+    return false;
+  }
+  opened_path_ = copy;
+  note_ = journal +
+          " exists: the profiled program was killed while it wrote, so its last "
+          "transaction was undone (on a temporary copy; the file is left as it is)";
   return true;
 }
 

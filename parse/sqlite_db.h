@@ -57,7 +57,8 @@ class SqliteDb {
   SqliteDb(const SqliteDb&) = delete;
   SqliteDb& operator=(const SqliteDb&) = delete;
 
-  // Opens `path` read-only and checks that it is an SQLite database (reads the schema).
+  // Opens `path` read-only and checks that it is an SQLite database (reads the schema). Paths
+  // may hold any character. A rollback journal beside it (a write cut off) is undone on a copy.
   // On failure returns false and a one-line reason naming the file.
   bool open(const std::string& path, std::string& error);
   bool has_table(std::string_view table) const { return tables_.count(std::string(table)) > 0; }
@@ -69,10 +70,18 @@ class SqliteDb {
   std::string last_error() const;
   sqlite3* handle() const { return db_; }
   const std::string& path() const { return path_; }
+  // The file SQLite reads: path(), or a private copy where a cut-off write was undone (a second
+  // connection to the same database opens this).
+  const std::string& opened_path() const { return opened_path_; }
+  // What the reader should warn about opening the file (a cut-off write), or empty.
+  const std::string& open_note() const { return note_; }
 
  private:
+  bool recover_copy(const std::string& path);
+
   sqlite3* db_ = nullptr;
-  std::string path_;
+  std::string path_, opened_path_, note_;
+  std::string recovered_dir_;  // the private copy's folder, removed with this object
   std::set<std::string> tables_;
 };
 

@@ -209,3 +209,57 @@ def test_nsys_exports_are_never_called_unfinished():
     """Only pyprof's own databases carry a finalisation record; nsys exports never do."""
     rc, _, err = run(LENET)
     assert rc == 0 and "not finished" not in err
+
+
+@pytest.mark.parametrize("name", ["report?1.sqlite", "run#2.sqlite", "50%.sqlite",
+                                  "with space.sqlite"])
+def test_any_file_name_opens(tmp_path, name):
+    """The file is opened through an SQLite URI: '?', '#' and '%' in its name used to make
+    `unable to open database file`; a path starting with '//' was read as a URI authority."""
+    path = tmp_path / name
+    shutil.copy(LENET, path)
+    rc, out, err = run(path, "-q")
+    assert rc == 0 and len(out.splitlines()) == 1 + 76, err
+    rc, out, err = run("/" + str(path), "-q")
+    assert rc == 0 and len(out.splitlines()) == 1 + 76, err
+
+
+# A program that starts a transaction deleting every kernel and most ranges of `path`, makes
+# SQLite write part of it into the file itself (a one-page cache spills), and is killed before
+# it commits: the file holds half a transaction and the rollback journal the pages it replaced.
+CUT_OFF_WRITE = """
+import os, signal, sqlite3, sys
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+con.execute("PRAGMA cache_size = 1")
+con.execute("BEGIN")
+con.execute("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL")
+con.execute("DELETE FROM NVTX_EVENTS WHERE rowid % 3 != 0")
+con.execute("UPDATE StringIds SET value = 'overwritten ' || id")
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_write_cut_off_by_a_kill_is_undone_on_a_copy(tmp_path):
+    """A database with a hot rollback journal (its writer was killed mid-transaction) reads as
+    it was before that transaction, with a warning; the file and its journal are left as they
+    are, and the private copy is removed."""
+    path = tmp_path / "killed.sqlite"
+    shutil.copy(LENET, path)
+    _, expected, _ = run(LENET, "-q")
+    res = subprocess.run([testlib.PY, "-c", CUT_OFF_WRITE, str(path)], capture_output=True)
+    assert res.returncode == -9, res.stderr
+    journal = tmp_path / "killed.sqlite-journal"
+    assert journal.stat().st_size > 0
+    before = (path.read_bytes(), journal.read_bytes())
+    assert before[0] != open(LENET, "rb").read()  # half of the transaction is in the file
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env_tmp = {"TMPDIR": str(scratch)}
+    res = subprocess.run([testlib.PARSE, str(path)], capture_output=True, text=True,
+                         env={**os.environ, **env_tmp}, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.replace(str(path), str(LENET)) == expected.replace(str(path), str(LENET))
+    assert "killed.sqlite-journal exists: the profiled program was killed while it wrote" in \
+        res.stderr, res.stderr
+    assert (path.read_bytes(), journal.read_bytes()) == before
+    assert os.listdir(scratch) == []
