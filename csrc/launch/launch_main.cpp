@@ -259,8 +259,21 @@ struct WriteFailure {
   std::string path;
   bool usable = false;  // the file is a readable database holding what was kept
   std::string ranges, marks, kernels, events_dropped, cuda_dropped;
-  std::string reason;  // names the file and the cause ("disk full (or write failed) writing ...")
+  std::string reason;    // names the file and the cause ("disk full (or write failed) writing ...")
+  bool removed = false;  // an unusable file was deleted
 };
+
+// Deletes the databases the collector could not make usable (not even the schema fit): a file
+// holding nothing would only make the next run with the same name need --force.
+void remove_unusable_databases(std::vector<WriteFailure>& failures) {
+  for (WriteFailure& failure : failures) {
+    if (failure.usable || failure.path.empty()) continue;
+    failure.removed = unlink(failure.path.c_str()) == 0 || errno == ENOENT;
+    for (const char* sidecar : {"-journal", "-wal", "-shm"}) {
+      unlink((failure.path + sidecar).c_str());
+    }
+  }
+}
 
 // Creates the status pipe. Both ends are non-blocking: a collector never waits for the launcher,
 // and the launcher reads what is there once the command has exited. The write end is close-on-
@@ -341,7 +354,8 @@ void report_write_failures(const std::vector<WriteFailure>& failures) {
                  reason, failure.ranges, failure.marks, failure.kernels, failure.events_dropped,
                  failure.cuda_dropped);
     } else {
-      fmt::print(stderr, "pyprof: error: {}; nothing usable was kept\n", reason);
+      fmt::print(stderr, "pyprof: error: {}; nothing usable was kept{}\n", reason,
+                 failure.removed ? " (the file was removed)" : "");
     }
   }
 }
@@ -707,8 +721,9 @@ int profile_main(int argc, char** argv) {
   open_status_pipe(run);
   int exit_code = 0;
   const std::optional<int> status = run_command(run, exit_code);
-  const std::vector<WriteFailure> failures = read_write_failures(run);
+  std::vector<WriteFailure> failures = read_write_failures(run);
   if (!status) return exit_code;
+  remove_unusable_databases(failures);
 
   // A root database the collector failed to write is no sign of a program without NVTX calls:
   // replacing it with an empty one would hide the failure.
