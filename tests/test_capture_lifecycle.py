@@ -769,3 +769,25 @@ def test_metadata(normal_run):
     for r in op_ranges:
         assert r.end is not None and 0 <= r.start <= r.end, r
         assert r.global_tid >> 48 == 1 and r.pid == pid, hex(r.global_tid)
+
+
+def test_launcher_marks_a_database_its_process_did_not_finish(tmp_path):
+    """A process killed before its collector finished (here a forked child, SIGKILL) leaves a
+    database without its final record: the launcher's list marks it UNFINISHED and says what
+    that means; the parent's finished database is listed as usual."""
+    result = profile(tmp_path, "lifecycle_killed_child.py", str(tmp_path))
+    assert result.returncode == 0, describe(result)
+    info = first_json_line(result.stdout)
+    assert info["killed"], info
+    child_db = tmp_path / f"net.pid{info['child']}.sqlite"
+    listed = {line.split(" (")[0].removeprefix("pyprof: "): line
+              for line in result.stderr.splitlines() if ".sqlite (" in line}
+    assert listed[str(tmp_path / "net.sqlite")].endswith("bytes)"), describe(result)
+    assert listed[str(child_db)].endswith("bytes) UNFINISHED"), describe(result)
+    assert "pyprof: warning: 1 database is UNFINISHED: its process ended before its collector " \
+        "finished the file (killed?), so each of its threads' last events (up to 4,096) are " \
+        "missing" in result.stderr, describe(result)
+    with connect(child_db) as con:  # committed events are there, the final record is not
+        assert con.execute("SELECT count(*) FROM NVTX_EVENTS").fetchone()[0] > 0
+        assert con.execute("SELECT count(*) FROM META_DATA_CAPTURE "
+                           "WHERE name = 'FINALIZED_BY'").fetchone()[0] == 0

@@ -1,5 +1,8 @@
 // The collector's C API besides the NVTX entry point (see pyprof_collect.h).
 
+#include <sqlite3.h>
+#include <sys/stat.h>
+
 #include <string>
 
 #include "collector.h"
@@ -27,4 +30,34 @@ extern "C" int pyprof_collect_write_empty(const char* path, const char* note) {
   } catch (...) {
   }
   return -1;
+}
+
+extern "C" int pyprof_collect_database_finished(const char* path) {
+  if (path == nullptr || *path == '\0') return -1;
+  const std::string journal = std::string(path) + "-journal";
+  struct stat st {};
+  if (::stat(journal.c_str(), &st) == 0 && st.st_size > 0) return 0;
+  sqlite3* db = nullptr;
+  // Not a URI: the path is taken as it is, whatever its characters.
+  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
+      SQLITE_OK) {
+    sqlite3_close(db);
+    return -1;
+  }
+  // The collector's last transaction writes FINALIZED_BY with its statistics; the launcher's
+  // empty database has statistics only.
+  const char* kQuery =
+      "SELECT (SELECT count(*) FROM META_DATA_CAPTURE WHERE name = 'FINALIZED_BY') + "
+      "(SELECT count(*) FROM PYPROF_COLLECTOR_STATS)";
+  sqlite3_stmt* stmt = nullptr;
+  int finished = -1;
+  if (sqlite3_prepare_v2(db, kQuery, -1, &stmt, nullptr) == SQLITE_OK &&
+      sqlite3_step(stmt) == SQLITE_ROW) {
+    finished = sqlite3_column_int64(stmt, 0) > 0 ? 1 : 0;
+  } else if (sqlite3_errcode(db) == SQLITE_ERROR) {
+    finished = 0;  // no such table: not even the schema was written
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return finished;
 }

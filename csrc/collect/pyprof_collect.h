@@ -65,6 +65,12 @@ PYPROF_COLLECT_API const char* pyprof_collect_output_path(void);
  * and installs no handler. Returns 0 on success, -1 on failure (reason printed on stderr). */
 PYPROF_COLLECT_API int pyprof_collect_write_empty(const char* path, const char* note);
 
+/* Whether the database at `path` was finished: 1 when it holds the collector's final record
+ * (META_DATA_CAPTURE FINALIZED_BY, or the launcher's empty-database statistics), 0 when it does
+ * not (the process was killed before finishing it, or a rollback journal shows a write was cut
+ * off), -1 when it cannot be read. Reads only; takes no lock. */
+PYPROF_COLLECT_API int pyprof_collect_database_finished(const char* path);
+
 #ifdef __cplusplus
 }
 #endif

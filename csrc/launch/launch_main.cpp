@@ -56,6 +56,8 @@ constexpr int kNotFound = 127;
 constexpr const char* kInitSymbol = "InitializeInjectionNvtx2";
 constexpr const char* kWriteEmptySymbol = "pyprof_collect_write_empty";
 using WriteEmptyFn = int (*)(const char* path, const char* note);
+constexpr const char* kFinishedSymbol = "pyprof_collect_database_finished";
+using FinishedFn = int (*)(const char* path);
 
 // Signals the launcher passes on to the command while it runs. SIGINT is not among them: Ctrl-C
 // reaches the whole foreground process group, so the command gets it anyway and the launcher
@@ -685,6 +687,14 @@ void report_databases(const Run& run, int64_t launch_coarse_ns) {
   // NAME refused, so the mtime test only guards against other writers; allow for coarse
   // file-system clocks.
   constexpr int64_t kSlackNs = 2'000'000'000;
+  // A process killed before its collector finished (SIGKILL, the OOM killer, a DataLoader
+  // worker whose own SIGTERM handler replaced the collector's) leaves a file without its final
+  // record: say so here, where the user looks, not only when parse reads it.
+  dlerror();
+  auto finished = run.collector_handle != nullptr
+                      ? reinterpret_cast<FinishedFn>(dlsym(run.collector_handle, kFinishedSymbol))
+                      : nullptr;
+  int unfinished = 0;
   for (const std::string& name : names) {
     const std::string path = run.dir + "/" + name;
     struct stat st {};
@@ -692,7 +702,21 @@ void report_databases(const Run& run, int64_t launch_coarse_ns) {
     const int64_t mtime_ns =
         static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
     if (mtime_ns + kSlackNs < launch_coarse_ns) continue;
-    fmt::print(stderr, "pyprof: {} ({} bytes)\n", path, static_cast<int64_t>(st.st_size));
+    const bool cut_short = finished != nullptr && finished(path.c_str()) == 0;
+    unfinished += cut_short ? 1 : 0;
+    fmt::print(stderr, "pyprof: {} ({} bytes){}\n", path, static_cast<int64_t>(st.st_size),
+               cut_short ? " UNFINISHED" : "");
+  }
+  if (unfinished > 0) {
+    warn("{}; `pyprof parse` reads what is there and says so",
+         unfinished == 1
+             ? std::string("1 database is UNFINISHED: its process ended before its collector "
+                           "finished the file (killed?), so each of its threads' last events (up "
+                           "to 4,096) are missing")
+             : fmt::format("{} databases are UNFINISHED: their processes ended before their "
+                           "collectors finished the files (killed?), so each of their threads' "
+                           "last events (up to 4,096) are missing",
+                           unfinished));
   }
 }
 
