@@ -230,6 +230,40 @@ def test_runs_started_together_with_the_same_name_one_runs(tmp_path, stub_collec
     assert sorted(p.name for p in tmp_path.glob("r*")) == ["r.sqlite"]
 
 
+def test_one_launcher_per_rank_shares_the_name(tmp_path, stub_collector):
+    """One launcher per rank with the same -o NAME and RANK set (e.g. `srun ... pyprof profile`
+    with RANK exported): each rank's files, claim and listing are its own, so all ranks run,
+    while a second launcher of the same rank is refused."""
+    go = tmp_path / "go"
+    ranks = ["0", "1", "0"]
+    runs = []
+    for i, rank in enumerate(ranks):
+        env = {**_clean_env(stub_collector), "RANK": rank}
+        runs.append(subprocess.Popen(
+            [PY, "-m", "pyprof", "profile", "-o", str(tmp_path / "r"), "--", PY, "-c",
+             WAIT_FOR_GO, str(tmp_path / f"started{i}"), str(go)],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while sum(run.poll() is not None for run in runs) < 1:
+            assert time.monotonic() < deadline, "two launchers of rank 0 both run"
+            time.sleep(0.05)
+    finally:
+        go.touch()
+        results = [(run.wait(timeout=TIMEOUT), run.communicate()[1]) for run in runs]
+    codes = [code for code, _ in results]
+    assert sorted(codes) == [0, 0, OUTPUT_IN_USE], results
+    refused = codes.index(OUTPUT_IN_USE)
+    assert ranks[refused] == "0", results
+    assert "r.rank0*.sqlite" in single_error(results[refused][1]), results
+    assert sorted(p.name for p in tmp_path.glob("r*")) == ["r.rank0.sqlite", "r.rank1.sqlite"]
+    for rank, (code, err) in zip(ranks, results):
+        if code == 0:
+            own = tmp_path / f"r.rank{rank}.sqlite"
+            listed = [line for line in err.splitlines() if ".sqlite (" in line]
+            assert listed == [f"pyprof: {own} ({own.stat().st_size} bytes)"], err
+
+
 def test_stale_lock_of_a_killed_launcher_does_not_block(tmp_path, stub_collector):
     """A launcher killed with SIGKILL leaves its (unlocked) claim file behind; the next run takes
     it over and removes it."""

@@ -241,9 +241,13 @@ void format_root_pid(char* buf, size_t size, pid_t pid) {
 
 struct Run {
   LaunchOptions opts;
-  std::string dir;        // NAME's directory, absolute
-  std::string base;       // NAME's file name
-  std::string prefix;     // dir + "/" + base: PYPROF_OUTPUT
+  std::string dir;     // NAME's directory, absolute
+  std::string base;    // NAME's file name
+  std::string prefix;  // dir + "/" + base: PYPROF_OUTPUT
+  // The name this run's files start with: base, or base.rank<R> when the launcher itself runs
+  // with RANK=R (one launcher per rank, e.g. under srun): then the launchers of other ranks
+  // share NAME, and their files, lock and listing are theirs, not this run's.
+  std::string files_base;
   std::string collector;  // absolute path of the collector library
   void* collector_handle = nullptr;
   // Set CUDA_INJECTION64_PATH to the collector (CUDA tracing on, and no other CUDA tool's
@@ -373,6 +377,12 @@ int prepare_output(Run& run) {
   run.dir = canonical_or_absolute(name.dir);
   run.base = name.base;
   run.prefix = (run.dir == "/" ? "" : run.dir) + "/" + run.base;
+  run.files_base = run.base;
+  const char* rank = std::getenv(env::kRank);
+  if (rank != nullptr && *rank != '\0' &&
+      std::all_of(rank, rank + std::strlen(rank), [](char c) { return c >= '0' && c <= '9'; })) {
+    run.files_base += std::string(".rank") + rank;
+  }
   return 0;
 }
 
@@ -441,7 +451,7 @@ int prepare_collector(Run& run) {
 // Claims NAME for this run, or refuses when another run holds it: it is writing these files now,
 // so even --force must not delete them.
 int claim_output(const Run& run, OutputClaim& claim) {
-  switch (claim.claim(run.dir, run.base)) {
+  switch (claim.claim(run.dir, run.files_base)) {
     case OutputClaim::Outcome::kClaimed:
       return 0;
     case OutputClaim::Outcome::kInUse: {
@@ -450,7 +460,7 @@ int claim_output(const Run& run, OutputClaim& claim) {
       return fail(kOutputInUse,
                   "another pyprof profile{} is writing the databases of -o {} ({}*.sqlite) now; "
                   "wait for it to end or choose another -o NAME",
-                  holder, run.prefix, run.prefix);
+                  holder, run.prefix, run.prefix + run.files_base.substr(run.base.size()));
     }
     case OutputClaim::Outcome::kUnsupported:
       warn("cannot lock {} ({}): a second run with the same -o NAME would not be refused",
@@ -466,7 +476,7 @@ int claim_output(const Run& run, OutputClaim& claim) {
 // under --force.
 int handle_earlier_run(const Run& run) {
   std::vector<std::string> earlier;
-  if (!list_run_files(run.dir, run.base, /*with_sidecars=*/true, earlier)) {
+  if (!list_run_files(run.dir, run.files_base, /*with_sidecars=*/true, earlier)) {
     return fail(kFailure, "cannot read output directory {}: {}", run.dir, std::strerror(errno));
   }
   if (earlier.empty()) return 0;
@@ -676,7 +686,7 @@ void ensure_root_database(const Run& run, int status) {
 // Lists the databases this run wrote: the root one first, then the others by name.
 void report_databases(const Run& run, int64_t launch_coarse_ns) {
   std::vector<std::string> names;
-  if (!list_run_files(run.dir, run.base, /*with_sidecars=*/false, names)) {
+  if (!list_run_files(run.dir, run.files_base, /*with_sidecars=*/false, names)) {
     warn("cannot list {}: {}", run.dir, std::strerror(errno));
     return;
   }
