@@ -156,9 +156,11 @@ void Collector::open_database_locked() noexcept {
       db_failed_ = true;
       writes_stopped_ = true;
       ++write_errors_;
+      // SQLite's open errors name the file already: say it once.
+      const bool named = db_error_.find(output_path_) != std::string::npos;
       write_failure_ =
-          (storage_failure ? "disk full (or write failed) writing " : "cannot write ") +
-          output_path_ + ": " + db_error_;
+          std::string(storage_failure ? "disk full (or write failed)" : "cannot write") +
+          (named ? ": " : (storage_failure ? " writing " : " ") + output_path_ + ": ") + db_error_;
       print_line("%s (pid %d)", write_failure_.c_str(), static_cast<int>(pid_));
       return;
     }
