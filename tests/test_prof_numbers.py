@@ -362,3 +362,23 @@ def test_records_with_impossible_times_are_flagged_and_out_of_totals():
     ops = [json.loads(line) for line in prof("--report", "op", "--formats", "json", "-",
                                              stdin=text).stdout.splitlines()]
     assert [(o["Op"], o["Instances"], o["Total(ns)"]) for o in ops] == [("aten::mm", 7, 4000)]
+
+
+def test_time_sums_cannot_overflow():
+    """8200 records of 2^50 ns (13 days) each, every one within the per-record bound: their sum,
+    2^62.9, would wrap int64's 2^63 in the reports. The reader keeps the file's durations within
+    2^62 ns: the first 4096 records (exactly 2^62) keep their times, the other 4104 are bad-time;
+    the totals are 2^62, not a wrapped negative number."""
+    records = [{"kind": "kernel", "name": "k", "long_name": "k", "device": 0, "stream": 7,
+                "start": i * 10, "duration": 2**50} for i in range(8200)]
+    text = dict_text(records)
+    summary = summary_of(text)
+    assert summary["kernel time (ns)"] == str(2**62)
+    assert summary["records with an impossible time (out of totals)"] == "4104"
+    res = prof("--report", "kernel", "--formats", "json", "-", stdin=text)
+    [kernels] = [json.loads(line) for line in res.stdout.splitlines()]
+    assert (kernels["Count"], kernels["Total(ns)"]) == (8200, 2**62)
+    warnings = [line for line in res.stderr.splitlines() if "time" in line]
+    assert len(warnings) == 1 and "4104 records" in warnings[0], res.stderr
+    assert "first: line 4098, k: the durations of the records up to it add up past 2^62 ns" \
+        in warnings[0], warnings[0]
