@@ -15,12 +15,12 @@
 #include <memory>
 
 #include "common/output_file.h"
+#include "common/terminal_text.h"
 #include "parse/correlate.h"
 #include "parse/nsys_reader.h"
 #include "parse/nvprof_reader.h"
 #include "parse/record_writer.h"
 #include "parse/sqlite_db.h"
-#include "parse/terminal_text.h"
 
 namespace pyprof::parse {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "parse/terminal_text.h"
+#include "common/terminal_text.h"
 
 namespace pyprof::parse {
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/output_file.h"
+#include "common/terminal_text.h"
 #include "models/op_model.h"
 #include "prof/records.h"
 #include "prof/reports.h"
@@ -172,7 +173,11 @@ int main(int argc, char** argv) {
   if (in != stdin) std::fclose(in);
   if (!ok) return fail((input == "-" ? std::string("standard input") : input) + ": " + error, 1);
   assign_costs(data);
-  for (const std::string& w : data.warnings) fmt::print(stderr, "pyprof prof: warning: {}\n", w);
+  // Warnings quote the trace's names, whatever bytes the profiled program wrote: escaped, so
+  // that none reaches the terminal as a control sequence.
+  for (const std::string& w : data.warnings) {
+    fmt::print(stderr, "pyprof prof: warning: {}\n", pyprof::terminal_safe(w));
+  }
   if (data.skipped_lines > 0) {
     fmt::print(stderr, "pyprof prof: warning: {} unreadable lines skipped\n", data.skipped_lines);
   }

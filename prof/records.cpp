@@ -15,7 +15,8 @@
 //   1. line:   LineReader yields the line in a buffer padded for simdjson;
 //   2. fields: read_line_fields picks the keys prof uses out of the JSON object (On-Demand, one
 //              pass, no document tree), as views into the parser's buffers;
-//   3. record: make_record turns them into a ProfRecord: identity, place, timing, names;
+//   3. record: make_record turns them into a ProfRecord: identity, place, timing, names, and
+//              TimeChecker makes a time that cannot be right unknown (bad_time);
 //   4. cost:   RecordCoster adds what the record cost (models/, each distinct op call costed
 //              once) and, for kernels, Tensor Core use (each distinct kernel name judged once).
 // Then link_cpu_parents joins the records of a CPU-only profile into call trees.
@@ -81,9 +82,14 @@ struct Fields {
   int64_t version = 0;
   std::string_view records, source, kind, dir, name, long_name, op, legacy_mod, module, stack,
       bwd_op, args, bwd_args;
-  int64_t device = -1, stream = -1, start = 0, duration = 0, self_duration = -1, tid = -1, seq = -1,
+  int64_t device = -1, stream = -1, start = 0, duration = 0, self_duration = 0, tid = -1, seq = -1,
           sub = 0, parent_id = 0, pid = 0, op_id = 0, fwd_op_id = 0, fwd_instance = 0, instance = 0,
           id = 0, bytes = -1;
+  bool has_self_duration = false;  // absent or null: the record's duration stands in
+  // The first of start, duration, self_duration that holds a value but not an integer int64
+  // holds (a fraction, a number past 2^63): the record's time is unknown. null is parse's
+  // "unknown" (a GPU row that ends before it starts, an op range never closed) and reads as 0.
+  std::string_view unreadable_time;
   int32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   std::string layer;                // user ranges joined by ':'
   std::string trace;                // legacy trace frames joined by ','
@@ -165,6 +171,19 @@ bool read_object_fields(od::object o, Fields& f) {
       int64_t x;
       if (v.get_int64().get(x) == simdjson::SUCCESS) out = x;
     };
+    // A time: an integer, or null (unknown: 0); anything else is noted in unreadable_time.
+    // Returns whether it held an integer.
+    auto time = [&](int64_t& out, std::string_view name) {
+      bool null = false;
+      if (v.is_null().get(null) == simdjson::SUCCESS && null) return false;
+      int64_t x;
+      if (v.get_int64().get(x) == simdjson::SUCCESS) {
+        out = x;
+        return true;
+      }
+      if (f.unreadable_time.empty()) f.unreadable_time = name;
+      return false;
+    };
     // parse writes args as an object (pyprof, emit_nvtx) or an array (legacy PyProf).
     auto raw = [&](std::string_view& out) {
       out = {};
@@ -200,7 +219,7 @@ bool read_object_fields(od::object o, Fields& f) {
         if (key == "dir")
           str(f.dir);
         else if (key == "duration")
-          num(f.duration);
+          time(f.duration, "duration");
         else if (key == "device")
           num(f.device);
         else if (key == "devices") {
@@ -264,7 +283,7 @@ bool read_object_fields(od::object o, Fields& f) {
         break;
       case 's':
         if (key == "start")
-          num(f.start);
+          time(f.start, "start");
         else if (key == "stream")
           num(f.stream);
         else if (key == "seq")
@@ -272,7 +291,7 @@ bool read_object_fields(od::object o, Fields& f) {
         else if (key == "sub")
           num(f.sub);
         else if (key == "self_duration")
-          num(f.self_duration);
+          f.has_self_duration = time(f.self_duration, "self_duration");
         else if (key == "stack")
           str(f.stack);
         else if (key == "source")
@@ -370,7 +389,7 @@ ProfRecord make_record(const Fields& f, size_t index, Strings& s) {
   std::copy(f.block, f.block + 3, r.block);
   r.start = f.start;
   r.duration = f.duration;
-  r.self_duration = f.self_duration >= 0 ? f.self_duration : f.duration;
+  r.self_duration = f.has_self_duration ? f.self_duration : f.duration;
   r.tid = f.tid;
   r.seq = f.seq;
   r.sub = static_cast<int32_t>(f.sub);
@@ -398,6 +417,67 @@ ProfRecord make_record(const Fields& f, size_t index, Strings& s) {
   r.trace = s.intern(f.stack.empty() ? std::string_view(f.trace) : f.stack);
   return r;
 }
+
+// Checks each record's times against the credible bounds and the running sums (records.h,
+// kMaxRecordDuration); a record outside them gets an unknown time (bad_time). Counts them and
+// keeps the first for the one warning.
+class TimeChecker {
+ public:
+  void check(const Fields& f, ProfRecord& r) {
+    std::string problem = problem_of(f, r);
+    if (problem.empty()) {
+      total_duration_ += r.duration;
+      total_self_duration_ += r.self_duration;
+      return;
+    }
+    r.bad_time = true;
+    r.start = r.duration = r.self_duration = 0;
+    if (records_++ == 0) {
+      first_line_ = f.line;
+      first_name_ = std::string(f.name);
+      first_problem_ = std::move(problem);
+    }
+  }
+
+  void warn(ReadResult& out) const {
+    out.bad_time = records_;
+    if (records_ == 0) return;
+    out.warnings.push_back(fmt::format(
+        "{} with a time that cannot be right (first: line {}, {}: {}): time unknown (0 ns), "
+        "flagged `bad-time` (column flag) and left out of the time sums and the totals",
+        count_of(records_, "record"), first_line_, first_name_, first_problem_));
+  }
+
+ private:
+  // Why the record's times are not credible; "" when they are.
+  std::string problem_of(const Fields& f, const ProfRecord& r) const {
+    if (!f.unreadable_time.empty()) {
+      return fmt::format("{} is not an integer of at most 63 bits", f.unreadable_time);
+    }
+    if (r.start < 0) return fmt::format("start {} ns is negative", r.start);
+    if (r.start > kMaxRecordStart) {
+      return fmt::format("start {} ns is past 2^62 ns (the year 2116)", r.start);
+    }
+    for (auto [name, value] : {std::pair<const char*, int64_t>{"duration", r.duration},
+                               std::pair<const char*, int64_t>{"self_duration", r.self_duration}}) {
+      if (value < 0) return fmt::format("{} {} ns is negative", name, value);
+      if (value > kMaxRecordDuration) {
+        return fmt::format("{} {} ns is past 2^50 ns (13 days)", name, value);
+      }
+    }
+    if (r.duration > kMaxTotalTime - total_duration_ ||
+        r.self_duration > kMaxTotalTime - total_self_duration_) {
+      return "the durations of the records up to it add up past 2^62 ns (146 years)";
+    }
+    return {};
+  }
+
+  int64_t total_duration_ = 0;  // of the records with credible times, each <= kMaxTotalTime
+  int64_t total_self_duration_ = 0;
+  int64_t records_ = 0;
+  int64_t first_line_ = 0;
+  std::string first_name_, first_problem_;
+};
 
 // ---- 4. cost ----------------------------------------------------------------------------------
 
@@ -654,6 +734,7 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
   od::parser parser;
   Fields f;
   RecordCoster coster(options, out.strings);
+  TimeChecker times;
   std::vector<CpuOp> cpu_ops;
   bool header_seen = false;
   while (lines.next()) {
@@ -674,6 +755,7 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
     }
     f.line = out.lines;
     ProfRecord r = make_record(f, out.records.size(), out.strings);
+    times.check(f, r);
     if (r.kind == Kind::kOp) {
       cpu_ops.push_back({static_cast<int32_t>(out.records.size()), f.pid, f.id, f.parent_id});
     }
@@ -683,6 +765,7 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
   out.lines = lines.number();
   link_cpu_parents(cpu_ops, out.records);
   coster.warn_about_problems(out);
+  times.warn(out);
   if (!header_seen) {
     error = out.lines == 0 ? "empty input (expected the output of `pyprof parse`)"
                            : "no pyprof_dict header (is this the output of `pyprof parse`?)";
@@ -724,7 +807,9 @@ void assign_costs(ReadResult& result) {
     }
     for (ProfRecord& r : records) {
       if (!r.modeled) continue;
-      r.counted = true;
+      // A record without a credible time keeps its cost but is out of the totals: the achieved
+      // rate divides the counted FLOPs by the time they took.
+      r.counted = !r.bad_time;
       if (r.instance == 0) continue;
       const auto& [duration, count] = totals[r.instance];
       double share = duration > 0 ? static_cast<double>(r.duration) / static_cast<double>(duration)
@@ -767,7 +852,7 @@ void assign_costs(ReadResult& result) {
       }
       p = parent.parent;
     }
-    r.counted = !inside_modelled && !is_wrapper[i];
+    r.counted = !inside_modelled && !is_wrapper[i] && !r.bad_time;
     if (!r.counted) {
       r.flops = 0;
       r.bytes = 0;

@@ -31,6 +31,10 @@ struct ProfRecord {
   // Its bytes or FLOPs per second exceed its device's peak by kAbovePeakFactor: a timing
   // artefact (CUPTI), kept out of the totals (counted = false) and shown in the `flag` column.
   bool above_peak = false;
+  // Its start or duration in net.dict is not a credible time (see kMaxRecordDuration): its
+  // times are 0, it is out of every time sum and of the totals (counted = false), and the `flag`
+  // column shows `bad-time`.
+  bool bad_time = false;
   int32_t device = -1;
   int64_t stream = -1;
   int32_t grid[3] = {0, 0, 0};
@@ -80,6 +84,20 @@ struct DevicePeak {
 // bandwidth (A100/H100 L2), and a FLOP model may count up to 2x what a kernel does (causal masks).
 inline constexpr double kAbovePeakFactor = 10;
 
+// The credible times of a record, in ns; a record outside them has an unknown time (bad_time).
+// A duration past 2^50 ns (13 days) is no kernel, copy or op a profile can hold. Starts are ns
+// in the trace's timebase (docs/formats.md §3: nsys and pyprof since the capture began, nvprof
+// absolute, since the Unix epoch: about 2^60.6 today), and 2^62 ns after the epoch is the year
+// 2116. With both bounds `start + duration` fits int64. The reports add durations over up to
+// all records, and at 2^50 ns each a sum would overflow int64 past 8192 records, so the reader
+// also keeps the sum of every record's duration (and of every self_duration) within
+// kMaxTotalTime: a record that would take it past is bad_time too, which only thousands of
+// records lasting days each can reach. Every time sum of the reports is a part of one of those
+// sums, so none overflows.
+inline constexpr int64_t kMaxRecordDuration = int64_t{1} << 50;
+inline constexpr int64_t kMaxRecordStart = int64_t{1} << 62;
+inline constexpr int64_t kMaxTotalTime = int64_t{1} << 62;
+
 struct ReadResult {
   std::vector<ProfRecord> records;
   Strings strings;
@@ -92,6 +110,9 @@ struct ReadResult {
   int64_t negative_dimension_costs = 0;
   std::vector<DevicePeak> devices;  // from the header; empty when it has none
   int64_t above_peak = 0;           // records flagged above_peak (by assign_costs)
+  int64_t bad_time = 0;             // records flagged bad_time (each counted, warned once)
+  // Messages for standard error. They quote the trace's text (op, kernel and device names) as it
+  // is: whoever prints them passes them through terminal_safe() (common/terminal_text.h).
   std::vector<std::string> warnings;
   std::string source;
 };

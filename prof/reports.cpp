@@ -243,15 +243,13 @@ ReportTable module_report(const ReadResult& data, int depth) {
 ReportTable summary_report(const ReadResult& data) {
   ReportTable t{"summary", {"Metric", "Value"}, {false, false}, {}};
   int64_t first = std::numeric_limits<int64_t>::max(), last = 0, total = 0, kernel_time = 0;
-  int64_t tc_time = 0, modeled_time = 0, records = 0;
+  int64_t tc_time = 0, modeled_time = 0, records = 0, timed_records = 0;
   double flops = 0, bytes = 0;
   std::vector<std::pair<int64_t, int64_t>> intervals;
   for (const ProfRecord& r : data.records) {
     ++records;
     int64_t time = time_of(r, data.cpu_only);
     total += time;
-    first = std::min(first, r.start);
-    last = std::max(last, r.start + r.duration);
     if (r.kind == Kind::kKernel) {
       kernel_time += time;
       if (r.tc == 1) tc_time += time;
@@ -262,9 +260,14 @@ ReportTable summary_report(const ReadResult& data) {
       flops += r.flops;
       bytes += r.bytes;
     }
+    // A record whose time is unknown has no place on the time line.
+    if (r.bad_time) continue;
+    ++timed_records;
+    first = std::min(first, r.start);
+    last = std::max(last, r.start + r.duration);
     if (!data.cpu_only) intervals.emplace_back(r.start, r.start + r.duration);
   }
-  int64_t wall = records ? last - first : 0;
+  int64_t wall = timed_records ? last - first : 0;
   // GPU busy: the union of activity intervals (streams overlap).
   std::sort(intervals.begin(), intervals.end());
   int64_t busy = 0, cur_start = 0, cur_end = -1;
@@ -298,6 +301,9 @@ ReportTable summary_report(const ReadResult& data) {
   row("achieved TFLOP/s (over modelled time)", rate(flops, modeled_time));
   if (!data.devices.empty()) {
     row("records above device peak (out of totals)", std::to_string(data.above_peak));
+  }
+  if (data.bad_time > 0) {
+    row("records with an impossible time (out of totals)", std::to_string(data.bad_time));
   }
   ReportTable ops = op_report(data);
   for (size_t i = 0; i < ops.rows.size() && i < 10; ++i) {

@@ -205,7 +205,7 @@ std::string cell(const Column& c, const ProfRecord& r, size_t index, const ReadR
     case kOpBytes:
       return r.modeled ? number(r.op_bytes) : "na";
     case kFlag:
-      return r.above_peak ? "above-peak" : "-";
+      return r.bad_time ? "bad-time" : r.above_peak ? "above-peak" : "-";
     default:
       return "?";
   }

@@ -282,3 +282,103 @@ def test_flop_rate_alone_is_checked():
     rows = list(csv.DictReader(io.StringIO(prof("--csv", "-c", "gbps,tflops,flag", "-",
                                                 stdin=text).stdout)))
     assert rows == [{"GB/s": "20132.7", "TFLOP/s": "54975.581", "Flag": "above-peak"}]
+
+
+# A name written by a hostile or broken program: ESC [2J clears a terminal, U+009B is the C1
+# CSI, NUL ends C strings. json.dumps writes them as \u001b, \u009b, \u0000 and parse's JSON
+# reader gives prof the raw bytes.
+HOSTILE = "evil\x1b[2J\x9b\x00name"
+
+
+def raw_control_bytes(text):
+    """The C0/C1 control characters (and DEL) of `text` other than line ends."""
+    return [c for c in text if c != "\n" and (ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F)]
+
+
+def test_warnings_escape_trace_text():
+    """Issue 11 item 9 for prof: every warning that quotes the trace (an overflowing cost's
+    params, which name the dtype the trace wrote; an above-peak kernel and device; a record with
+    a bad time) shows control characters as \\xNN / \\uNNNN, never raw; standard output keeps
+    them as they are."""
+    header = {**GPU_HEADER, "devices": [{"id": 0, "name": "GPU" + HOSTILE, "sm_count": 132,
+                                         "clock_hz": 1980000000,
+                                         "memory_bandwidth": 4916736000000,
+                                         "compute_capability": [9, 0]}]}
+    gemm = ("aten::mm", {"self": t([4096, 4096], "float16"), "mat2": t([4096, 4096], "float16")})
+    records = [kernel(1, "aten::mm", {"self": t([H, H], HOSTILE), "mat2": t([H, H], HOSTILE)}),
+               kernel(2, *gemm, name="k" + HOSTILE, duration=100),
+               kernel(3, *SMALL, name="t" + HOSTILE, duration=-5)]
+    res = prof("--csv", "-c", "kernel,params", "-", stdin=dict_text(records, header))
+    warnings = [line for line in res.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 3, res.stderr
+    assert raw_control_bytes(res.stderr) == [], repr(res.stderr)
+    escaped = "evil\\x1b[2J\\u009b\\x00name"
+    assert f"K=3037000500,{escaped}" in next(w for w in warnings if "64 bits" in w)
+    above_peak = next(w for w in warnings if "peak" in w)
+    assert f"k{escaped}" in above_peak and f"GPU{escaped}" in above_peak, above_peak
+    assert f"t{escaped}" in next(w for w in warnings if "time" in w)
+    # The table is data, not a message: its names are the trace's, byte for byte.
+    rows = list(csv.DictReader(io.StringIO(res.stdout)))
+    assert [r["Kernel"] for r in rows] == ["k", "k" + HOSTILE, "t" + HOSTILE]
+    assert rows[2]["Params"] == "M=32,N=128,K=64,fp32"
+
+
+def test_records_with_impossible_times_are_flagged_and_out_of_totals():
+    """A net.dict from elsewhere (hand-edited, an older pyprof, a fuzzer) with a negative
+    duration, a duration past 2^50 ns (13 days), a start past 2^62, a negative start and a
+    duration past int64: each record's time is unknown (duration 0, flag bad-time, out of every
+    time sum and of the totals), warned once with the count and the first line; the summary is
+    the good records' alone."""
+    good = [kernel(1, *SMALL, duration=1000), kernel(2, *SMALL, duration=3000)]
+    good[1]["start"] = 20000  # records 1 and 2: [10000, 11000) and [20000, 23000)
+    bad = [kernel(3, *SMALL, duration=-7),
+           kernel(4, *SMALL, duration=2**62),
+           {**kernel(5, *SMALL, duration=1000), "start": 2**63 - 10},
+           {**kernel(6, *SMALL, duration=1000), "start": -2**63},
+           kernel(7, *SMALL, duration=2**64)]  # past int64: not a number prof can hold
+    records = good[:1] + bad + good[1:]
+    text = dict_text(records)
+    res = prof("--csv", "-c", "idx,duration,flag", "-", stdin=text)
+    rows = list(csv.DictReader(io.StringIO(res.stdout)))
+    assert [(r["Idx"], r["Duration(ns)"], r["Flag"]) for r in rows] == [
+        ("1", "1000", "-"), ("2", "0", "bad-time"), ("3", "0", "bad-time"),
+        ("4", "0", "bad-time"), ("5", "0", "bad-time"), ("6", "0", "bad-time"),
+        ("7", "3000", "-")]
+    warnings = [line for line in res.stderr.splitlines() if "time" in line]
+    assert len(warnings) == 1, res.stderr
+    assert "5 records" in warnings[0] and "first: line 3" in warnings[0], warnings[0]
+    summary = summary_of(text)
+    # By hand: the two good kernels, 1000 + 3000 ns, from 10000 to 23000, and their two GEMMs
+    # (a record without a credible time is out of the FLOP totals too, as above-peak ones are:
+    # the achieved rate divides the counted FLOPs by the time they took).
+    assert summary["records"] == "7"
+    assert summary["records with an impossible time (out of totals)"] == "5"
+    assert summary["wall time (ns)"] == "13000"
+    assert summary["GPU busy (ns)"] == "4000"
+    assert summary["kernel time (ns)"] == "4000"
+    assert summary["FLOPs (FMA=2)"] == str(2 * SMALL_FLOPS)
+    assert summary["bytes (ideal DRAM)"] == str(2 * SMALL_BYTES)
+    assert summary["achieved TFLOP/s (over modelled time)"] == f"{2 * SMALL_FLOPS / 4000 / 1e3:.3f}"
+    ops = [json.loads(line) for line in prof("--report", "op", "--formats", "json", "-",
+                                             stdin=text).stdout.splitlines()]
+    assert [(o["Op"], o["Instances"], o["Total(ns)"]) for o in ops] == [("aten::mm", 7, 4000)]
+
+
+def test_time_sums_cannot_overflow():
+    """8200 records of 2^50 ns (13 days) each, every one within the per-record bound: their sum,
+    2^62.9, would wrap int64's 2^63 in the reports. The reader keeps the file's durations within
+    2^62 ns: the first 4096 records (exactly 2^62) keep their times, the other 4104 are bad-time;
+    the totals are 2^62, not a wrapped negative number."""
+    records = [{"kind": "kernel", "name": "k", "long_name": "k", "device": 0, "stream": 7,
+                "start": i * 10, "duration": 2**50} for i in range(8200)]
+    text = dict_text(records)
+    summary = summary_of(text)
+    assert summary["kernel time (ns)"] == str(2**62)
+    assert summary["records with an impossible time (out of totals)"] == "4104"
+    res = prof("--report", "kernel", "--formats", "json", "-", stdin=text)
+    [kernels] = [json.loads(line) for line in res.stdout.splitlines()]
+    assert (kernels["Count"], kernels["Total(ns)"]) == (8200, 2**62)
+    warnings = [line for line in res.stderr.splitlines() if "time" in line]
+    assert len(warnings) == 1 and "4104 records" in warnings[0], res.stderr
+    assert "first: line 4098, k: the durations of the records up to it add up past 2^62 ns" \
+        in warnings[0], warnings[0]

@@ -1,8 +1,8 @@
-#include "parse/terminal_text.h"
+#include "common/terminal_text.h"
 
 #include <cstdint>
 
-namespace pyprof::parse {
+namespace pyprof {
 
 namespace {
 
@@ -82,4 +82,4 @@ std::string terminal_safe(std::string_view text) {
   return out;
 }
 
-}  // namespace pyprof::parse
+}  // namespace pyprof

@@ -1,8 +1,8 @@
-#include "parse/terminal_text.h"
+#include "common/terminal_text.h"
 
 #include <gtest/gtest.h>
 
-namespace pyprof::parse {
+namespace pyprof {
 namespace {
 
 TEST(TerminalSafe, KeepsValidUtf8AndEscapesEverythingElse) {
@@ -25,4 +25,4 @@ TEST(TerminalSafe, KeepsValidUtf8AndEscapesEverythingElse) {
 }
 
 }  // namespace
-}  // namespace pyprof::parse
+}  // namespace pyprof
