@@ -27,6 +27,18 @@
 namespace pyprof::collect {
 namespace {
 
+// The final transaction's events and GPU rows could not be written: they move from the written
+// counters to the dropped ones (and to the *_write_failed counters that say why).
+void count_as_write_failed(CollectorStats& stats, const detail::Tally& tally, uint64_t gpu_rows) {
+  stats.events_dropped += tally.events;
+  stats.events_write_failed += tally.events;
+  stats.events_written -= tally.events;
+  stats.ranges_written -= tally.ranges;
+  stats.marks_written -= tally.marks;
+  stats.cupti_records_dropped += gpu_rows;
+  stats.cupti_records_write_failed += gpu_rows;
+}
+
 using detail::add_counters;
 using detail::add_gpu_written;
 using detail::kNeverBegun;
@@ -387,13 +399,7 @@ int Collector::write_final(FinalizeReason reason) noexcept {
       // The disk is full: what is still pending is lost, and only the finalization record is
       // attempted (it may fit where rolled-back transactions left room). It says the database is
       // incomplete: write_errors, the *_write_failed counters and PYPROF_WRITE_ERROR.
-      stats.events_dropped += tally.events;
-      stats.events_write_failed += tally.events;
-      stats.events_written -= tally.events;
-      stats.ranges_written -= tally.ranges;
-      stats.marks_written -= tally.marks;
-      stats.cupti_records_dropped += gpu_rows;
-      stats.cupti_records_write_failed += gpu_rows;
+      count_as_write_failed(stats, tally, gpu_rows);
       const MetadataRow capture_rows[] = {
           finalized_by, cuda_trace, {"PYPROF_WRITE_ERROR", write_failure_}};
       const bool recorded =
@@ -425,13 +431,7 @@ int Collector::write_final(FinalizeReason reason) noexcept {
     } else {
       on_write_failure_locked();
       stats.write_errors = write_errors_;
-      stats.events_dropped += tally.events;
-      stats.events_write_failed += tally.events;
-      stats.events_written -= tally.events;
-      stats.ranges_written -= tally.ranges;
-      stats.marks_written -= tally.marks;
-      stats.cupti_records_dropped += gpu_rows;
-      stats.cupti_records_write_failed += gpu_rows;
+      count_as_write_failed(stats, tally, gpu_rows);
       if (write_failure_.empty()) {
         write_failure_ = "cannot write " +
                          (output_path_ready_.load() ? output_path_ : std::string("the output")) +

@@ -582,7 +582,8 @@ TEST(CollectorLibrary, ExportsOnlyTheCApi) {
   pclose(pipe);
   EXPECT_EQ(symbols, (std::set<std::string>{"InitializeInjectionNvtx2", "InitializeInjection",
                                             "pyprof_collect_shutdown", "pyprof_collect_output_path",
-                                            "pyprof_collect_write_empty"}));
+                                            "pyprof_collect_write_empty",
+                                            "pyprof_collect_database_finished"}));
 }
 
 TEST(CollectorLibrary, WriteEmptyThroughTheCApi) {
