@@ -433,9 +433,8 @@ int Collector::write_final(FinalizeReason reason) noexcept {
       stats.write_errors = write_errors_;
       count_as_write_failed(stats, tally, gpu_rows);
       if (write_failure_.empty()) {
-        write_failure_ = "cannot write " +
-                         (output_path_ready_.load() ? output_path_ : std::string("the output")) +
-                         ": " + db_error_;
+        write_failure_ = detail::write_failure_message(
+            false, output_path_ready_.load() ? output_path_ : std::string("the output"), db_error_);
       }
       stats.kernels_written -= gpu_final.kernels_written;
       stats.api_calls_written -= gpu_final.api_calls_written;

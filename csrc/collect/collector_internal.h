@@ -42,6 +42,16 @@ inline void add_gpu_written(CollectorStats& into, const CollectorStats& from) {
   into.gpus_written += from.gpus_written;
 }
 
+// The message of a failed write, naming the file once (SQLite's open errors name it already):
+// "disk full (or write failed) writing PATH: why" for a storage failure (SQLITE_FULL, I/O
+// errors), "cannot write PATH: why" otherwise.
+inline std::string write_failure_message(bool storage_failure, const std::string& path,
+                                         const std::string& why) {
+  const char* what = storage_failure ? "disk full (or write failed)" : "cannot write";
+  if (why.find(path) != std::string::npos) return std::string(what) + ": " + why;
+  return std::string(what) + (storage_failure ? " writing " : " ") + path + ": " + why;
+}
+
 inline void add_counters(ThreadCounters& into, const ThreadCounters& from) {
   into.events_recorded += from.events_recorded;
   into.events_dropped += from.events_dropped;

@@ -156,11 +156,7 @@ void Collector::open_database_locked() noexcept {
       db_failed_ = true;
       writes_stopped_ = true;
       ++write_errors_;
-      // SQLite's open errors name the file already: say it once.
-      const bool named = db_error_.find(output_path_) != std::string::npos;
-      write_failure_ =
-          std::string(storage_failure ? "disk full (or write failed)" : "cannot write") +
-          (named ? ": " : (storage_failure ? " writing " : " ") + output_path_ + ": ") + db_error_;
+      write_failure_ = detail::write_failure_message(storage_failure, output_path_, db_error_);
       print_line("%s (pid %d)", write_failure_.c_str(), static_cast<int>(pid_));
       return;
     }
@@ -191,7 +187,7 @@ void Collector::on_write_failure_locked() noexcept {
     db_->rollback();
     if (!storage_failure || writes_stopped_) return;
     writes_stopped_ = true;
-    write_failure_ = "disk full (or write failed) writing " + output_path_ + ": " + db_error_;
+    write_failure_ = detail::write_failure_message(true, output_path_, db_error_);
     print_line("%s; what was written before stays, nothing more is written (pid %d)",
                write_failure_.c_str(), static_cast<int>(pid_));
   } catch (...) {
