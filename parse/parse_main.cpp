@@ -112,7 +112,7 @@ void print_summary(const std::string& path, const Trace& trace, const Correlatio
                "filled up?): up to {} events per thread ({} threads seen) may be missing, with "
                "what the collector had not yet written (it writes every half second) and CUDA "
                "records still in CUPTI's buffers\n",
-               with_thousands(Trace::kEventsPerThreadBuffer), trace.capture_threads);
+               with_thousands(static_cast<int64_t>(kEventsPerThreadChunk)), trace.capture_threads);
   }
   if (trace.write_failure) {
     const Trace::WriteFailure& f = *trace.write_failure;

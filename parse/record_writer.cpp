@@ -188,7 +188,7 @@ void RecordWriter::write_header_object(JsonWriter& w, const std::string& source)
     w.raw_key("threads");
     w.integer(trace_.capture_threads);
     w.raw_key("events_per_thread_at_risk");
-    w.integer(Trace::kEventsPerThreadBuffer);
+    w.integer(static_cast<int64_t>(kEventsPerThreadChunk));
     w.end_object();
   }
   if (trace_.write_failure) {

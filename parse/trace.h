@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/capture_limits.h"
 #include "common/string_pool.h"
 #include "parse/markers.h"
 
@@ -135,14 +136,20 @@ struct Trace {
     int64_t total_memory = 0;      // bytes
     int64_t compute_major = 0;
     int64_t compute_minor = 0;
+    // A device fact stored in `scale`ths of the header's unit (kHz, KB/s, MiB), in that unit; none
+    // for a negative value or one the conversion would take past 64 bits (a damaged file).
+    static std::optional<int64_t> in_header_units(int64_t stored, int64_t scale) {
+      int64_t out = 0;
+      if (stored < 0 || __builtin_mul_overflow(stored, scale, &out)) return std::nullopt;
+      return out;
+    }
   };
   std::vector<Device> devices;
   // pyprof databases without the collector's finalisation record (killed, or its last write
-  // failed): each thread's unwritten events are lost, up to one buffer of this many events
-  // (the collector's EventChunk::kMaxEvents), with what the writer had queued.
+  // failed): each thread's unwritten events are lost, up to kEventsPerThreadChunk
+  // (common/capture_limits.h), with what the writer had queued.
   bool unfinished_capture = false;
   int64_t capture_threads = 0;  // threads seen recording in the unfinished capture
-  static constexpr int64_t kEventsPerThreadBuffer = 4096;
   // A pyprof database whose writes failed (a full disk) but whose final record fit: the
   // collector's message (META_DATA_CAPTURE PYPROF_WRITE_ERROR) and what it counted as lost.
   struct WriteFailure {

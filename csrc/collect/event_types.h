@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/capture_limits.h"
 #include "common/nsys_schema.h"
 
 namespace pyprof::collect {
@@ -68,7 +69,7 @@ struct CompletedEvent {
 // A batch of completed events of one thread, moved as a whole to the writer.
 struct EventChunk {
   // A thread hands its chunk to the writer when either limit is reached.
-  static constexpr size_t kMaxEvents = 4096;
+  static constexpr size_t kMaxEvents = kEventsPerThreadChunk;
   static constexpr size_t kMaxTextBytes = 1 << 20;
 
   std::vector<CompletedEvent> events;

@@ -39,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/capture_limits.h"
 #include "common/env_vars.h"
 #include "launch_options.h"
 #include "output_names.h"
@@ -718,6 +719,7 @@ void report_databases(const Run& run, int64_t launch_coarse_ns) {
                cut_short ? " UNFINISHED" : "");
   }
   if (unfinished > 0) {
+    static_assert(kEventsPerThreadChunk == 4096, "the message below quotes the chunk size");
     warn("{}; `pyprof parse` reads what is there and says so",
          unfinished == 1
              ? std::string("1 database is UNFINISHED: its process ended before its collector "
