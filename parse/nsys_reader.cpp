@@ -172,18 +172,6 @@ bool NsysReader::read_metadata(Trace& trace, std::string& error) {
   return ok;
 }
 
-namespace {
-
-// A device fact stored in `scale`ths of the header's unit, in that unit; 0 (unknown) for a
-// negative value or one the conversion would take past 64 bits (a damaged file).
-int64_t in_header_units(int64_t stored, int64_t scale) {
-  int64_t out = 0;
-  if (stored < 0 || __builtin_mul_overflow(stored, scale, &out)) return 0;
-  return out;
-}
-
-}  // namespace
-
 // nsys 2020.x: TARGET_INFO_CUDA_GPU, one row per (process, GPU) in CUPTI's device-record
 // units as nsys stored them: coreClockRate kHz, globalMemoryBandwidth KB/s (0 when not
 // recorded), globalMemorySize MiB (the 2020.3 export holds 32510 for a 32 GB V100).
@@ -213,9 +201,11 @@ bool NsysReader::read_cuda_gpus(Trace& trace, std::string& error) {
     d.id = id;
     d.name = std::string(s.text(1));
     d.sm_count = or_default(s, 2, 0);
-    d.clock_hz = in_header_units(or_default(s, 3, 0), 1000);
-    d.memory_bandwidth = in_header_units(or_default(s, 4, 0), 1000);
-    d.total_memory = in_header_units(or_default(s, 5, 0), int64_t{1} << 20);
+    // A damaged fact is unknown (0), never a wrapped peak.
+    d.clock_hz = Trace::Device::in_header_units(or_default(s, 3, 0), 1000).value_or(0);
+    d.memory_bandwidth = Trace::Device::in_header_units(or_default(s, 4, 0), 1000).value_or(0);
+    d.total_memory =
+        Trace::Device::in_header_units(or_default(s, 5, 0), int64_t{1} << 20).value_or(0);
     d.compute_major = or_default(s, 6, 0);
     d.compute_minor = or_default(s, 7, 0);
   }
@@ -623,8 +613,8 @@ bool NsysReader::read_ranges(Trace& trace, std::string& error,
   std::promise<bool> names_ready;
   std::thread worker([&] {
     SqliteDb second;
-    bool ok =
-        second.open(db_.opened_path(), part_error) && read_domain_names(second, domain_names, part_error);
+    bool ok = second.open(db_.opened_path(), part_error) &&
+              read_domain_names(second, domain_names, part_error);
     names_ready.set_value(ok);
     part_ok = ok && read_range_chunk(second, select, mid + 1, hi, domain_names, part, part_error);
   });

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <optional>
 #include <set>
 #include <unordered_set>
 #include <utility>
@@ -361,9 +362,7 @@ bool NvprofReader::read_devices(Trace& trace, std::string& error) {
   // (unknown) when the stored value is negative or its product does not fit in 64 bits.
   auto fact = [&](int64_t device, int col, const char* column, int64_t scale, const char* unit) {
     int64_t stored = s.int64(col);
-    if (stored >= 0 && stored <= std::numeric_limits<int64_t>::max() / scale) {
-      return stored * scale;
-    }
+    if (std::optional<int64_t> value = Trace::Device::in_header_units(stored, scale)) return *value;
     trace.warn("GPU fact out of range", table + " device " + std::to_string(device) + ": " +
                                             column + " " + std::to_string(stored) + unit +
                                             " is negative or too large: read as unknown (0)");

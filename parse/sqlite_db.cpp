@@ -113,34 +113,27 @@ bool SqliteDb::open(const std::string& path, std::string& error) {
 // of both. When no copy can be made, the file is read as it is, with a warning.
 bool SqliteDb::recover_copy(const std::string& path) {
   namespace fs = std::filesystem;
+  const std::string journal = path + "-journal";
+  auto cannot_copy = [&](const std::string& why) {
+    note_ = journal +
+            " exists (a write was cut off) and no temporary copy could be made to undo it (" + why +
+            "): the file is read as it is, and its last transaction may be half written";
+    return false;
+  };
   const char* tmp = std::getenv("TMPDIR");
   std::string dir_template =
       std::string(tmp && *tmp ? tmp : "/tmp") + "/pyprof-parse-recovered-XXXXXX";
-  const std::string journal = path + "-journal";
-  if (!::mkdtemp(dir_template.data())) {
-    note_ = journal +
-            " exists (a write was cut off) and no temporary copy could be made to "
-            "undo it (" +
-            std::strerror(errno) +
-            "): the file is read as it is, and its last "
-            "transaction may be half written";
-    return false;
-  }
+  if (!::mkdtemp(dir_template.data())) return cannot_copy(std::strerror(errno));
   recovered_dir_ = dir_template;
   const std::string copy = recovered_dir_ + "/profile.sqlite";
   std::error_code ec;
   fs::copy_file(path, copy, ec);
   if (!ec) fs::copy_file(journal, copy + "-journal", ec);
   if (ec) {
-    note_ = journal +
-            " exists (a write was cut off) and no temporary copy could be made to "
-            "undo it (" +
-            ec.message() +
-            "): the file is read as it is, and its last "
-            "transaction may be half written";
-    fs::remove_all(recovered_dir_, ec);
+    std::error_code ignored;
+    fs::remove_all(recovered_dir_, ignored);
     recovered_dir_.clear();
-    return false;
+    return cannot_copy(ec.message());
   }
   opened_path_ = copy;
   note_ = journal +
