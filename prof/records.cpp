@@ -30,6 +30,20 @@ std::string count_of(int64_t n, std::string_view noun) {
   return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
 }
 
+// Records with one kind of problem: how many, and the first of them, for its one warning.
+struct ProblemTally {
+  int64_t records = 0;
+  int64_t first_line = 0;
+  std::string first_name, first_detail;
+
+  void note(int64_t line, std::string_view name, std::string_view detail) {
+    if (records++ > 0) return;
+    first_line = line;
+    first_name = name;
+    first_detail = detail;
+  }
+};
+
 namespace od = simdjson::ondemand;
 
 // ---- 1. line ----------------------------------------------------------------------------------
@@ -432,20 +446,16 @@ class TimeChecker {
     }
     r.bad_time = true;
     r.start = r.duration = r.self_duration = 0;
-    if (records_++ == 0) {
-      first_line_ = f.line;
-      first_name_ = std::string(f.name);
-      first_problem_ = std::move(problem);
-    }
+    bad_.note(f.line, f.name, problem);
   }
 
   void warn(ReadResult& out) const {
-    out.bad_time = records_;
-    if (records_ == 0) return;
+    out.bad_time = bad_.records;
+    if (bad_.records == 0) return;
     out.warnings.push_back(fmt::format(
         "{} with a time that cannot be right (first: line {}, {}: {}): time unknown (0 ns), "
         "flagged `bad-time` (column flag) and left out of the time sums and the totals",
-        count_of(records_, "record"), first_line_, first_name_, first_problem_));
+        count_of(bad_.records, "record"), bad_.first_line, bad_.first_name, bad_.first_detail));
   }
 
  private:
@@ -474,9 +484,7 @@ class TimeChecker {
 
   int64_t total_duration_ = 0;  // of the records with credible times, each <= kMaxTotalTime
   int64_t total_self_duration_ = 0;
-  int64_t records_ = 0;
-  int64_t first_line_ = 0;
-  std::string first_name_, first_problem_;
+  ProblemTally bad_;
 };
 
 // ---- 4. cost ----------------------------------------------------------------------------------
@@ -531,20 +539,18 @@ class RecordCoster {
   // One warning per kind of cost problem, with how many records had it and the first of them.
   void warn_about_problems(ReadResult& out) const {
     if (overflow_.records > 0) {
-      out.overflowed_costs = overflow_.records;
       out.warnings.push_back(fmt::format(
           "{} of modelled ops with FLOP or byte counts that do not fit 64 bits (first: line {}, "
           "{}, {}): not modelled (na), left out of the totals",
-          count_of(overflow_.records, "record"), overflow_.first_line, overflow_.first_op,
-          overflow_.first_params));
+          count_of(overflow_.records, "record"), overflow_.first_line, overflow_.first_name,
+          overflow_.first_detail));
     }
     if (negative_.records > 0) {
-      out.negative_dimension_costs = negative_.records;
       out.warnings.push_back(fmt::format(
           "{} of modelled ops with a tensor with a negative dimension (first: line {}, {}: {}): "
           "not modelled (na), left out of the totals",
-          count_of(negative_.records, "record"), negative_.first_line, negative_.first_op,
-          negative_.first_params));
+          count_of(negative_.records, "record"), negative_.first_line, negative_.first_name,
+          negative_.first_detail));
     }
   }
 
@@ -587,8 +593,8 @@ class RecordCoster {
     }
     const models::OpCost& c = cached->cost;
     if (!c.modeled && c.problem != models::CostProblem::kNone) {
-      note_problem(c.problem == models::CostProblem::kOverflow ? overflow_ : negative_, f, source,
-                   c);
+      (c.problem == models::CostProblem::kOverflow ? overflow_ : negative_)
+          .note(f.line, source.op, c.params);
     }
     r.modeled = c.modeled;
     r.estimated = source.backward_estimate && c.modeled;
@@ -602,22 +608,6 @@ class RecordCoster {
     r.dtype = strings_.intern(c.dtype);
     r.family = strings_.intern(c.family);
     r.shapes = strings_.intern(cached->shapes);
-  }
-
-  // Records with one kind of CostProblem: how many, and the first one for the warning.
-  struct ProblemCount {
-    int64_t records = 0;
-    int64_t first_line = 0;
-    std::string first_op, first_params;
-  };
-
-  void note_problem(ProblemCount& count, const Fields& f, const CostSource& source,
-                    const models::OpCost& c) {
-    if (count.records++ == 0) {
-      count.first_line = f.line;
-      count.first_op = std::string(source.op);
-      count.first_params = c.params;
-    }
   }
 
   const CachedCost& lookup(std::string_view op, std::string_view args) {
@@ -649,7 +639,7 @@ class RecordCoster {
   std::string key_;
   const TensorCoreRules& rules_ = TensorCoreRules::builtin();
   std::vector<int8_t> tc_by_long_name_;  // long-name string id -> 1/0, -1 not judged yet
-  ProblemCount overflow_, negative_;
+  ProblemTally overflow_, negative_;     // records of each models::CostProblem
 };
 
 // ---- after the last line ----------------------------------------------------------------------

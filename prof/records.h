@@ -103,11 +103,7 @@ struct ReadResult {
   Strings strings;
   bool cpu_only = false;
   int64_t lines = 0;
-  int64_t skipped_lines = 0;  // unreadable lines (each warned)
-  // Records whose op has a model but whose arguments could not be costed (models::CostProblem):
-  // "na", out of every total, warned once per kind with the count and the first example.
-  int64_t overflowed_costs = 0;
-  int64_t negative_dimension_costs = 0;
+  int64_t skipped_lines = 0;        // unreadable lines (each warned)
   std::vector<DevicePeak> devices;  // from the header; empty when it has none
   int64_t above_peak = 0;           // records flagged above_peak (by assign_costs)
   int64_t bad_time = 0;             // records flagged bad_time (each counted, warned once)
