@@ -26,6 +26,7 @@
 #include "common/kernel_names.h"
 #include "common/nsys_schema.h"
 #include "testing/fake_cupti.h"
+#include "testing/test_app_support.h"
 #include "testing/test_db.h"
 
 extern char** environ;
@@ -47,14 +48,12 @@ using testing::Value;
 
 constexpr auto kAppTimeout = std::chrono::seconds(120);
 
-// The kernels cupti_test_app launches, and what the collector must make of their names.
-constexpr char kSgemm[] = "volta_sgemm_128x64_nn";
-constexpr char kElementwise[] =
-    "_ZN2at6native18elementwise_kernelILi128ELi4EZNS0_22gpu_kernel_impl_nocastIZZZNS0_23direct_"
-    "copy_kernel_cudaERNS_18TensorIteratorBaseEENKUlvE1_clEvENKUlvE8_clEvEUlfE_EEvS4_RKT_"
-    "EUliE_EEviT1_";
-constexpr char kAdd[] = "_Z10add_kernelPfS_i";
-constexpr char kCutlass[] = "_ZN7cutlass7Kernel2I30cutlass_80_tensorop_s1688gemm_EEvNT_6ParamsE";
+// The kernels cupti_test_app launches (testing/test_app_support.h), whose names the collector
+// must make sense of.
+using testing::kAdd;
+using testing::kCutlass;
+using testing::kElementwise;
+using testing::kSgemm;
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;

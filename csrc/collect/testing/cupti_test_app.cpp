@@ -25,17 +25,16 @@
 #include <vector>
 
 #include "fake_cupti.h"
+#include "test_app_support.h"
 
 namespace {
 
-// Kernel names as CUPTI reports them: mangled C++ names and plain C names.
-constexpr char kSgemm[] = "volta_sgemm_128x64_nn";
-constexpr char kElementwise[] =
-    "_ZN2at6native18elementwise_kernelILi128ELi4EZNS0_22gpu_kernel_impl_nocastIZZZNS0_23direct_"
-    "copy_kernel_cudaERNS_18TensorIteratorBaseEENKUlvE1_clEvENKUlvE8_clEvEUlfE_EEvS4_RKT_"
-    "EUliE_EEviT1_";
-constexpr char kAdd[] = "_Z10add_kernelPfS_i";
-constexpr char kCutlass[] = "_ZN7cutlass7Kernel2I30cutlass_80_tensorop_s1688gemm_EEvNT_6ParamsE";
+using pyprof::collect::testing::kAdd;
+using pyprof::collect::testing::kCutlass;
+using pyprof::collect::testing::kElementwise;
+using pyprof::collect::testing::kSgemm;
+using pyprof::collect::testing::monotonic_ns;
+using pyprof::collect::testing::sleep_until;
 
 // CUPTI enum values (cupti_activity.h), spelled out so this program needs no CUDA header.
 constexpr uint8_t kCopyHtoD = 1, kCopyDtoH = 2, kCopyDtoD = 8, kCopyHtoH = 9;
@@ -116,19 +115,6 @@ Function collector_function(const char* name) {
   const char* path = std::getenv("NVTX_INJECTION64_PATH");
   void* library = path != nullptr ? dlopen(path, RTLD_LAZY | RTLD_NOLOAD) : nullptr;
   return library != nullptr ? reinterpret_cast<Function>(dlsym(library, name)) : nullptr;
-}
-
-int64_t monotonic_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
-void sleep_until(int64_t monotonic_deadline_ns) {
-  timespec ts{static_cast<time_t>(monotonic_deadline_ns / 1'000'000'000),
-              static_cast<long>(monotonic_deadline_ns % 1'000'000'000)};
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
-  }
 }
 
 // A push/pop range around `body`, whose CUDA calls are printed as launched inside `name`.

@@ -19,10 +19,15 @@
 #include <thread>
 #include <vector>
 
+#include "test_app_support.h"
+
 extern "C" void* nvtx_test_lib_a_work();
 extern "C" void* nvtx_test_lib_b_work();
 
 namespace {
+
+using pyprof::collect::testing::monotonic_ns;
+using pyprof::collect::testing::sleep_until;
 
 int failures = 0;
 
@@ -44,19 +49,6 @@ void print_fact(const char* key, long long value) {
 }
 
 long long tid() { return static_cast<long long>(gettid()); }
-
-int64_t monotonic_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
-void sleep_until(int64_t monotonic_deadline_ns) {
-  timespec ts{static_cast<time_t>(monotonic_deadline_ns / 1'000'000'000),
-              static_cast<long>(monotonic_deadline_ns % 1'000'000'000)};
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
-  }
-}
 
 nvtxEventAttributes_t attributes(const char* message) {
   nvtxEventAttributes_t a{};
