@@ -2,6 +2,10 @@
 
 #include <zlib.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
@@ -58,11 +62,11 @@ class PrefetchSource : public ByteSource {
     std::unique_lock<std::mutex> lock(mutex_);
     cv_.wait(lock, [this] { return !ready_.empty() || done_; });
     if (ready_.empty()) return 0;
-    std::string& front = ready_.front();
-    size_t n = std::min(capacity, front.size() - offset_);
-    std::memcpy(buffer, front.data() + offset_, n);
+    Chunk& front = ready_.front();
+    size_t n = std::min(capacity, front.size - offset_);
+    std::memcpy(buffer, front.bytes.get() + offset_, n);
     offset_ += n;
-    if (offset_ == front.size()) {
+    if (offset_ == front.size) {
       ready_.pop_front();
       offset_ = 0;
       cv_.notify_all();
@@ -74,9 +78,9 @@ class PrefetchSource : public ByteSource {
  private:
   void produce() {
     for (;;) {
-      std::string chunk(chunk_, '\0');
-      size_t n = inner_->read(chunk.data(), chunk.size());
-      chunk.resize(n);
+      Chunk chunk{std::unique_ptr<char[]>(new char[chunk_]), 0};  // not zero-filled
+      size_t n = inner_->read(chunk.bytes.get(), chunk_);
+      chunk.size = n;
       std::unique_lock<std::mutex> lock(mutex_);
       cv_.wait(lock, [this] { return ready_.size() < 2 || stop_; });
       if (stop_) return;
@@ -91,11 +95,15 @@ class PrefetchSource : public ByteSource {
     }
   }
 
+  struct Chunk {
+    std::unique_ptr<char[]> bytes;
+    size_t size;
+  };
   std::unique_ptr<ByteSource> inner_;
   size_t chunk_;
   std::mutex mutex_;
   std::condition_variable cv_;
-  std::deque<std::string> ready_;
+  std::deque<Chunk> ready_;
   size_t offset_ = 0;
   bool done_ = false;
   bool stop_ = false;
@@ -124,30 +132,34 @@ class MemorySource : public ByteSource {
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
-// Bytes that matter outside strings: quotes and brackets.
-struct StructuralTable {
-  bool special[256] = {};
-  constexpr StructuralTable() {
-    for (unsigned char c : {'"', '{', '}', '[', ']'}) special[c] = true;
+// The next byte at or after p that can change the scanner's state: in a string '"' and '\\';
+// outside, '"' and brackets. At least 16 bytes past `end` must be readable (the buffer's
+// padding): sixteen bytes are tested at a time.
+size_t next_special(const char* data, size_t p, size_t end, bool in_string) {
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  // '[' 0x5B, ']' 0x5D, '{' 0x7B, '}' 0x7D are the bytes with c & 0xD9 == 0x59, with 'Y', '_',
+  // 'y' and DEL, which cannot occur outside a string in JSON (the caller ignores them).
+  const __m128i bracket_bits = _mm_set1_epi8(static_cast<char>(0xD9));
+  const __m128i bracket = _mm_set1_epi8(0x59);
+  for (; p < end; p += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + p));
+    const __m128i other = in_string ? _mm_cmpeq_epi8(v, backslash)
+                                    : _mm_cmpeq_epi8(_mm_and_si128(v, bracket_bits), bracket);
+    const int mask = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), other));
+    if (mask != 0) return std::min(end, p + static_cast<size_t>(__builtin_ctz(mask)));
   }
-};
-constexpr StructuralTable kStructural;
-
-// The first '"' or '\\' in [p, end), or end. Eight bytes at a time: strings are most of a trace.
-const char* find_quote_or_backslash(const char* p, const char* end) {
-  constexpr uint64_t kOnes = 0x0101010101010101ULL;
-  constexpr uint64_t kHighs = 0x8080808080808080ULL;
-  while (end - p >= 8) {
-    uint64_t word;
-    std::memcpy(&word, p, 8);
-    uint64_t quote = word ^ (kOnes * '"');
-    uint64_t slash = word ^ (kOnes * '\\');
-    uint64_t hit = ((quote - kOnes) & ~quote) | ((slash - kOnes) & ~slash);
-    if (hit & kHighs) break;
-    p += 8;
+  return end;
+#else
+  for (; p < end; ++p) {
+    const char c = data[p];
+    if (c == '"' || (in_string ? c == '\\' : (c == '{' || c == '}' || c == '[' || c == ']'))) {
+      return p;
+    }
   }
-  while (p < end && *p != '"' && *p != '\\') ++p;
-  return p;
+  return end;
+#endif
 }
 
 class Scanner {
@@ -275,28 +287,12 @@ class Scanner {
       const char* data = buffer_.data();
       bool done = false;
       while (p < size_) {
-        if (in_string) {
-          if (escape) {
-            escape = false;
-            ++p;
-            continue;
-          }
-          p = static_cast<size_t>(find_quote_or_backslash(data + p, data + size_) - data);
-          if (p == size_) break;
-          if (data[p] == '\\') {
-            escape = true;
-          } else {
-            in_string = false;
-            if (string) {
-              ++p;
-              done = true;
-              break;
-            }
-          }
+        if (escape) {
+          escape = false;
           ++p;
           continue;
         }
-        if (!nested) {  // a number or literal ends at a delimiter
+        if (!nested && !string) {  // a number or literal ends at a delimiter
           const char c = data[p];
           if (c == ',' || c == ']' || c == '}' || is_space(c)) {
             done = true;
@@ -305,14 +301,24 @@ class Scanner {
           ++p;
           continue;
         }
-        const unsigned char c = static_cast<unsigned char>(data[p]);
-        ++p;
-        if (!kStructural.special[c]) continue;
-        if (c == '"') {
+        p = next_special(data, p, size_, in_string);
+        if (p == size_) break;
+        const char c = data[p++];
+        if (in_string) {
+          if (c == '\\') {
+            escape = true;
+          } else {
+            in_string = false;
+            if (string) {
+              done = true;
+              break;
+            }
+          }
+        } else if (c == '"') {
           in_string = true;
         } else if (c == '{' || c == '[') {
           ++depth;
-        } else if (--depth == 0) {
+        } else if ((c == '}' || c == ']') && --depth == 0) {
           done = true;
           break;
         }

@@ -273,11 +273,6 @@ error_code read_input_list(std::string_view key, od::value value, InputLists& in
   return simdjson::SUCCESS;
 }
 
-bool is_input_list_key(std::string_view key) {
-  return key == "Input Dims" || key == "Input type" || key == "Input Strides" ||
-         key == "Concrete Inputs";
-}
-
 // pid / tid: numbers, or strings in some traces ("stream 7", "Spans").
 struct IdValue {
   bool present = false;
@@ -622,33 +617,54 @@ error_code KinetoReader::EventReader::read_args(od::object args, Event& e) {
     std::string_view key;
     if (error_code err = field.unescaped_key().get(key)) return err;
     od::value value = field.value();
+    // Keys are tested by length first: an event has a dozen, and most are not wanted.
     int64_t* target = nullptr;
-    if (key == "External id") {
-      target = &e.external_id;
-    } else if (key == "Sequence number") {
-      target = &e.seq;
-    } else if (key == "Fwd thread id") {
-      target = &e.fwd_tid;
-    } else if (key == "correlation") {
-      target = &e.correlation;
-    } else if (key == "device") {
-      target = &e.device;
-    } else if (key == "context") {
-      target = &e.context;
-    } else if (key == "stream") {
-      target = &e.stream;
-    } else if (key == "registers per thread") {
-      target = &e.registers;
-    } else if (key == "shared memory") {
-      target = &e.shared;
-    } else if (key == "bytes") {
-      target = &e.bytes;
-    } else if (key == "Python id") {
-      target = &e.python_id;
-    } else if (key == "Python parent id") {
-      target = &e.python_parent;
-    } else if (key == "grid" || key == "block") {
-      int32_t* xyz = key == "grid" ? e.grid : e.block;
+    bool xyz = false, input_list = false;
+    switch (key.size()) {
+      case 4:
+        xyz = key == "grid";
+        break;
+      case 5:
+        if (key == "bytes") target = &e.bytes;
+        xyz = key == "block";
+        break;
+      case 6:
+        if (key == "device") target = &e.device;
+        if (key == "stream") target = &e.stream;
+        break;
+      case 7:
+        if (key == "context") target = &e.context;
+        break;
+      case 9:
+        if (key == "Python id") target = &e.python_id;
+        break;
+      case 10:
+        input_list = key == "Input Dims" || key == "Input type";
+        break;
+      case 11:
+        if (key == "External id") target = &e.external_id;
+        if (key == "correlation") target = &e.correlation;
+        break;
+      case 13:
+        if (key == "Fwd thread id") target = &e.fwd_tid;
+        if (key == "shared memory") target = &e.shared;
+        input_list = key == "Input Strides";
+        break;
+      case 15:
+        if (key == "Sequence number") target = &e.seq;
+        input_list = key == "Concrete Inputs";
+        break;
+      case 16:
+        if (key == "Python parent id") target = &e.python_parent;
+        break;
+      case 20:
+        if (key == "registers per thread") target = &e.registers;
+        break;
+      default:
+        break;
+    }
+    if (xyz) {
+      int32_t* out = key == "grid" ? e.grid : e.block;
       od::array array;
       if (value.get_array().get(array) != simdjson::SUCCESS) continue;
       int i = 0;
@@ -657,12 +673,13 @@ error_code KinetoReader::EventReader::read_args(od::object args, Event& e) {
         if (error_code err = std::move(item_result).get(item)) return err;
         int64_t v;
         if (item.get_int64().get(v) == simdjson::SUCCESS && i < 3 && v >= 0 && v <= INT32_MAX) {
-          xyz[i] = static_cast<int32_t>(v);
+          out[i] = static_cast<int32_t>(v);
         }
         ++i;
       }
       continue;
-    } else if (is_input_list_key(key)) {
+    }
+    if (input_list) {
       e.has_args_lists = true;
       if (error_code err = read_input_list(key, value, inputs_, e.args_ok)) return err;
       continue;
@@ -674,6 +691,30 @@ error_code KinetoReader::EventReader::read_args(od::object args, Event& e) {
   return simdjson::SUCCESS;
 }
 
+namespace {
+
+// "ts" / "dur": the number's text (converted exactly later), or "?" for a value that is not a
+// number; quoted numbers, which some writers emit, are read as their text.
+error_code read_time(od::value value, std::string_view& out) {
+  const std::string_view token = value.raw_json_token();
+  od::json_type type;
+  if (error_code err = value.type().get(type)) return err;
+  if (type == od::json_type::number) {
+    double ignored;
+    if (error_code err = value.get_double().get(ignored)) return err;
+    out = token;
+  } else if (type == od::json_type::string) {
+    std::string_view s;
+    if (error_code err = value.get_string().get(s)) return err;
+    out = s.empty() ? std::string_view("?") : s;
+  } else {
+    out = "?";
+  }
+  return simdjson::SUCCESS;
+}
+
+}  // namespace
+
 error_code KinetoReader::EventReader::read_event(od::object object, Event& e) {
   for (auto field_result : object) {
     od::field field;
@@ -681,38 +722,39 @@ error_code KinetoReader::EventReader::read_event(od::object object, Event& e) {
     std::string_view key;
     if (error_code err = field.unescaped_key().get(key)) return err;
     od::value value = field.value();
-    if (key == "ph") {
-      if (value.get_string().get(e.ph) != simdjson::SUCCESS) e.ph = {};
-    } else if (key == "cat") {
-      if (value.get_string().get(e.cat) != simdjson::SUCCESS) e.cat = {};
-    } else if (key == "name") {
-      if (value.get_string().get(e.name) != simdjson::SUCCESS) e.name = {};
-    } else if (key == "ts" || key == "dur") {
-      const std::string_view token = value.raw_json_token();
-      od::json_type type;
-      if (error_code err = value.type().get(type)) return err;
-      if (type == od::json_type::number) {
-        double ignored;
-        if (error_code err = value.get_double().get(ignored)) return err;
-        (key == "ts" ? e.ts : e.dur) = token;
-      } else if (type == od::json_type::string) {  // some writers quote times
-        std::string_view s;
-        if (error_code err = value.get_string().get(s)) return err;
-        (key == "ts" ? e.ts : e.dur) = s.empty() ? std::string_view("?") : s;
-      } else {
-        (key == "ts" ? e.ts : e.dur) = "?";
-      }
-    } else if (key == "pid") {
-      if (error_code err = read_id(value, e.pid)) return err;
-    } else if (key == "tid") {
-      if (error_code err = read_id(value, e.tid)) return err;
-    } else if (key == "id") {
-      if (error_code err = read_id(value, e.id)) return err;
-    } else if (key == "args") {
-      od::object args;
-      if (value.get_object().get(args) == simdjson::SUCCESS) {
-        if (error_code err = read_args(args, e)) return err;
-      }
+    switch (key.size()) {
+      case 2:
+        if (key == "ph") {
+          if (value.get_string().get(e.ph) != simdjson::SUCCESS) e.ph = {};
+        } else if (key == "ts") {
+          if (error_code err = read_time(value, e.ts)) return err;
+        } else if (key == "id") {
+          if (error_code err = read_id(value, e.id)) return err;
+        }
+        break;
+      case 3:
+        if (key == "cat") {
+          if (value.get_string().get(e.cat) != simdjson::SUCCESS) e.cat = {};
+        } else if (key == "pid") {
+          if (error_code err = read_id(value, e.pid)) return err;
+        } else if (key == "tid") {
+          if (error_code err = read_id(value, e.tid)) return err;
+        } else if (key == "dur") {
+          if (error_code err = read_time(value, e.dur)) return err;
+        }
+        break;
+      case 4:
+        if (key == "name") {
+          if (value.get_string().get(e.name) != simdjson::SUCCESS) e.name = {};
+        } else if (key == "args") {
+          od::object args;
+          if (value.get_object().get(args) == simdjson::SUCCESS) {
+            if (error_code err = read_args(args, e)) return err;
+          }
+        }
+        break;
+      default:
+        break;
     }
   }
   return simdjson::SUCCESS;
