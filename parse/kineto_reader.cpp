@@ -526,12 +526,14 @@ class KinetoReader::EventReader : public ChromeTraceVisitor {
   void add_cpu_range(const Event& e, int64_t start, int64_t end, MarkerKind kind);
   void add_module_range(const Event& e, int64_t start, int64_t end);
   void add_api_call(const Event& e, int64_t start, int64_t end);
+  void add_call_site(const Event& e, int64_t start, int64_t end);
   void add_gpu_activity(const Event& e, ActivityKind kind, int64_t start, int64_t end);
   void add_flow_point(const Event& e, bool start);
   void read_devices(std::string_view json);
   void read_distributed(std::string_view json);
   // finish() steps
   void resolve_launch_processes();
+  void resolve_call_sites();
   void resolve_forward_threads();
   void check_external_ids();
 
@@ -548,6 +550,15 @@ class KinetoReader::EventReader : public ChromeTraceVisitor {
   std::unordered_map<uint32_t, uint32_t> short_name_of_;
   std::unordered_map<int64_t, Flow> fwdbwd_;
   std::vector<int64_t> gpu_external_ids_;  // per activity
+  // with_stack: Python frames of the program's own files ("train.py(41): step"), as call sites
+  // for the ops they enclose.
+  struct CallSite {
+    uint64_t thread;
+    int64_t start;
+    int64_t end;
+    uint32_t text;  // pool id of "train.py:41"
+  };
+  std::vector<CallSite> call_sites_;
   int64_t unknown_input_types_ = 0;
   int64_t negative_timestamps_ = 0;
   uint32_t next_folded_id_ = 0x80000000u;
@@ -901,6 +912,7 @@ void KinetoReader::EventReader::add_module_range(const Event& e, int64_t start, 
   }
   if (!e.name.starts_with(kModulePrefix)) {
     if (e.python_id >= 0 && parent_path != 0) module_path_of_python_id_[e.python_id] = parent_path;
+    add_call_site(e, start, end);
     return;
   }
   std::string_view instance = e.name.substr(kModulePrefix.size());
@@ -919,6 +931,71 @@ void KinetoReader::EventReader::add_module_range(const Event& e, int64_t start, 
   if (e.python_id >= 0) module_path_of_python_id_[e.python_id] = r.name;
   ++trace_.stats.ranges;
   trace_.ranges.push_back(r);
+}
+
+void KinetoReader::EventReader::add_call_site(const Event& e, int64_t start, int64_t end) {
+  // "dir/train.py(41): step" -> "dir/train.py:41". torch's own frames (Kineto names files
+  // relative to their sys.path entry: "torch/nn/modules/linear.py") and built-ins are skipped,
+  // as pyprof's annotator skips framework frames.
+  const std::string_view name = e.name;
+  const size_t close = name.find("): ");
+  const size_t open = close == std::string_view::npos ? close : name.rfind('(', close);
+  if (open == std::string_view::npos || open == 0 || name.front() == '<') return;
+  const std::string_view file = name.substr(0, open);
+  const std::string_view line = name.substr(open + 1, close - open - 1);
+  if (line.empty() || line.find_first_not_of("0123456789") != std::string_view::npos) return;
+  if (file.starts_with("torch/") || file.find("/torch/") != std::string_view::npos ||
+      file.starts_with("pyprof/") || file.find("/pyprof/") != std::string_view::npos) {
+    return;
+  }
+  std::string text;
+  text.reserve(file.size() + line.size() + 1);
+  text.append(file).append(":").append(line);
+  call_sites_.push_back({(uint64_t{process_id(e.pid)} << 32) | thread_id(e.tid), start,
+                         std::max(start, end), intern_name(text)});
+}
+
+void KinetoReader::EventReader::resolve_call_sites() {
+  // One sweep per thread over call sites and ops by start: the innermost open call site of
+  // the program's own code is each op's.
+  if (call_sites_.empty()) return;
+  struct Item {
+    uint64_t thread;
+    int64_t start;
+    int64_t neg_end;
+    int32_t kind;  // 0 call site (first at equal start: it encloses the op), 1 op
+    int32_t index;
+  };
+  std::vector<Item> items;
+  items.reserve(call_sites_.size() + trace_.ranges.size());
+  for (size_t i = 0; i < call_sites_.size(); ++i) {
+    const CallSite& c = call_sites_[i];
+    items.push_back({c.thread, c.start, -c.end, 0, static_cast<int32_t>(i)});
+  }
+  for (size_t i = 0; i < trace_.ranges.size(); ++i) {
+    const RangeRecord& r = trace_.ranges[i];
+    if (r.dialect != Dialect::kKineto || r.kind == MarkerKind::kModule) continue;
+    items.push_back({(uint64_t{r.pid} << 32) | r.tid, r.start, -r.end, 1, static_cast<int32_t>(i)});
+  }
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+    return std::tie(a.thread, a.start, a.kind, a.neg_end) <
+           std::tie(b.thread, b.start, b.kind, b.neg_end);
+  });
+  std::vector<int32_t> open;
+  uint64_t thread = ~uint64_t{0};
+  for (const Item& item : items) {
+    if (item.thread != thread) {
+      open.clear();
+      thread = item.thread;
+    }
+    while (!open.empty() && call_sites_[open.back()].end < item.start) open.pop_back();
+    if (item.kind == 0) {
+      open.push_back(item.index);
+    } else if (!open.empty() && call_sites_[open.back()].end >= -item.neg_end) {
+      trace_.ranges[item.index].stack = call_sites_[open.back()].text;
+    }
+  }
+  std::vector<CallSite>().swap(call_sites_);
 }
 
 void KinetoReader::EventReader::add_api_call(const Event& e, int64_t start, int64_t end) {
@@ -1252,6 +1329,7 @@ void KinetoReader::EventReader::check_external_ids() {
 void KinetoReader::EventReader::finish() {
   resolve_launch_processes();
   resolve_forward_threads();
+  resolve_call_sites();
   check_external_ids();
   for (const auto& [category, n] : category_counts_) trace_.event_counts.emplace_back(category, n);
   if (unknown_input_types_ > 0) {
