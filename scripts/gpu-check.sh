@@ -8,7 +8,7 @@
 #                                             # print the rows for docs/gpu-validation.md
 #
 # The GPU machines have Python, torch, CMake, ninja, nvcc, pytest and the nvidia-* wheels, but no
-# apt, SQLite headers, simdjson, CLI11 or fmt. --pack fetches Debian's packages of those and
+# apt, SQLite headers, simdjson, CLI11, fmt or zlib headers. --pack fetches Debian's packages of those and
 # unpacks them into DIR/prefix (plus the Python headers of a local python3.12, in case the
 # machine's interpreter has none); --deps points the build at them. Nothing is fetched at run
 # time. Each phase has a time cap inside --budget, writes its output under --out as it goes, and
@@ -31,7 +31,7 @@ ROOT=$(pwd)
 PYTHON=${PYTHON:-python3}
 
 PACK_DEBS=(libsqlite3-dev libsqlite3-0 libsimdjson-dev libsimdjson14 libfmt-dev libfmt9
-           libcli11-dev)
+           libcli11-dev zlib1g-dev)
 PACK_LIMIT_BYTES=$((60 * 1024 * 1024))  # the device tool carries at most 64 MiB in all
 
 # The usage is this file's opening comment block.
