@@ -69,7 +69,7 @@ bool finish(OpCost& cost, const Gemm& g, double flops, double bytes, const std::
 std::string out_dtype(const OpArgs& args, size_t position, const std::string& fallback) {
   const Value* v = args.get("out_dtype");
   if (!v && position != SIZE_MAX) v = args.arg("out_dtype", position);
-  if (v && v->kind == Value::Kind::kString && dtype_size(v->s) != 0) return v->s;
+  if (std::string dt = dtype_value(v); !dt.empty()) return dt;
   return fallback;
 }
 

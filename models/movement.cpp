@@ -21,9 +21,13 @@ using namespace shape_util;
 
 const Tensor* self_of(const OpArgs& a) { return tensor_any(a, {"self", "input"}, 0); }
 
-std::string dtype_kwarg(const OpArgs& a) {
+// The keyword-only dtype argument; `position` is where the schema puts it, for positional
+// records (torch.profiler traces, whose dtype is a ScalarType number), SIZE_MAX when that
+// depends on the overload.
+std::string dtype_kwarg(const OpArgs& a, size_t position = SIZE_MAX) {
   const Value* v = a.get("dtype");
-  return v && v->kind == Value::Kind::kString ? canonical_dtype(v->s) : std::string();
+  if (!v && position != SIZE_MAX && is_positional(a)) v = a.at(position);
+  return dtype_value(v);
 }
 
 // Read `src` once, write `out_elems` elements of `out_dtype`.
@@ -86,19 +90,61 @@ bool copy_from(const OpArgs& a, OpCost& c) {
 bool to_copy(const OpArgs& a, OpCost& c) {
   const Tensor* x = self_of(a);
   if (!x) return unmodeled(c, "no self tensor");
-  std::string dt = dtype_kwarg(a);
+  std::string dt = dtype_kwarg(a, 1);
   return copy_cost(*x, static_cast<double>(x->numel()), dt.empty() ? x->dtype : dt, c);
 }
 
 // A memory_format argument that asks for a layout `x` does not have (strides known).
 // nullopt: cannot tell.
 std::optional<bool> needs_layout_change(const Tensor& x, const Value* mf) {
-  if (!mf || mf->kind != Value::Kind::kString || mf->s == "preserve_format") return false;
+  std::string_view format;
+  if (mf && mf->kind == Value::Kind::kString) {
+    format = mf->s;
+  } else if (mf && mf->kind == Value::Kind::kInt) {  // c10::MemoryFormat number (Kineto traces)
+    static constexpr std::string_view kFormats[] = {"contiguous_format", "preserve_format",
+                                                    "channels_last", "channels_last_3d"};
+    if (mf->i < 0 || mf->i >= 4) return std::nullopt;
+    format = kFormats[mf->i];
+  }
+  if (format.empty() || format == "preserve_format") return false;
   if (x.stride.empty()) return std::nullopt;
-  if (mf->s == "channels_last" || mf->s == "channels_last_3d") {
+  if (format == "channels_last" || format == "channels_last_3d") {
     return !is_channels_last(x.shape, x.stride);
   }
   return !is_contiguous(x.shape, x.stride);
+}
+
+// torch.profiler traces list to()'s arguments by position, without the overload's name; the
+// overload follows from their number and kinds. Their device arguments are not recorded (null):
+// the device overload's is marked present, since the overload has one.
+std::optional<OpArgs> named_to_args(const OpArgs& a) {
+  static constexpr std::string_view kDtype[] = {"self", "dtype", "non_blocking", "copy",
+                                                "memory_format"};
+  static constexpr std::string_view kOther[] = {"self", "other", "non_blocking", "copy",
+                                                "memory_format"};
+  static constexpr std::string_view kDevice[] = {"self",         "device", "dtype",
+                                                 "non_blocking", "copy",   "memory_format"};
+  static constexpr std::string_view kDtypeLayout[] = {
+      "self", "dtype", "layout", "device", "pin_memory", "non_blocking", "copy", "memory_format"};
+  std::span<const std::string_view> names;
+  if (a.size() == 5) {
+    names = a.at(1)->is_tensor() ? std::span<const std::string_view>(kOther) : kDtype;
+  } else if (a.size() == 6) {
+    names = kDevice;
+  } else if (a.size() == 8) {
+    names = kDtypeLayout;
+  } else {
+    return std::nullopt;
+  }
+  OpArgs named;
+  for (size_t i = 0; i < names.size(); ++i) {
+    Value v = *a.at(i);
+    if (names[i] == "device" && names.size() == 6 && v.kind == Value::Kind::kNone) {
+      v = Value::of(Value::Kind::kOther);
+    }
+    named.add(std::string(names[i]), std::move(v));
+  }
+  return named;
 }
 
 // to(self, dtype | device, dtype | other | *, dtype, device, ..., copy, memory_format): a
@@ -110,7 +156,12 @@ bool to(const OpArgs& a, OpCost& c) {
   const Tensor* x = self_of(a);
   if (!x) return unmodeled(c, "no self tensor");
   if (is_legacy(a)) return copy_same(*x, c);
-  if (is_positional(a)) return unmodeled(c, "target unknown (costed by the inner _to_copy)");
+  if (is_positional(a)) {
+    // emit_nvtx: shapes only. torch.profiler: every argument, by position.
+    std::optional<OpArgs> named = x->dtype.empty() ? std::nullopt : named_to_args(a);
+    if (!named) return unmodeled(c, "target unknown (costed by the inner _to_copy)");
+    return to(*named, c);
+  }
   std::string target = dtype_kwarg(a);
   const Value* other = a.get("other");
   if (target.empty() && other && other->is_tensor()) target = canonical_dtype(other->tensor.dtype);
@@ -571,7 +622,7 @@ ModelFn factory(bool has_fill) {
       if (!dims.empty()) size = dims;
     }
     if (!size) return unmodeled(c, "size unknown");
-    std::string dt = dtype_kwarg(a);
+    std::string dt = dtype_kwarg(a, has_fill ? 2 : 1);
     if (dt.empty()) dt = has_fill ? fill_dtype(a.arg("fill_value", 1)) : "float32";
     double n = static_cast<double>(numel_of(*size));
     c.flops = 0;

@@ -320,6 +320,48 @@ std::span<const DtypeAlias> dtype_aliases() { return kDtypeAliases; }
 
 std::string canonical_dtype(std::string_view dtype) { return std::string(canonical_name(dtype)); }
 
+std::string_view dtype_of_scalar_type(int64_t number) {
+  // c10::ScalarType's numbering (c10/core/ScalarType.h), checked against torch 2.13's traces.
+  static constexpr std::pair<int64_t, std::string_view> kScalarTypes[] = {{0, "uint8"},
+                                                                          {1, "int8"},
+                                                                          {2, "int16"},
+                                                                          {3, "int32"},
+                                                                          {4, "int64"},
+                                                                          {5, "float16"},
+                                                                          {6, "float32"},
+                                                                          {7, "float64"},
+                                                                          {8, "complex32"},
+                                                                          {9, "complex64"},
+                                                                          {10, "complex128"},
+                                                                          {11, "bool"},
+                                                                          {12, "qint8"},
+                                                                          {13, "quint8"},
+                                                                          {14, "qint32"},
+                                                                          {15, "bfloat16"},
+                                                                          {16, "quint4x2"},
+                                                                          {17, "quint2x4"},
+                                                                          {23, "float8_e5m2"},
+                                                                          {24, "float8_e4m3fn"},
+                                                                          {25, "float8_e5m2fnuz"},
+                                                                          {26, "float8_e4m3fnuz"},
+                                                                          {27, "uint16"},
+                                                                          {28, "uint32"},
+                                                                          {29, "uint64"},
+                                                                          {44, "float8_e8m0fnu"},
+                                                                          {45, "float4_e2m1fn_x2"}};
+  for (const auto& [n, name] : kScalarTypes) {
+    if (n == number) return name;
+  }
+  return {};
+}
+
+std::string dtype_value(const Value* v) {
+  if (v == nullptr) return {};
+  if (v->kind == Value::Kind::kString && dtype_size(v->s) != 0) return canonical_dtype(v->s);
+  if (v->kind == Value::Kind::kInt) return std::string(dtype_of_scalar_type(v->i));
+  return {};
+}
+
 int dtype_size(std::string_view dtype) {
   static const std::map<std::string, int, std::less<>> kSizes = {
       {"float64", 8},

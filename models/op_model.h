@@ -142,6 +142,12 @@ struct DtypeAlias {
 std::span<const DtypeAlias> dtype_aliases();
 // PyTorch's Python name of `dtype`: legacy spellings mapped, every other name unchanged.
 std::string canonical_dtype(std::string_view dtype);
+// The dtype named by c10::ScalarType number `number` ("float32" for 6); empty when it names none.
+// torch.profiler traces give dtype arguments as these numbers (docs/formats.md §4).
+std::string_view dtype_of_scalar_type(int64_t number);
+// The dtype a dtype argument names: a dtype name (PyTorch's or a legacy spelling, canonicalised)
+// or a ScalarType number; empty for anything else (absent, None, unreadable).
+std::string dtype_value(const Value* v);
 // Size in bytes of one element of `dtype` (Python names or their legacy spellings); 0 when
 // unknown ("" or an unrecognised name). float4_e2m1fn_x2 is 1 (two values per byte).
 int dtype_size(std::string_view dtype);

@@ -50,7 +50,7 @@ Reduced reduce(const Tensor& x, const Value* dim) {
 std::string dtype_arg(const OpArgs& a, size_t position) {
   const Value* v = a.get("dtype");
   if (!v) v = a.arg("dtype", position);
-  return v && v->kind == Value::Kind::kString ? canonical_dtype(v->s) : std::string();
+  return dtype_value(v);
 }
 
 struct RedOp {

@@ -38,8 +38,7 @@ ModelFn softmax(bool log, double extra) {
     double d = dim_size(*x, a.arg("dim", 1));
     double rows = d > 0 ? e / d : 0;
     std::string out = canonical_dtype(x->dtype);
-    const Value* dt = a.arg("dtype", 2);
-    if (dt && dt->kind == Value::Kind::kString) out = canonical_dtype(dt->s);
+    if (std::string dt = dtype_value(a.arg("dtype", 2)); !dt.empty()) out = dt;
     if (a.get("half_to_float") && a.bool_or("half_to_float", 2, false)) out = "float32";
     c.flops = e * fl(4 + extra, 1) + rows * (log ? fl(0, 1) : fl(1));
     c.bytes = tensor_bytes(*x) + e * elem_size(out);
@@ -57,8 +56,7 @@ ModelFn softmax_backward(bool log) {
     if (!g || !y) return unmodeled(c, "needs grad_output and output");
     double e = static_cast<double>(y->numel());
     std::string out = canonical_dtype(g->dtype);
-    const Value* dt = a.arg("input_dtype", 3);
-    if (dt && dt->kind == Value::Kind::kString) out = canonical_dtype(dt->s);
+    if (std::string dt = dtype_value(a.arg("input_dtype", 3)); !dt.empty()) out = dt;
     c.flops = e * (log ? fl(3, 1) : fl(4));
     c.bytes = tensor_bytes(*g) + tensor_bytes(*y) + e * elem_size(out);
     c.dtype = out;
