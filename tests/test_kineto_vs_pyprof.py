@@ -71,7 +71,7 @@ def canonical(value) -> str:
             return v
         if isinstance(v, float):
             return int(v) if v.is_integer() else v
-        if isinstance(v, list):
+        if isinstance(v, (list, tuple)):
             return [norm(e) for e in v]
         return {key: norm(e) for key, e in v.items()}
     return json.dumps(norm(value), sort_keys=True)
@@ -128,6 +128,12 @@ class Side:
         if op_id is None:
             return None
         return self.position.get(op_id, "outside")
+
+    def where_instance(self, instance):
+        """Position of an op instance (parse's `instance`) among the compared records."""
+        if instance is None:
+            return None
+        return self.instance_position.get(instance, "outside")
 
 
 def module_depth(path):
@@ -214,8 +220,8 @@ def compare(pyp: Side, kin: Side):
             check(key, a.get(key), b.get(key))
         check("parent", pyp.where(a.get("parent_id")), kin.where(b.get("parent_id")))
         # A bprop record's forward op, by position among the compared records.
-        check("forward op", pyp.instance_position.get(a.get("fwd_instance"), a.get("fwd_instance")),
-              kin.instance_position.get(b.get("fwd_instance"), b.get("fwd_instance")))
+        check("forward op", pyp.where_instance(a.get("fwd_instance")),
+              kin.where_instance(b.get("fwd_instance")))
         check("module_type", a.get("module_type"), b.get("module_type"))
         check("module depth", module_depth(a.get("module")), module_depth(b.get("module")))
         # pyprof writes record_function scopes in its own domain ("pyprof:Optimizer.step#...");
