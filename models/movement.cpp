@@ -115,8 +115,9 @@ std::optional<bool> needs_layout_change(const Tensor& x, const Value* mf) {
 }
 
 // torch.profiler traces list to()'s arguments by position, without the overload's name; the
-// overload follows from their number and kinds. Their device arguments are not recorded (null):
-// the device overload's is marked present, since the overload has one.
+// overload follows from their number and kinds. Device arguments are not recorded (null, as for
+// None): a device that may have been given is marked present, so that a call that converts
+// nothing is left to the inner _to_copy, as for a device move.
 std::optional<OpArgs> named_to_args(const OpArgs& a) {
   static constexpr std::string_view kDtype[] = {"self", "dtype", "non_blocking", "copy",
                                                 "memory_format"};
@@ -139,7 +140,7 @@ std::optional<OpArgs> named_to_args(const OpArgs& a) {
   OpArgs named;
   for (size_t i = 0; i < names.size(); ++i) {
     Value v = *a.at(i);
-    if (names[i] == "device" && names.size() == 6 && v.kind == Value::Kind::kNone) {
+    if (names[i] == "device" && v.kind == Value::Kind::kNone) {
       v = Value::of(Value::Kind::kOther);
     }
     named.add(std::string(names[i]), std::move(v));
