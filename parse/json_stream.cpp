@@ -167,14 +167,14 @@ class Scanner {
   Scanner(ByteSource& source, ChromeTraceVisitor& visitor, const ChromeTraceLimits& limits,
           ChromeTraceScan& result)
       : source_(source), visitor_(visitor), limits_(limits), result_(result) {
-    buffer_.resize(limits_.chunk_bytes + kJsonPadding);
+    grow(limits_.chunk_bytes + kJsonPadding);
   }
 
   void run() {
     result_.ok = true;
     if (!skip_space()) return fail_empty();
     if (offset() == 0 && size_ - pos_ >= 3 &&
-        std::memcmp(buffer_.data() + pos_, "\xEF\xBB\xBF", 3) == 0) {
+        std::memcmp(buffer_.get() + pos_, "\xEF\xBB\xBF", 3) == 0) {
       pos_ += 3;  // UTF-8 byte order mark
       if (!skip_space()) return fail_empty();
     }
@@ -236,15 +236,20 @@ class Scanner {
     keep = std::min(keep, size_);
     const size_t kept = size_ - keep;
     if (keep > 0) {
-      std::memmove(buffer_.data(), buffer_.data() + keep, kept);
+      std::memmove(buffer_.get(), buffer_.get() + keep, kept);
       base_ += static_cast<int64_t>(keep);
       pos_ -= keep;
       size_ = kept;
     }
-    if (buffer_.size() < size_ + limits_.chunk_bytes + kJsonPadding) {
-      buffer_.resize(std::max(buffer_.size() * 2, size_ + limits_.chunk_bytes + kJsonPadding));
+    const size_t needed = size_ + limits_.chunk_bytes + kJsonPadding;
+    if (capacity_ < needed) {
+      // Doubling, but never past what the largest value kept can need: memory stays bounded by
+      // the limits, not by the document.
+      const size_t most = std::max(limits_.max_event_bytes, limits_.max_top_level_bytes) +
+                          2 * limits_.chunk_bytes + kJsonPadding;
+      grow(std::max(needed, std::min(capacity_ * 2, most)));
     }
-    size_t n = source_.read(buffer_.data() + size_, limits_.chunk_bytes);
+    size_t n = source_.read(buffer_.get() + size_, limits_.chunk_bytes);
     if (n == 0) {
       eof_ = true;
       result_.bytes = base_ + static_cast<int64_t>(size_);
@@ -284,7 +289,7 @@ class Scanner {
       ++p;
     }
     for (;;) {
-      const char* data = buffer_.data();
+      const char* data = buffer_.get();
       bool done = false;
       while (p < size_) {
         if (escape) {
@@ -349,7 +354,7 @@ class Scanner {
       skipped = dropped + static_cast<int64_t>(length);
       return true;
     }
-    value = std::string_view(buffer_.data() + start, length);
+    value = std::string_view(buffer_.get() + start, length);
     return true;
   }
 
@@ -462,7 +467,17 @@ class Scanner {
   ChromeTraceVisitor& visitor_;
   const ChromeTraceLimits& limits_;
   ChromeTraceScan& result_;
-  std::string buffer_;  // [0, size_) read, then at least kJsonPadding spare bytes
+  // Exactly `capacity` bytes (a std::string would round up to twice the old capacity): the
+  // read bytes [0, size_) and room for a chunk and the padding after them.
+  void grow(size_t capacity) {
+    std::unique_ptr<char[]> bigger(new char[capacity]);
+    if (size_ > 0) std::memcpy(bigger.get(), buffer_.get(), size_);
+    buffer_ = std::move(bigger);
+    capacity_ = capacity;
+  }
+
+  std::unique_ptr<char[]> buffer_;  // [0, size_) read, then at least kJsonPadding spare bytes
+  size_t capacity_ = 0;
   size_t pos_ = 0;
   size_t size_ = 0;
   int64_t base_ = 0;  // document offset of buffer_[0]

@@ -62,9 +62,9 @@ struct ChromeTraceScan {
 };
 
 struct ChromeTraceLimits {
-  size_t max_event_bytes = size_t{64} << 20;       // one event
-  size_t max_top_level_bytes = size_t{256} << 20;  // one top-level value (deviceProperties)
-  size_t chunk_bytes = size_t{4} << 20;            // read size
+  size_t max_event_bytes = size_t{16} << 20;      // one event (real ones: well under 1 MiB)
+  size_t max_top_level_bytes = size_t{64} << 20;  // one top-level value (deviceProperties)
+  size_t chunk_bytes = size_t{4} << 20;           // read size
 };
 
 // Scans the whole document. A top-level array (the Chrome trace "JSON Array Format") is taken as

@@ -724,6 +724,15 @@ error_code read_time(od::value value, std::string_view& out) {
   return simdjson::SUCCESS;
 }
 
+std::string why_invalid(std::string_view json, error_code err) {
+  // Python's json module writes NaN and Infinity, which JSON does not have: say so.
+  if (json.find("NaN") != std::string_view::npos ||
+      json.find("Infinity") != std::string_view::npos) {
+    return "a NaN or Infinity number (not JSON; Python's json module writes them)";
+  }
+  return std::string("invalid JSON: ") + simdjson::error_message(err);
+}
+
 }  // namespace
 
 error_code KinetoReader::EventReader::read_event(od::object object, Event& e) {
@@ -777,7 +786,8 @@ void KinetoReader::EventReader::on_event(std::string_view json, int64_t offset) 
   error_code err = parser_.iterate(json.data(), json.size(), json.size() + kJsonPadding).get(doc);
   if (!err) err = doc.get_object().get(object);
   if (err) {
-    skip(err == simdjson::INCORRECT_TYPE ? "not an event object" : simdjson::error_message(err),
+    skip(err == simdjson::INCORRECT_TYPE ? std::string("not an event object")
+                                         : why_invalid(json, err),
          json, offset);
     return;
   }
@@ -785,7 +795,7 @@ void KinetoReader::EventReader::on_event(std::string_view json, int64_t offset) 
   inputs_.clear();
   // The scanner cut the event at its closing brace: nothing can follow it.
   if ((err = read_event(object, e))) {
-    skip(std::string("invalid JSON: ") + simdjson::error_message(err), json, offset);
+    skip(why_invalid(json, err), json, offset);
     return;
   }
 
@@ -1371,13 +1381,15 @@ bool KinetoReader::read(Trace& trace, std::string& error) {
   }
   if (scan.oversized_events > 0) {
     trace.stats.rows_skipped += scan.oversized_events;
-    trace.warn("trace events skipped", std::to_string(scan.oversized_events) +
-                                           " events larger than 64 MiB (the largest " +
-                                           std::to_string(scan.largest_skipped) + " bytes)");
+    trace.warn("trace events skipped",
+               std::to_string(scan.oversized_events) + " events larger than " +
+                   std::to_string(ChromeTraceLimits{}.max_event_bytes >> 20) +
+                   " MiB (the largest " + std::to_string(scan.largest_skipped) + " bytes)");
   }
   if (scan.oversized_values > 0) {
     trace.warn("top-level values skipped",
-               std::to_string(scan.oversized_values) + " values larger than 256 MiB");
+               std::to_string(scan.oversized_values) + " values larger than " +
+                   std::to_string(ChromeTraceLimits{}.max_top_level_bytes >> 20) + " MiB");
   }
   if (scan.trailing_garbage) {
     trace.warn("bytes after the JSON document", "ignored");
