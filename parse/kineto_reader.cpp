@@ -763,7 +763,12 @@ void KinetoReader::EventReader::on_event(std::string_view json, int64_t offset) 
     skip("\"dur\" is not a finite number of microseconds", json, offset);
     return;
   }
-  if (e.dur.empty()) duration = 0;
+  if (e.dur.empty()) {  // kept (its start, launch and op are known), but said
+    duration = 0;
+    trace_.warn("events without \"dur\"",
+                fmt::format("\"{}\" ({}) at ts {}: kept with duration 0", e.name.substr(0, 60),
+                            e.cat.substr(0, 32), e.ts));
+  }
   if (start < 0) ++negative_timestamps_;
   int64_t end;
   if (__builtin_add_overflow(start, duration, &end)) {
