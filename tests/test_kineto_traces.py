@@ -19,7 +19,8 @@ import subprocess
 
 import pytest
 
-from testlib import DATA, PARSE, SHARED_TRACES, parse, prof, read_dict, read_records, run_tool
+from testlib import (DATA, PARSE, PY, SHARED_TRACES, parse, prof, read_dict, read_records,
+                     run_tool)
 
 pytestmark = pytest.mark.needs_build
 
@@ -90,7 +91,9 @@ class Oracle:
             gc.enable()
 
     def _read(self, path: str):
-        with gzip.open(path, "rt") as f:
+        with open(path, "rb") as f:
+            gzipped = f.read(2) == b"\x1f\x8b"
+        with (gzip.open if gzipped else open)(path, "rt") as f:
             self.doc = json.load(f, parse_float=decimal.Decimal)
         events = self.doc["traceEvents"]
         complete = collections.defaultdict(list)
@@ -392,6 +395,18 @@ def test_alexnet_records_by_hand():
     assert (r["start"], r["duration"], r["device"], r["stream"]) == (
         1695835572943613000, 12000, 0, 7)
     assert (r["op"], r["dir"]) == ("aten::copy_", "fprop")
+    # {"cat": "kernel", "name": "void at::native::(anonymous namespace)::distribution_
+    #  elementwise_grid_stride_kernel<...>", "ts": 1695835573023613, "dur": 71, "args":
+    #  {"correlation": 218, "registers per thread": 47, "grid": [864, 1, 1], "block": [256, 1, 1]}},
+    # launched by cudaLaunchKernel at 1695835573023578 (49 µs) inside aten::rand > aten::uniform_,
+    # all inside the user_annotation "[param|cuda]".
+    k = mine[218]
+    assert (k["name"], k["grid"], k["block"], k["registers"], k["device"], k["stream"]) == (
+        "distribution_elementwise_grid_stride_kernel", [864, 1, 1], [256, 1, 1], 47, 0, 7)
+    assert (k["start"], k["duration"], k["launch"]) == (1695835573023613000, 71000, {
+        "api": "cudaLaunchKernel", "start": 1695835573023578000, "duration": 49000})
+    assert (k["op"], k["op_id"], k["dir"], k["user_ranges"]) == (
+        "aten::uniform_", 164, "fprop", ["[param|cuda]"])
     # A 5123-byte kernel name: cut to 4096 bytes in long_name, its short name intact.
     long_kernels = [r for r in records if r["kind"] == "kernel"
                     and r["long_name"].startswith("void at::native::(anonymous namespace)::"
@@ -457,6 +472,29 @@ def test_control_addmm_args_by_hand():
                              "1": {"shape": [1024, 1705], "dtype": "float32"},
                              "2": {"shape": [1705, 512], "dtype": "float32"},
                              "3": "<Scalar>", "4": "<Scalar>"}
+
+
+def test_control_backward_kernel_by_hand():
+    oracle, _, records, _ = parsed("control")
+    # {"cat": "kernel", "name": "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_16x6_nn_
+    #  align4>(...)", "pid": 3, "tid": 7, "ts": 1661203463029566, "dur": 7, "args": {"device": 3,
+    #  "stream": 7, "correlation": 1869557, "registers per thread": 90, "grid": [64, 1, 1],
+    #  "block": [128, 1, 1]}}; its cudaLaunchKernel runs on the autograd thread 3126441 inside
+    # AddmmBackward0 (External id 37326) > aten::mm (37330, Input Dims [[1024, 100], [100, 256]]).
+    r = by_gpu_row(records)[(1869557, 1661203463029566000)]
+    assert (r["name"], r["grid"], r["block"], r["registers"], r["device"], r["stream"]) == (
+        "Kernel", [64, 1, 1], [128, 1, 1], 90, 3, 7)
+    assert (r["duration"], r["pid"], r["tid"]) == (7000, 3113936, 3126441)
+    assert (r["dir"], r["bwd_node"], r["bwd_node_id"], r["bwd_op"], r["bwd_op_id"]) == (
+        "bprop", "AddmmBackward0", 37326, "aten::mm", 37330)
+    assert r["bwd_args"] == {"0": {"shape": [1024, 100], "dtype": "float32"},
+                             "1": {"shape": [100, 256], "dtype": "float32"}}
+    # Paired with the forward aten::addmm of the node's sequence number (no flows here).
+    (node,) = [e for e in oracle.nodes if e["args"]["External id"] == 37326]
+    (fwd,) = [e for e in oracle.op_ranges if e["args"]["External id"] == r["fwd_op_id"]]
+    assert fwd["name"] == r["op"] == "aten::addmm" and r["paired"]
+    assert fwd["args"]["Sequence number"] == node["args"]["Sequence number"] == r["seq"]
+    assert r["args"]["1"] == {"shape": fwd["args"]["Input Dims"][1], "dtype": "float32"}
 
 
 def test_rocm_records_by_hand():
@@ -553,6 +591,80 @@ def test_positional_args_from_record_shapes():
     assert r["args"]["0"] == {"shape": dims[0], "dtype": "float32", "stride": strides[0]}
     assert r["args"]["1"] == {"shape": dims[1], "dtype": "float32", "stride": strides[1]}
     assert [r["args"]["3"], r["args"]["4"]] == [int(concrete[3]), int(concrete[4])] == [1, 1]
+
+
+# ---- a trace torch writes here, on the CPU --------------------------------------------------------
+
+# bfloat16 and int64 inputs (no real trace above has them), a Linear with backward (fwdbwd flows).
+TORCH_CPU_PROGRAM = """
+import sys, torch
+from torch.profiler import profile, ProfilerActivity
+x = torch.randn(4, 8, dtype=torch.bfloat16)
+w = torch.randn(8, 3, dtype=torch.bfloat16)
+index = torch.tensor([0, 2], dtype=torch.int64)
+linear = torch.nn.Linear(8, 3)
+inputs = torch.randn(5, 8, requires_grad=True)
+with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as p:
+    y = torch.mm(x, w)
+    torch.index_select(y, 0, index)
+    linear(inputs).relu().sum().backward()
+p.export_chrome_trace(sys.argv[1])
+"""
+
+INPUT_TYPES = {"float": "float32", "c10::BFloat16": "bfloat16", "long int": "int64"}
+
+
+def test_torch_cpu_trace_with_record_shapes(tmp_path):
+    path = tmp_path / "cpu.pt.trace.json"
+    res = subprocess.run([PY, "-c", TORCH_CPU_PROGRAM, path], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    oracle = Oracle(str(path))
+    header, records, summary = parse(path)
+    assert header["records"] == "op" and "devices" not in header
+    # One record per op and backward node, in start order, each as the trace has it.
+    ops = sorted(oracle.op_ranges, key=lambda e: (e["_start"], -e["_end"]))
+    assert [(r["name"], r["id"], r["start"], r["duration"]) for r in records] == [
+        (e["name"], e["args"]["External id"], e["_start"], e["_end"] - e["_start"]) for e in ops]
+    assert f"no GPU activity (CPU-only profile): {len(ops)} op instances" in summary
+    # Every tensor input: shape, dtype renamed, stride. A record's args are its op's (fprop) or,
+    # in backward, the forward op's; the op's own are then bwd_args.
+    own = {r["id"]: r for r in records}
+    tensors = 0
+    for e in ops:
+        ext = e["args"]["External id"]
+        r = own[ext]
+        args = r["args"] if r.get("op_id") == ext else r.get("bwd_args") \
+            if r.get("bwd_op_id") == ext else None
+        if args is None:  # a backward node: its record carries the forward op's args
+            assert r["bwd_node_id"] == ext, r
+            continue
+        for i, (dims, kind, strides) in enumerate(zip(
+                e["args"]["Input Dims"], e["args"]["Input type"], e["args"]["Input Strides"])):
+            if kind in INPUT_TYPES:
+                assert args[str(i)] == {"shape": dims, "dtype": INPUT_TYPES[kind],
+                                        "stride": strides}, (e, r)
+                tensors += 1
+    assert tensors > 20
+    (mm,) = [r for r in records if r["name"] == "aten::mm" and r["dir"] == "fprop"]
+    assert mm["args"] == {"0": {"shape": [4, 8], "dtype": "bfloat16", "stride": [8, 1]},
+                          "1": {"shape": [8, 3], "dtype": "bfloat16", "stride": [3, 1]}}
+    (select,) = [r for r in records if r["name"] == "aten::index_select"]
+    assert select["args"] == {"0": {"shape": [4, 3], "dtype": "bfloat16", "stride": [3, 1]},
+                              "1": 0, "2": {"shape": [2], "dtype": "int64", "stride": [1]}}
+    (addmm,) = [r for r in records if r["name"] == "aten::addmm"]
+    assert addmm["args"]["3"] == addmm["args"]["4"] == 1  # beta, alpha: "Concrete Inputs"
+    # Backward nodes: the forward op their fwdbwd flow names.
+    assert {oracle_node for oracle_node in oracle.flow_pairs} <= {
+        r["id"] for r in records if r["name"].endswith("Backward0")}
+    for node_id, fwd in oracle.flow_pairs.items():
+        r = own[node_id]
+        assert (r["dir"], r["op"], r["op_id"], r["paired"]) == (
+            "bprop", fwd["name"], fwd["args"]["External id"], True), r
+    names = {own[n]["name"]: own[n]["op"] for n in oracle.flow_pairs}
+    assert names["AddmmBackward0"] == "aten::addmm" and names["ReluBackward0"] == "aten::relu"
+    assert f"fwdbwd flows: {len(oracle.flow_pairs)} checked against the pairing, 0 disagree" \
+        in summary
 
 
 # ---- bad input -----------------------------------------------------------------------------------
