@@ -737,6 +737,27 @@ def test_truncated_gzip_keeps_the_events_before_the_cut(tmp_path):
     assert 0 < len(records) < len(full)
 
 
+def test_plain_json_cut_short(tmp_path):
+    with gzip.open(trace_file("alexnet"), "rb") as f:
+        text = f.read()
+    events_at = text.index(b'"traceEvents"')
+    for cut in (events_at + len(text[events_at:]) // 2, len(text) - 3):
+        path = tmp_path / "cut.json"
+        path.write_bytes(text[:cut])
+        res = run_parse(path)
+        assert res.returncode == 0, res.stderr
+        _, records = read_records(res.stdout)
+        assert "warning: trace cut short" in res.stderr
+        assert 0 < len(records) <= len(parsed("alexnet")[2])
+    # Cut before the events: nothing to keep.
+    path = tmp_path / "head.json"
+    path.write_bytes(text[:events_at // 2])
+    res = run_parse(path)
+    assert res.returncode in (0, 1) and len(res.stderr.splitlines()) >= 1, res.stderr
+    if res.returncode == 0:
+        assert "warning: trace cut short" in res.stderr or "empty profile" in res.stderr
+
+
 def test_gzip_of_garbage(tmp_path):
     path = write_trace(tmp_path / "garbage.json.gz", os.urandom(4096), compress=True)
     assert_error(run_parse(path))
@@ -913,8 +934,14 @@ def test_duplicate_external_and_correlation_ids(tmp_path):
     assert res.returncode == 0, res.stderr
     _, records = read_records(res.stdout)
     assert len(records) == 2 and all(r["kind"] == "kernel" for r in records)
-    # Both kernels name correlation 5: both are joined to the first call with it.
+    # Both kernels name correlation 5: both are joined to the first call with it, and said.
     assert all(r["launch"]["start"] == 110000 for r in records)
+    assert "warning: API calls with a repeated correlation id (1x)" in res.stderr
+    assert "1 calls repeat the correlation id of an earlier call" in res.stderr
+    # Two ops with External id 1: both kept, and said.
+    assert "warning: ops with a repeated External id (1x)" in res.stderr
+    res = run_parse(write_trace(tmp_path / "unique.json", tiny_trace()))
+    assert res.returncode == 0 and "warning" not in res.stderr, res.stderr
 
 
 def test_metadata_only_trace(tmp_path):
