@@ -826,7 +826,12 @@ void KinetoReader::EventReader::on_event(std::string_view json, int64_t offset) 
     skip("\"dur\" is not a finite number of microseconds", json, offset);
     return;
   }
-  if (e.dur.empty()) duration = 0;
+  if (e.dur.empty()) {  // kept (its start, launch and op are known), but said
+    duration = 0;
+    trace_.warn("events without \"dur\"",
+                fmt::format("\"{}\" ({}) at ts {}: kept with duration 0", e.name.substr(0, 60),
+                            e.cat.substr(0, 32), e.ts));
+  }
   if (start < 0) ++negative_timestamps_;
   int64_t end;
   if (__builtin_add_overflow(start, duration, &end)) {
@@ -1171,12 +1176,18 @@ void KinetoReader::EventReader::resolve_launch_processes() {
   // Kineto puts GPU rows on pid = device; correlation joins them to the launching process.
   std::unordered_map<int64_t, int32_t> call_of;
   call_of.reserve(trace_.api_calls.size());
-  int64_t duplicates = 0;
+  int64_t duplicates = 0, repeated = 0;
   for (size_t i = 0; i < trace_.api_calls.size(); ++i) {
     const ApiCall& c = trace_.api_calls[i];
     if (c.correlation_id < 0) continue;
     auto [it, added] = call_of.emplace(c.correlation_id, static_cast<int32_t>(i));
-    if (!added && trace_.api_calls[it->second].pid != c.pid) ++duplicates;
+    if (!added) ++(trace_.api_calls[it->second].pid != c.pid ? duplicates : repeated);
+  }
+  if (repeated > 0) {  // Kineto numbers a process's calls uniquely: a merged or edited trace
+    trace_.warn("API calls with a repeated correlation id",
+                std::to_string(repeated) +
+                    " calls repeat the correlation id of an earlier call of their process: "
+                    "GPU work with that id is joined to the first");
   }
   if (duplicates > 0) {
     trace_.warn("correlation ids shared by API calls of different processes",
@@ -1317,8 +1328,17 @@ void KinetoReader::EventReader::check_external_ids() {
   // the trace does not hold.
   std::unordered_map<int64_t, char> op_ids;
   op_ids.reserve(trace_.ranges.size());
+  int64_t repeated_ids = 0, first_repeated = 0;
   for (const RangeRecord& r : trace_.ranges) {
-    if (r.op_id > 0) op_ids.emplace(r.op_id, 1);
+    if (r.op_id > 0 && !op_ids.emplace(r.op_id, 1).second && repeated_ids++ == 0) {
+      first_repeated = r.op_id;
+    }
+  }
+  if (repeated_ids > 0) {  // Kineto numbers ops uniquely: a merged or edited trace
+    trace_.warn("ops with a repeated External id",
+                std::to_string(repeated_ids) + " ops (first: External id " +
+                    std::to_string(first_repeated) +
+                    "): records' op_id does not tell them apart");
   }
   int64_t missing = 0, first_missing = 0;
   for (size_t i = 0; i < gpu_external_ids_.size(); ++i) {
