@@ -502,7 +502,9 @@ class KinetoReader::EventReader : public ChromeTraceVisitor {
     int64_t external_id = -1, seq = -1, fwd_tid = -1, correlation = -1;
     int64_t device = -1, context = -1, stream = -1, registers = -1, shared = -1, bytes = -1;
     int64_t python_id = -1, python_parent = -1;
+    int64_t size = -1;  // ROCm copy calls: "size" (a string)
     int32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+    bool has_grid = false;
     bool has_args_lists = false;
     bool args_ok = true;
   };
@@ -550,6 +552,11 @@ class KinetoReader::EventReader : public ChromeTraceVisitor {
   std::unordered_map<uint32_t, uint32_t> short_name_of_;
   std::unordered_map<int64_t, Flow> fwdbwd_;
   std::vector<int64_t> gpu_external_ids_;  // per activity
+  struct LaunchFacts {
+    int32_t grid[3], block[3];
+    int64_t shared, bytes;
+  };
+  std::unordered_map<size_t, LaunchFacts> launch_facts_;  // by API call index
   // with_stack: Python frames of the program's own files ("train.py(41): step"), as call sites
   // for the ops they enclose.
   struct CallSite {
@@ -634,6 +641,16 @@ error_code KinetoReader::EventReader::read_args(od::object args, Event& e) {
     switch (key.size()) {
       case 4:
         xyz = key == "grid";
+        if (key == "size") {
+          std::string_view text;
+          int64_t v;
+          if (value.get_int64().get(v) == simdjson::SUCCESS) {
+            e.size = v;
+          } else if (value.get_string().get(text) == simdjson::SUCCESS) {
+            std::from_chars(text.data(), text.data() + text.size(), e.size);
+          }
+          continue;
+        }
         break;
       case 5:
         if (key == "bytes") target = &e.bytes;
@@ -675,6 +692,7 @@ error_code KinetoReader::EventReader::read_args(od::object args, Event& e) {
         break;
     }
     if (xyz) {
+      e.has_grid = true;
       int32_t* out = key == "grid" ? e.grid : e.block;
       od::array array;
       if (value.get_array().get(array) != simdjson::SUCCESS) continue;
@@ -1022,6 +1040,15 @@ void KinetoReader::EventReader::add_api_call(const Event& e, int64_t start, int6
   call.tid = thread_id(e.tid);
   call.name = intern_name(e.name);
   ++trace_.stats.api_calls;
+  if (e.has_grid || e.shared >= 0 || e.size >= 0) {
+    // ROCm writes the launch dimensions and copy sizes on the call, not on the GPU row.
+    LaunchFacts facts;
+    std::copy(e.grid, e.grid + 3, facts.grid);
+    std::copy(e.block, e.block + 3, facts.block);
+    facts.shared = e.shared;
+    facts.bytes = e.size;
+    launch_facts_.emplace(trace_.api_calls.size(), facts);
+  }
   trace_.api_calls.push_back(call);
 }
 
@@ -1054,6 +1081,7 @@ void KinetoReader::EventReader::add_gpu_activity(const Event& e, ActivityKind ki
     if (e.registers >= 0 && e.registers <= INT32_MAX) {
       a.registers = static_cast<int32_t>(e.registers);
     }
+    if (e.shared >= 0 && e.shared <= INT32_MAX) a.shared_total = static_cast<int32_t>(e.shared);
     ++trace_.stats.kernels;
   } else if (kind == ActivityKind::kMemcpy) {
     a.copy_kind = copy_kind_of(e.name);
@@ -1204,6 +1232,19 @@ void KinetoReader::EventReader::resolve_launch_processes() {
   for (GpuActivity& a : trace_.activities) {
     auto it = a.correlation_id >= 0 ? call_of.find(a.correlation_id) : call_of.end();
     a.pid = it != call_of.end() ? trace_.api_calls[it->second].pid : fallback_pid;
+    if (it == call_of.end() || launch_facts_.empty()) continue;
+    auto facts = launch_facts_.find(static_cast<size_t>(it->second));
+    if (facts == launch_facts_.end()) continue;
+    const LaunchFacts& f = facts->second;
+    if (a.kind == ActivityKind::kKernel && a.grid[0] == 0 && a.block[0] == 0) {
+      std::copy(f.grid, f.grid + 3, a.grid);
+      std::copy(f.block, f.block + 3, a.block);
+    }
+    if (a.kind == ActivityKind::kKernel && a.shared_total < 0 && f.shared >= 0 &&
+        f.shared <= INT32_MAX) {
+      a.shared_total = static_cast<int32_t>(f.shared);
+    }
+    if (a.kind != ActivityKind::kKernel && a.bytes < 0 && f.bytes >= 0) a.bytes = f.bytes;
   }
 }
 
@@ -1337,8 +1378,7 @@ void KinetoReader::EventReader::check_external_ids() {
   if (repeated_ids > 0) {  // Kineto numbers ops uniquely: a merged or edited trace
     trace_.warn("ops with a repeated External id",
                 std::to_string(repeated_ids) + " ops (first: External id " +
-                    std::to_string(first_repeated) +
-                    "): records' op_id does not tell them apart");
+                    std::to_string(first_repeated) + "): records' op_id does not tell them apart");
   }
   int64_t missing = 0, first_missing = 0;
   for (size_t i = 0; i < gpu_external_ids_.size(); ++i) {

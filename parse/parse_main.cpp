@@ -373,7 +373,17 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "pyprof parse: error: {}\nRun with --help for usage.\n", e.what());
     return 2;
   }
-  int code = pyprof::parse::run_all(inputs, output, quiet);
+  int code = 1;
+  try {
+    code = pyprof::parse::run_all(inputs, output, quiet);
+  } catch (const std::bad_alloc&) {
+    // A trace whose records do not fit the memory the process may use (ulimit -v, a cgroup).
+    fmt::print(stderr,
+               "pyprof parse: error: out of memory (the trace's records need more memory than "
+               "this process may use: see ulimit -v)\n");
+  } catch (const std::exception& e) {  // a thread that cannot start, and the like
+    fmt::print(stderr, "pyprof parse: error: {}\n", e.what());
+  }
   // Everything is written and flushed: skip freeing millions of small allocations at exit
   // (a second or more on a 1M-kernel profile).
   std::fflush(stdout);

@@ -422,6 +422,10 @@ void RecordWriter::write_activity(int32_t index, const Attribution& a) {
       w.integer(act.static_shared);
       w.raw_key("shared_dynamic");
       w.integer(act.dynamic_shared);
+      if (act.shared_total >= 0) {
+        w.raw_key("shared_memory");
+        w.integer(act.shared_total);
+      }
     }
     w.raw_key("start");
     w.integer(act.start);

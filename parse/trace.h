@@ -53,6 +53,7 @@ struct GpuActivity {
   int32_t registers = -1;
   int32_t static_shared = -1;   // bytes
   int32_t dynamic_shared = -1;  // bytes
+  int32_t shared_total = -1;    // bytes, static + dynamic, when only the sum is known (Kineto)
   int64_t bytes = -1;           // memcpy / memset size
   int64_t memset_value = 0;
   int64_t graph_node_id = -1;  // CUDA graph node, -1 when not a graph launch
