@@ -22,7 +22,7 @@ RangeContext extend(const RangeContext* parent, const RangeRecord& r, int32_t in
   c.depth = parent ? parent->depth + 1 : 1;
   switch (r.kind) {
     case MarkerKind::kOp:
-      if (r.dialect == Dialect::kPyprof) c.pyprof_op = index;
+      if (r.dialect == Dialect::kPyprof || r.dialect == Dialect::kKineto) c.pyprof_op = index;
       if (r.dialect == Dialect::kEmitNvtx) c.emit_op = index;
       if (r.dialect == Dialect::kLegacyPyprof && c.legacy_op < 0) c.legacy_op = index;
       if (r.seq >= 0) c.seq_op = index;
@@ -45,7 +45,8 @@ RangeContext extend(const RangeContext* parent, const RangeRecord& r, int32_t in
 }
 
 // Key of the forward op that a backward node points at. pyprof markers carry the forward
-// thread's RecordFunction id; emit_nvtx and legacy strings carry none, so they match on -1.
+// thread's RecordFunction id (Kineto ops get it from the reader); emit_nvtx and legacy strings
+// carry none, so they match on -1.
 struct PairKey {
   uint32_t pid;
   int32_t tid;
@@ -91,11 +92,34 @@ class ForwardOps {
   std::vector<Entry> entries_;
 };
 
+bool has_thread_ids(const RangeRecord& r) {
+  return r.dialect == Dialect::kPyprof || r.dialect == Dialect::kKineto;
+}
 PairKey pair_key_of_op(const RangeRecord& r) {
-  return {r.pid, r.dialect == Dialect::kPyprof ? r.rf_tid : -1, r.seq};
+  return {r.pid, has_thread_ids(r) ? r.rf_tid : -1, r.seq};
 }
 PairKey pair_key_of_node(const RangeRecord& r) {
-  return {r.pid, r.dialect == Dialect::kPyprof ? r.fwd_tid : -1, r.seq};
+  return {r.pid, has_thread_ids(r) ? r.fwd_tid : -1, r.seq};
+}
+
+// The trace's own forward -> backward links (Kineto's fwdbwd flows) against the pairing by
+// sequence number: they should agree; disagreements are counted and shown.
+void check_declared_pairs(Trace& trace, const ForwardOps& forward_ops, CorrelationStats& stats) {
+  for (const auto& [op, node] : trace.declared_pairs) {
+    const RangeRecord& n = trace.ranges[node];
+    ++stats.declared_pairs;
+    const int32_t creator = n.seq >= 0 ? forward_ops.creator(pair_key_of_node(n), n.start) : -1;
+    if (creator == op) continue;
+    ++stats.declared_pairs_disagree;
+    trace.warn(
+        "backward pairing differs from the trace's fwdbwd flows",
+        std::string(trace.pool.get(n.name).substr(0, 60)) + " (seq " + std::to_string(n.seq) +
+            "): the flow names " +
+            std::string(trace.pool.get(trace.ranges[op].name).substr(0, 60)) +
+            ", sequence numbers " +
+            (creator >= 0 ? std::string(trace.pool.get(trace.ranges[creator].name).substr(0, 60))
+                          : std::string("no op")));
+  }
 }
 
 // One sweep per thread over ranges and launch calls sorted by start: a stack holds the ranges
@@ -247,6 +271,7 @@ Correlation correlate(Trace& trace) {
     forward_ops.add(pair_key_of_op(r), r.start, out.contexts[i].depth, static_cast<int32_t>(i));
   }
   forward_ops.finish();
+  check_declared_pairs(trace, forward_ops, out.stats);
 
   if (out.cpu_only) {
     for (size_t i = 0; i < trace.ranges.size(); ++i) {

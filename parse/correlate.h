@@ -23,7 +23,7 @@ enum class Direction : uint8_t { kNone = 0, kForward, kBackward };
 
 // What a range's chain of enclosing ranges (itself included) holds. -1: none.
 struct RangeContext {
-  int32_t pyprof_op = -1;   // innermost pyprof op
+  int32_t pyprof_op = -1;   // innermost pyprof or Kineto op (full argument records)
   int32_t emit_op = -1;     // innermost emit_nvtx op
   int32_t legacy_op = -1;   // outermost legacy PyProf args marker (PyProf reported op[0])
   int32_t seq_op = -1;      // innermost op of any dialect with seq >= 0
@@ -57,6 +57,8 @@ struct CorrelationStats {
   int64_t backward = 0;        // bprop
   int64_t backward_paired = 0;
   int64_t ranges_improperly_nested = 0;
+  int64_t declared_pairs = 0;           // Trace::declared_pairs checked
+  int64_t declared_pairs_disagree = 0;  // of those, paired otherwise by sequence number
 };
 
 struct Correlation {

@@ -30,7 +30,9 @@
 
 namespace pyprof::parse {
 
-enum class Dialect : uint8_t { kUser = 0, kPyprof, kEmitNvtx, kLegacyPyprof };
+// kKineto: not an NVTX message but an op of a torch.profiler trace (kineto_reader.h), whose
+// arguments are positional and in the pyprof value encoding.
+enum class Dialect : uint8_t { kUser = 0, kPyprof, kEmitNvtx, kLegacyPyprof, kKineto };
 
 enum class MarkerKind : uint8_t {
   kUser = 0,      // a user range: pyprof.range, record_function scopes, "layer:" ranges, others

@@ -1,8 +1,11 @@
-// pyprof-parse: `pyprof parse DB [-o FILE]` / `python -m pyprof.parse DB > net.dict`.
-// Exit codes: 0 ok (also for a capture that was not finished: what it holds is written, and the
-// summary and the header's "unfinished_capture" say what may be missing), 1 bad input or
-// unwritable output, 2 usage, 141 standard output closed by its reader (`... | head`; nothing
-// printed).
+// pyprof-parse: `pyprof parse DB [-o FILE]` / `python -m pyprof.parse DB > net.dict`; DB is an
+// Nsight Systems / nvprof / pyprof database or a torch.profiler trace (JSON or gzip, told apart
+// by content). Several traces (or a folder of them, one per rank) need `-o DIR`: one net.dict
+// each.
+// Exit codes: 0 ok (also for a capture that was not finished or a trace cut short: what it holds
+// is written, and the summary and the header say what may be missing), 1 bad input or
+// unwritable output (with several inputs: any of them), 2 usage, 141 standard output closed by
+// its reader (`... | head`; nothing printed).
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
@@ -12,11 +15,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <vector>
 
 #include "common/output_file.h"
 #include "common/terminal_text.h"
 #include "parse/correlate.h"
+#include "parse/json_stream.h"
+#include "parse/kineto_reader.h"
 #include "parse/nsys_reader.h"
 #include "parse/nvprof_reader.h"
 #include "parse/record_writer.h"
@@ -81,15 +89,46 @@ void print_summary(const std::string& path, const Trace& trace, const Correlatio
     fmt::print(stderr, "  backward: {} records, {} paired with their forward op, {} unpaired\n",
                c.backward, c.backward_paired, c.backward - c.backward_paired);
   }
-  int64_t by_dialect[4] = {0, 0, 0, 0};
+  if (c.declared_pairs > 0) {
+    fmt::print(stderr, "  fwdbwd flows: {} checked against the pairing, {} disagree\n",
+               c.declared_pairs, c.declared_pairs_disagree);
+  }
+  int64_t by_dialect[5] = {0, 0, 0, 0, 0};
   for (const auto& r : trace.ranges) ++by_dialect[static_cast<int>(r.dialect)];
-  fmt::print(stderr,
-             "  markers: {} ranges, {} marks; pyprof {}, emit_nvtx {}, legacy PyProf {}, other "
-             "(user) {}; malformed {}, unclosed {}\n",
-             s.ranges, s.marks, by_dialect[static_cast<int>(Dialect::kPyprof)],
-             by_dialect[static_cast<int>(Dialect::kEmitNvtx)],
-             by_dialect[static_cast<int>(Dialect::kLegacyPyprof)],
-             by_dialect[static_cast<int>(Dialect::kUser)], s.malformed_markers, s.ranges_unclosed);
+  if (trace.format == "kineto") {
+    std::string line;
+    for (const auto& [category, n] : trace.event_counts) {
+      if (!line.empty()) line += ", ";
+      line += fmt::format("{} {}", terminal_safe(category), with_thousands(n));
+    }
+    fmt::print(stderr, "  trace events: {} ({})\n", with_thousands(trace.trace_events), line);
+    if (trace.distributed && trace.distributed->rank >= 0) {
+      const Trace::Distributed& d = *trace.distributed;
+      fmt::print(stderr, "  rank {}{}{}\n", d.rank,
+                 d.world_size >= 0 ? fmt::format(" of {}", d.world_size) : "",
+                 d.backend.empty() ? "" : " (" + terminal_safe(d.backend) + ")");
+    }
+    fmt::print(
+        stderr,
+        "  ranges: {} ops and backward nodes, {} others (modules, record_function); "
+        "skipped events {}\n",
+        by_dialect[static_cast<int>(Dialect::kKineto)] -
+            std::count_if(trace.ranges.begin(), trace.ranges.end(),
+                          [](const RangeRecord& r) { return r.kind == MarkerKind::kModule; }),
+        s.ranges - by_dialect[static_cast<int>(Dialect::kKineto)] +
+            std::count_if(trace.ranges.begin(), trace.ranges.end(),
+                          [](const RangeRecord& r) { return r.kind == MarkerKind::kModule; }),
+        s.rows_skipped);
+  } else {
+    fmt::print(stderr,
+               "  markers: {} ranges, {} marks; pyprof {}, emit_nvtx {}, legacy PyProf {}, other "
+               "(user) {}; malformed {}, unclosed {}\n",
+               s.ranges, s.marks, by_dialect[static_cast<int>(Dialect::kPyprof)],
+               by_dialect[static_cast<int>(Dialect::kEmitNvtx)],
+               by_dialect[static_cast<int>(Dialect::kLegacyPyprof)],
+               by_dialect[static_cast<int>(Dialect::kUser)], s.malformed_markers,
+               s.ranges_unclosed);
+  }
   if (!s.capture_stats.empty()) {
     std::string line;  // zero counters say nothing; the full set is in PYPROF_COLLECTOR_STATS
     for (const auto& [name, value] : s.capture_stats) {
@@ -138,16 +177,31 @@ void print_summary(const std::string& path, const Trace& trace, const Correlatio
   }
 }
 
+// The first bytes of a file, to tell a database from a JSON trace by content.
+std::string file_head(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[64] = {};
+  in.read(head, sizeof head);
+  return std::string(head, static_cast<size_t>(in.gcount()));
+}
+
 int run(const std::string& path, const std::string& output, bool quiet) {
   PhaseTimer timer;
   SqliteDb db;
   std::string error;
-  if (!db.open(path, error)) {
+  std::unique_ptr<TraceReader> reader;
+  const std::string head = file_head(path);
+  const bool json =
+      !head.starts_with(std::string_view("SQLite format 3\0", 16)) && looks_like_json_or_gzip(head);
+  if (json) {
+    reader = std::make_unique<KinetoReader>(path);
+  } else if (!db.open(path, error)) {
+    if (error.find("not an SQLite") != std::string::npos) {
+      error += " nor a torch.profiler JSON trace (plain or gzip)";
+    }
     fmt::print(stderr, "pyprof parse: error: {}\n", error);
     return 1;
-  }
-  std::unique_ptr<TraceReader> reader;
-  if (db.has_table("StringTable")) {
+  } else if (db.has_table("StringTable")) {
     reader = std::make_unique<NvprofReader>(db);
   } else if (db.has_table("NVTX_EVENTS") || db.has_table("CUPTI_ACTIVITY_KIND_KERNEL") ||
              db.has_table("CUPTI_ACTIVITY_KIND_RUNTIME") || db.has_table("StringIds") ||
@@ -171,7 +225,8 @@ int run(const std::string& path, const std::string& output, bool quiet) {
   if (!db.open_note().empty()) trace.warn("interrupted write", db.open_note());
   count_reversed_times(trace);
   if (trace.activities.empty() && trace.ranges.empty()) {
-    trace.warn("empty profile", "the database holds no GPU activity and no NVTX range");
+    trace.warn("empty profile", json ? "the trace holds no op, range or GPU activity"
+                                     : "the database holds no GPU activity and no NVTX range");
   }
   timer.lap("read");
   Correlation& corr = *new Correlation(correlate(trace));
@@ -202,18 +257,113 @@ int run(const std::string& path, const std::string& output, bool quiet) {
 }  // namespace
 }  // namespace pyprof::parse
 
+namespace pyprof::parse {
+namespace {
+
+bool is_trace_file_name(const std::string& name) {
+  return name.ends_with(".json") || name.ends_with(".json.gz");
+}
+
+// "rank0.pt.trace.json.gz" -> "rank0.pt.trace"
+std::string stem_of_trace(const std::string& name) {
+  std::string stem = name;
+  for (const char* suffix : {".gz", ".json"}) {
+    if (stem.ends_with(suffix)) stem.resize(stem.size() - std::strlen(suffix));
+  }
+  return stem;
+}
+
+// Expands folders (their *.json / *.json.gz files, by name) and checks the outputs: one input
+// writes to -o FILE or standard output; several need -o DIR.
+int run_all(const std::vector<std::string>& inputs, const std::string& output, bool quiet) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  for (const std::string& input : inputs) {
+    std::error_code ec;
+    if (!fs::is_directory(input, ec)) {
+      files.push_back(input);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (const auto& entry : fs::directory_iterator(input, ec)) {
+      std::error_code type_ec;
+      if (entry.is_regular_file(type_ec) && is_trace_file_name(entry.path().filename().string())) {
+        found.push_back(entry.path().string());
+      }
+    }
+    if (ec) {
+      fmt::print(stderr, "pyprof parse: error: cannot list {}: {}\n", input, ec.message());
+      return 1;
+    }
+    if (found.empty()) {
+      fmt::print(stderr,
+                 "pyprof parse: error: {} holds no trace files (*.json, *.json.gz; "
+                 "tensorboard_trace_handler writes *.pt.trace.json)\n",
+                 input);
+      return 1;
+    }
+    std::sort(found.begin(), found.end());
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  if (files.size() == 1 && !(inputs.size() == 1 && fs::is_directory(inputs[0]))) {
+    return run(files[0], output, quiet);
+  }
+  if (output.empty() || output == "-") {
+    fmt::print(stderr,
+               "pyprof parse: error: {} traces: give -o DIR (one net.dict per trace is written "
+               "there, named after it)\nRun with --help for usage.\n",
+               files.size());
+    return 2;
+  }
+  std::error_code ec;
+  fs::create_directories(output, ec);
+  if (ec || !fs::is_directory(output)) {
+    fmt::print(stderr, "pyprof parse: error: cannot create the output folder {}: {}\n", output,
+               ec ? ec.message() : "a file of that name exists");
+    return 1;
+  }
+  int status = 0;
+  std::vector<std::string> written;
+  for (const std::string& file : files) {
+    std::string name = stem_of_trace(fs::path(file).filename().string()) + ".dict";
+    if (std::find(written.begin(), written.end(), name) != written.end()) {
+      fmt::print(stderr, "pyprof parse: error: two inputs would both write {}; skipping {}\n", name,
+                 file);
+      status = 1;
+      continue;
+    }
+    written.push_back(name);
+    const std::string target = (fs::path(output) / name).string();
+    int code = run(file, target, quiet);
+    if (code == pyprof::kBrokenPipeExitStatus) return code;
+    if (code != 0) status = 1;
+    if (!quiet && code == 0) fmt::print(stderr, "  -> {}\n", target);
+  }
+  return status;
+}
+
+}  // namespace
+}  // namespace pyprof::parse
+
 int main(int argc, char** argv) {
   pyprof::ignore_sigpipe();
   CLI::App app{
       "Attribute every GPU kernel (or, for a CPU-only profile, every op) of an Nsight Systems, "
-      "nvprof or pyprof database to its op, module, user ranges and direction.\n"
+      "nvprof or pyprof database, or of a torch.profiler (Kineto) trace, to its op, module, user "
+      "ranges and direction.\n"
       "Writes JSON Lines (docs/formats.md §3); a summary goes to standard error.",
       "pyprof parse"};
-  std::string path, output;
+  std::vector<std::string> inputs;
+  std::string output;
   bool quiet = false;
-  app.add_option("database", path, "the .sqlite database (nsys export, nvprof, pyprof profile)")
+  app.add_option("input", inputs,
+                 "the .sqlite database (nsys export, nvprof, pyprof profile), or a torch.profiler "
+                 "trace (.json or .json.gz, told apart by content); several traces or a folder "
+                 "of them (tensorboard_trace_handler's, one per rank) need -o DIR")
       ->required();
-  app.add_option("-o,--output", output, "write the records to FILE instead of standard output");
+  app.add_option("-o,--output", output,
+                 "write the records to FILE instead of standard output; with several traces, "
+                 "the folder DIR that gets one NAME.dict per trace");
   app.add_flag("-q,--quiet", quiet, "no summary on standard error");
   try {
     app.parse(argc, argv);
@@ -223,7 +373,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "pyprof parse: error: {}\nRun with --help for usage.\n", e.what());
     return 2;
   }
-  int code = pyprof::parse::run(path, output, quiet);
+  int code = pyprof::parse::run_all(inputs, output, quiet);
   // Everything is written and flushed: skip freeing millions of small allocations at exit
   // (a second or more on a 1M-kernel profile).
   std::fflush(stdout);

@@ -33,6 +33,8 @@ const char* dialect_name(Dialect d) {
       return "emit_nvtx";
     case Dialect::kLegacyPyprof:
       return "legacy_pyprof";
+    case Dialect::kKineto:
+      return "kineto";
     case Dialect::kUser:
       break;
   }
@@ -182,6 +184,28 @@ void RecordWriter::write_header_object(JsonWriter& w, const std::string& source)
   }
   w.raw_key("records");
   w.trusted_string(corr_.cpu_only ? "op" : "gpu");
+  if (trace_.distributed) {
+    if (trace_.distributed->rank >= 0) {
+      w.raw_key("rank");
+      w.integer(trace_.distributed->rank);
+    }
+    if (trace_.distributed->world_size >= 0) {
+      w.raw_key("world_size");
+      w.integer(trace_.distributed->world_size);
+    }
+    if (!trace_.distributed->backend.empty()) {
+      w.raw_key("backend");
+      w.string(trace_.distributed->backend);
+    }
+  }
+  if (trace_.base_time_ns != 0) {
+    w.raw_key("base_time_ns");
+    w.integer(trace_.base_time_ns);
+  }
+  if (trace_.truncated_input) {
+    w.raw_key("truncated");
+    w.boolean(true);
+  }
   if (trace_.unfinished_capture) {
     w.raw_key("unfinished_capture");
     w.begin_object();

@@ -159,6 +159,21 @@ struct Trace {
     int64_t cuda_records_lost = 0;    // cupti_records_write_failed
   };
   std::optional<WriteFailure> write_failure;
+  // torch.profiler (Kineto) traces: distributedInfo, the time base the times are relative to,
+  // and what the file held.
+  struct Distributed {
+    int64_t rank = -1;
+    int64_t world_size = -1;
+    std::string backend;
+  };
+  std::optional<Distributed> distributed;
+  int64_t base_time_ns = 0;      // baseTimeNanoseconds; 0 when absent (times are then absolute)
+  int64_t trace_events = 0;      // elements of traceEvents
+  bool truncated_input = false;  // the document ended early; the events before are kept
+  std::vector<std::pair<std::string, int64_t>> event_counts;  // by category, sorted
+  // Forward op -> backward node pairs the trace states itself (Kineto's fwdbwd flows), as range
+  // indices: correlation checks its own pairing against them.
+  std::vector<std::pair<int32_t, int32_t>> declared_pairs;
   StringPool pool;
   std::vector<GpuActivity> activities;
   std::vector<ApiCall> api_calls;

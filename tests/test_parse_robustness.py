@@ -25,7 +25,7 @@ def run(*args, timeout=60):
 
 def test_usage_errors_exit_2():
     rc, out, err = run()
-    assert rc == 2 and "database" in err and out == ""
+    assert rc == 2 and "input is required" in err and out == ""
     rc, _, err = run(LENET, "--no-such-option")
     assert rc == 2 and "--no-such-option" in err
     rc, out, _ = run("--help")
