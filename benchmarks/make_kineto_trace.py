@@ -596,6 +596,8 @@ class TraceWriter:
     # -- running an op tree on a thread --------------------------------------------------------
     def run_op(self, op: Op, tid: int, cpu: list, dev: list, pending: list,
                inherited_seq=None, fwd_thread=0):
+        # dispatcher/Python time before the op starts: siblings never touch (as in real traces)
+        self.t += 300 + self.rng.randrange(900)
         start = self.t
         self.ext += 1
         ext = self.ext
