@@ -8,10 +8,13 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <deque>
+#include <exception>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace pyprof::parse {
 
@@ -162,13 +165,114 @@ size_t next_special(const char* data, size_t p, size_t end, bool in_string) {
 #endif
 }
 
+// Scanning (finding where each event ends) runs on its own thread, ahead of the caller's
+// parsing: the scanner hands over batches of events that point into the buffer they were read
+// into, and the buffer goes with them; buffers come back to a pool once parsed.
+class BufferPool {
+ public:
+  explicit BufferPool(size_t standard) : standard_(standard) {}
+  ~BufferPool() {
+    for (char* p : free_) delete[] p;
+  }
+  // A buffer of at least `capacity` bytes (its size in `got`).
+  std::shared_ptr<char[]> get(size_t capacity, size_t& got) {
+    char* raw = nullptr;
+    if (capacity <= standard_) {
+      capacity = standard_;
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!free_.empty()) {
+        raw = free_.back();
+        free_.pop_back();
+      }
+    }
+    if (raw == nullptr) raw = new char[capacity];  // not zero-filled
+    got = capacity;
+    return std::shared_ptr<char[]>(raw, [this, capacity](char* p) { release(p, capacity); });
+  }
+
+ private:
+  void release(char* p, size_t capacity) {
+    if (capacity == standard_) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (free_.size() < 8) {
+        free_.push_back(p);
+        return;
+      }
+    }
+    delete[] p;
+  }
+
+  const size_t standard_;
+  std::mutex mutex_;
+  std::vector<char*> free_;
+};
+
+struct ScanItem {
+  std::string_view json;
+  int64_t offset = 0;
+  bool top_level = false;
+  std::string key;  // top-level values only
+};
+
+struct ScanBatch {
+  std::shared_ptr<char[]> buffer;  // what the items point into
+  std::vector<ScanItem> items;
+};
+
+class BatchQueue {
+ public:
+  // Blocks while the queue is full (memory stays bounded); false once the reader gave up.
+  bool push(ScanBatch batch) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [this] { return batches_.size() < kMaxBatches || abandoned_; });
+    if (abandoned_) return false;
+    batches_.push_back(std::move(batch));
+    cv_.notify_all();
+    return true;
+  }
+  void finish() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    finished_ = true;
+    cv_.notify_all();
+  }
+  void abandon() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    abandoned_ = true;
+    batches_.clear();
+    cv_.notify_all();
+  }
+  bool abandoned() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return abandoned_;
+  }
+  // False when the scanner has finished and everything was taken.
+  bool pop(ScanBatch& out) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [this] { return !batches_.empty() || finished_; });
+    if (batches_.empty()) return false;
+    out = std::move(batches_.front());
+    batches_.pop_front();
+    cv_.notify_all();
+    return true;
+  }
+
+ private:
+  static constexpr size_t kMaxBatches = 4;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<ScanBatch> batches_;
+  bool finished_ = false;
+  bool abandoned_ = false;
+};
+
 class Scanner {
  public:
-  Scanner(ByteSource& source, ChromeTraceVisitor& visitor, const ChromeTraceLimits& limits,
+  Scanner(ByteSource& source, BatchQueue& queue, BufferPool& pool, const ChromeTraceLimits& limits,
           ChromeTraceScan& result)
-      : source_(source), visitor_(visitor), limits_(limits), result_(result) {
-    grow(limits_.chunk_bytes + kJsonPadding);
+      : source_(source), queue_(queue), pool_(pool), limits_(limits), result_(result) {
+    buffer_ = pool_.get(limits_.chunk_bytes + kJsonPadding, capacity_);
   }
+  ~Scanner() { flush(); }
 
   void run() {
     result_.ok = true;
@@ -229,26 +333,36 @@ class Scanner {
     fail(std::string("the document ends inside ") + inside + " (truncated file?)");
   }
 
-  // Reads one more chunk, keeping the bytes from `keep` on (moved to the front). False at the
-  // end of the input.
+  // Reads one more chunk, keeping the bytes from `keep` on (moved to the front of a new
+  // buffer: events handed over point into the current one, which goes with them). False at the
+  // end of the input, or once the reader has given up.
   bool fill(size_t keep) {
     if (eof_) return false;
+    if (queue_.abandoned()) {
+      eof_ = true;
+      return false;
+    }
     keep = std::min(keep, size_);
     const size_t kept = size_ - keep;
-    if (keep > 0) {
-      std::memmove(buffer_.get(), buffer_.get() + keep, kept);
-      base_ += static_cast<int64_t>(keep);
-      pos_ -= keep;
-      size_ = kept;
-    }
-    const size_t needed = size_ + limits_.chunk_bytes + kJsonPadding;
-    if (capacity_ < needed) {
-      // Doubling, but never past what the largest value kept can need: memory stays bounded by
-      // the limits, not by the document.
+    flush();
+    // Room for what is kept and a chunk; a value larger than a chunk in progress grows it by
+    // doubling, never past what the largest value kept can need (the limits, not the document).
+    size_t wanted = kept + limits_.chunk_bytes + kJsonPadding;
+    if (wanted > capacity_) {
       const size_t most = std::max(limits_.max_event_bytes, limits_.max_top_level_bytes) +
                           2 * limits_.chunk_bytes + kJsonPadding;
-      grow(std::max(needed, std::min(capacity_ * 2, most)));
+      wanted = std::max(wanted, std::min(capacity_ * 2, most));
+    } else {
+      wanted = 0;  // the pool's standard size
     }
+    size_t capacity = 0;
+    std::shared_ptr<char[]> next = pool_.get(wanted, capacity);
+    if (kept > 0) std::memcpy(next.get(), buffer_.get() + keep, kept);
+    buffer_ = std::move(next);
+    capacity_ = capacity;
+    base_ += static_cast<int64_t>(keep);
+    pos_ -= keep;
+    size_ = kept;
     size_t n = source_.read(buffer_.get() + size_, limits_.chunk_bytes);
     if (n == 0) {
       eof_ = true;
@@ -380,7 +494,7 @@ class Scanner {
         result_.largest_skipped = std::max(result_.largest_skipped, skipped);
       } else {
         ++result_.events;
-        visitor_.on_event(event, at);
+        batch_.items.push_back({event, at, false, {}});
       }
       if (!skip_space()) {
         ended_early("\"traceEvents\"");
@@ -458,25 +572,26 @@ class Scanner {
         ++result_.oversized_values;
         result_.largest_skipped = std::max(result_.largest_skipped, skipped);
       } else {
-        visitor_.on_top_level(key, value);
+        batch_.items.push_back({value, 0, true, key});
       }
     }
   }
 
   ByteSource& source_;
-  ChromeTraceVisitor& visitor_;
+  BatchQueue& queue_;
+  BufferPool& pool_;
   const ChromeTraceLimits& limits_;
   ChromeTraceScan& result_;
-  // Exactly `capacity` bytes (a std::string would round up to twice the old capacity): the
-  // read bytes [0, size_) and room for a chunk and the padding after them.
-  void grow(size_t capacity) {
-    std::unique_ptr<char[]> bigger(new char[capacity]);
-    if (size_ > 0) std::memcpy(bigger.get(), buffer_.get(), size_);
-    buffer_ = std::move(bigger);
-    capacity_ = capacity;
+  // Hands the events found so far over, with the buffer they point into.
+  void flush() {
+    if (batch_.items.empty()) return;
+    batch_.buffer = buffer_;
+    queue_.push(std::move(batch_));
+    batch_ = ScanBatch{};
   }
 
-  std::unique_ptr<char[]> buffer_;  // [0, size_) read, then at least kJsonPadding spare bytes
+  ScanBatch batch_;
+  std::shared_ptr<char[]> buffer_;  // [0, size_) read, then at least kJsonPadding spare bytes
   size_t capacity_ = 0;
   size_t pos_ = 0;
   size_t size_ = 0;
@@ -493,7 +608,16 @@ std::unique_ptr<ByteSource> open_file_source(const std::string& path, std::strin
     return nullptr;
   }
   gzbuffer(file, 1u << 20);
-  return std::make_unique<PrefetchSource>(std::make_unique<GzipFileSource>(file), size_t{4} << 20);
+  auto source = std::make_unique<GzipFileSource>(file);
+  // A plain file is read straight into the scanner's buffer (zlib passes large reads through);
+  // a gzip stream is inflated on a thread of its own, ahead of the scanner.
+  unsigned char magic[2] = {0, 0};
+  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
+    if (std::fread(magic, 1, 2, f) != 2) magic[0] = 0;
+    std::fclose(f);
+  }
+  if (magic[0] != 0x1f || magic[1] != 0x8b) return source;
+  return std::make_unique<PrefetchSource>(std::move(source), size_t{4} << 20);
 }
 
 std::unique_ptr<ByteSource> memory_source(std::string_view bytes) {
@@ -503,7 +627,39 @@ std::unique_ptr<ByteSource> memory_source(std::string_view bytes) {
 ChromeTraceScan scan_chrome_trace(ByteSource& source, ChromeTraceVisitor& visitor,
                                   const ChromeTraceLimits& limits) {
   ChromeTraceScan result;
-  Scanner(source, visitor, limits, result).run();
+  BufferPool pool(2 * limits.chunk_bytes + kJsonPadding);
+  BatchQueue queue;
+  std::exception_ptr scanner_failure;
+  std::thread scanner([&] {
+    try {
+      Scanner(source, queue, pool, limits, result).run();
+    } catch (...) {  // out of memory: the caller rethrows it
+      scanner_failure = std::current_exception();
+    }
+    queue.finish();
+  });
+  std::exception_ptr visitor_failure;
+  ScanBatch batch;
+  while (queue.pop(batch)) {
+    try {
+      for (const ScanItem& item : batch.items) {
+        if (item.top_level) {
+          visitor.on_top_level(item.key, item.json);
+        } else {
+          visitor.on_event(item.json, item.offset);
+        }
+      }
+    } catch (...) {
+      visitor_failure = std::current_exception();
+      queue.abandon();
+      break;
+    }
+    batch = ScanBatch{};  // the buffer goes back to the pool
+  }
+  batch = ScanBatch{};
+  scanner.join();
+  if (visitor_failure) std::rethrow_exception(visitor_failure);
+  if (scanner_failure) std::rethrow_exception(scanner_failure);
   return result;
 }
 
