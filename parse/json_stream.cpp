@@ -352,8 +352,6 @@ class Scanner {
       const size_t most = std::max(limits_.max_event_bytes, limits_.max_top_level_bytes) +
                           2 * limits_.chunk_bytes + kJsonPadding;
       wanted = std::max(wanted, std::min(capacity_ * 2, most));
-    } else {
-      wanted = 0;  // the pool's standard size
     }
     size_t capacity = 0;
     std::shared_ptr<char[]> next = pool_.get(wanted, capacity);
