@@ -161,6 +161,9 @@ class Scanner {
   void run() {
     result_.ok = true;
     if (!skip_space()) return fail_empty();
+    // A source may hand over fewer bytes than asked: the whole byte order mark before judging.
+    while (offset() == 0 && size_ - pos_ < 3 && fill(pos_)) {
+    }
     if (offset() == 0 && size_ - pos_ >= 3 &&
         std::memcmp(buffer_.data() + pos_, "\xEF\xBB\xBF", 3) == 0) {
       pos_ += 3;  // UTF-8 byte order mark
@@ -325,17 +328,18 @@ class Scanner {
         start = p;
       }
       pos_ = p;
-      if (!fill(start)) {
-        if (!nested && !string && (p > start || dropped > 0)) {  // a literal at the very end
+      const bool more = fill(start);
+      // fill() may have moved the bytes even when it read nothing more: positions again.
+      p = pos_;
+      start = skipping ? p : pos_ - held;
+      if (!more) {
+        if (!nested && !string && (held > 0 || dropped > 0)) {  // a literal at the very end
           done = true;
-          p = size_;
           break;
         }
         pos_ = size_;
         return false;
       }
-      p = pos_;
-      start = skipping ? p : pos_ - held;
     }
     const size_t length = p - start;
     pos_ = p;
