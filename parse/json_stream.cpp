@@ -194,6 +194,15 @@ class Scanner {
     return std::string("byte ") + hex;
   }
 
+  // A key as a message quotes it: the one line must stay one printable line whatever a damaged
+  // document holds there (newlines, escape sequences, megabytes).
+  static std::string printable(std::string_view text) {
+    std::string out;
+    for (char c : text.substr(0, 60)) out += c >= 0x20 && c < 0x7f ? c : '?';
+    if (text.size() > 60) out += "...";
+    return out;
+  }
+
   void fail(std::string message) {
     result_.ok = false;
     result_.error = message + " (at byte " + std::to_string(offset()) + ")";
@@ -444,7 +453,7 @@ class Scanner {
       }
       std::string_view value;
       if (!capture(limits_.max_top_level_bytes, value, skipped)) {
-        ended_early(("the value of \"" + key + "\"").c_str());
+        ended_early(("the value of \"" + printable(key) + "\"").c_str());
         return false;
       }
       if (skipped > 0) {

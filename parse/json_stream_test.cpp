@@ -507,6 +507,17 @@ TEST(JsonStream, SourceErrors) {
   EXPECT_EQ(r.error, "cannot read: Is a directory after 0 bytes");
 }
 
+// A damaged document's keys can hold anything; the error stays one printable line.
+TEST(JsonStream, ErrorsAreOnePrintableLine) {
+  Collected out;
+  ChromeTraceScan r = scan("{\"x\n\x1b[31m\": [1, 2", 4096, out);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.error, "the document ends inside the value of \"x??[31m\" (truncated file?) (at byte 17)");
+  r = scan("{\"" + std::string(3000, 'k') + "\": {", 4096, out);
+  EXPECT_FALSE(r.ok);
+  EXPECT_LT(r.error.size(), 200u) << r.error;
+}
+
 TEST(JsonStream, LooksLikeJsonOrGzip) {
   EXPECT_TRUE(looks_like_json_or_gzip("\x1f\x8b\x08\x00"));
   EXPECT_TRUE(looks_like_json_or_gzip("{"));
