@@ -150,6 +150,27 @@ const char* find_quote_or_backslash(const char* p, const char* end) {
   return p;
 }
 
+// While a value is handed to a visitor, the kJsonPadding bytes after it read as zeros (as in a
+// simdjson::padded_string): they are the document's next bytes, or stale ones past a read's end,
+// and simdjson's On-Demand parser lets them decide whether some damaged values parse (a string
+// where a key belongs), so an event could be kept or skipped by where a read happened to end.
+// The bytes are put back afterwards.
+class ZeroPadding {
+ public:
+  explicit ZeroPadding(std::string_view value)
+      : after_(const_cast<char*>(value.data()) + value.size()) {
+    std::memcpy(saved_, after_, kJsonPadding);
+    std::memset(after_, 0, kJsonPadding);
+  }
+  ~ZeroPadding() { std::memcpy(after_, saved_, kJsonPadding); }
+  ZeroPadding(const ZeroPadding&) = delete;
+  ZeroPadding& operator=(const ZeroPadding&) = delete;
+
+ private:
+  char* after_;
+  char saved_[kJsonPadding];
+};
+
 class Scanner {
  public:
   Scanner(ByteSource& source, ChromeTraceVisitor& visitor, const ChromeTraceLimits& limits,
@@ -382,6 +403,7 @@ class Scanner {
         result_.largest_skipped = std::max(result_.largest_skipped, skipped);
       } else {
         ++result_.events;
+        ZeroPadding padding(event);
         visitor_.on_event(event, at);
       }
       if (!skip_space()) {
@@ -460,6 +482,7 @@ class Scanner {
         ++result_.oversized_values;
         result_.largest_skipped = std::max(result_.largest_skipped, skipped);
       } else {
+        ZeroPadding padding(value);
         visitor_.on_top_level(key, value);
       }
     }

@@ -18,28 +18,41 @@
 
 // The largest single allocation while `g_track_allocations` is set: how the test sees that the
 // scanner does not hold an oversized event (its buffer is the only large allocation it makes).
-// This replaces the global operator new of the parse_tests binary; untracked, it is plain
-// malloc/free.
+// This replaces the global operator new and delete of the parse_tests binary, every form but the
+// aligned ones, so that whatever one form allocates another frees (libraries' nothrow news
+// included); untracked, they are plain malloc and free.
 namespace {
 std::atomic<bool> g_track_allocations{false};
 std::atomic<size_t> g_largest_allocation{0};
+
+void* tracked_malloc(size_t n) noexcept {
+  if (g_track_allocations.load(std::memory_order_relaxed)) {
+    size_t seen = g_largest_allocation.load(std::memory_order_relaxed);
+    while (n > seen && !g_largest_allocation.compare_exchange_weak(seen, n)) {
+    }
+  }
+  return std::malloc(n == 0 ? 1 : n);
+}
+void* tracked_malloc_or_throw(size_t n) {
+  if (void* p = tracked_malloc(n)) return p;
+  throw std::bad_alloc();
+}
 }  // namespace
 
 // GCC sees free() called on what `new` returned once these inline into a caller; they are a
 // matched pair (malloc and free underneath both).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(size_t n) {
-  if (g_track_allocations.load(std::memory_order_relaxed)) {
-    size_t seen = g_largest_allocation.load(std::memory_order_relaxed);
-    while (n > seen && !g_largest_allocation.compare_exchange_weak(seen, n)) {
-    }
-  }
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
+void* operator new(size_t n) { return tracked_malloc_or_throw(n); }
+void* operator new[](size_t n) { return tracked_malloc_or_throw(n); }
+void* operator new(size_t n, const std::nothrow_t&) noexcept { return tracked_malloc(n); }
+void* operator new[](size_t n, const std::nothrow_t&) noexcept { return tracked_malloc(n); }
 void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
+void operator delete[](void* p, size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 #pragma GCC diagnostic pop
 
 namespace pyprof::parse {
@@ -53,10 +66,11 @@ constexpr size_t kChunks[] = {1, 2, 3, 4, 5, 7, 8, 13, 64, 4096};
 struct Collected : ChromeTraceVisitor {
   std::vector<std::pair<std::string, int64_t>> events;
   std::vector<std::pair<std::string, std::string>> top;
-  unsigned padding_sum = 0;
-  // Reads the kJsonPadding bytes after each view, as simdjson may (ASan checks they exist).
+  int64_t nonzero_padding = 0;
+  // Reads the kJsonPadding bytes after each view, as simdjson may (ASan checks that they exist):
+  // zeros, whatever the document holds there.
   void touch_padding(std::string_view json) {
-    for (size_t i = 0; i < kJsonPadding; ++i) padding_sum += static_cast<unsigned char>(json.data()[json.size() + i]);
+    for (size_t i = 0; i < kJsonPadding; ++i) nonzero_padding += json.data()[json.size() + i] != 0;
   }
   void on_event(std::string_view json, int64_t offset) override {
     touch_padding(json);
@@ -153,6 +167,7 @@ TEST(JsonStream, HandsOverEveryEventAndValueExactlyAtEveryChunkSize) {
     EXPECT_EQ(r.oversized_events, 0);
     EXPECT_EQ(r.oversized_values, 0);
     EXPECT_EQ(out.events, d.events);
+    EXPECT_EQ(out.nonzero_padding, 0);
     // "schemaVersion": 1 comes first; the rest as recorded.
     ASSERT_EQ(out.top.size(), d.top.size() + 1);
     EXPECT_EQ(out.top[0], std::make_pair("schemaVersion"s, "1"s));
@@ -177,6 +192,7 @@ TEST(JsonStream, TopLevelArrayIsTheEventList) {
     const std::vector<std::pair<std::string, int64_t>> want = {
         {R"({"ph":"X"})", 5}, {R"({"a":[1,2]})", 17}, {"42", 30}};
     EXPECT_EQ(out.events, want);
+    EXPECT_EQ(out.nonzero_padding, 0);
     EXPECT_TRUE(out.top.empty());
   }
 }
