@@ -2,9 +2,10 @@
 // events of every category (torch 2.13 CPU with record_shapes and with_stack; HTA's A100 and
 // MI250 sample traces), mutated at random (flipped bytes, cuts, repeated and swapped ranges, huge
 // numbers, deep nesting, NULs, random bytes in strings), read through memory_source handed over
-// in random small pieces. Properties: read never crashes, hangs or throws; a failed read says
-// why in one line; every op's stored args text is one valid JSON object; ranges never end before
-// they start; declared pairs name a forward op and a backward node. Runs for a fixed time;
+// in random small pieces. Properties: read never crashes, hangs or throws; reading in pieces
+// gives the same trace as reading at once; a failed read says why in one line; every op's stored
+// args text is one valid JSON object; ranges never end before they start; declared pairs name a
+// forward op and a backward node. Runs for a fixed time;
 // PYPROF_FUZZ_SECONDS changes it and PYPROF_FUZZ_SEED replays or varies the random stream (the
 // seed is printed on failure).
 #include <gtest/gtest.h>
@@ -314,9 +315,32 @@ class PieceSource : public ByteSource {
   size_t piece_;
 };
 
-// Checks one read; returns what is wrong, or "".
+// What a read gave, in one string: two reads of the same bytes must give the same.
+std::string summary(bool ok, const std::string& error, const Trace& t, KinetoReader& reader) {
+  std::string out = (ok ? "ok " : "failed ") + error + "\n";
+  out += "events " + std::to_string(t.trace_events) + " skipped " +
+         std::to_string(t.stats.rows_skipped) + " truncated " +
+         std::to_string(t.truncated_input) + " activities " + std::to_string(t.activities.size()) +
+         " calls " + std::to_string(t.api_calls.size()) + " devices " +
+         std::to_string(t.devices.size()) + " pairs " + std::to_string(t.declared_pairs.size()) +
+         "\n";
+  for (const RangeRecord& r : t.ranges) {
+    out += std::to_string(r.start) + " " + std::to_string(r.end) + " " +
+           std::string(t.pool.get(r.name)) + " " + std::to_string(r.rf_tid) + " ";
+    if (r.has_args) {
+      out += std::string(reader.fetch_text(t, r.text).substr(r.args_offset, r.args_length));
+    }
+    out += "\n";
+  }
+  for (const auto& w : t.warnings) out += w.category + " " + std::to_string(w.count) + "\n";
+  return out;
+}
+
+// Checks one read; returns what is wrong, or "". `whole`: the summary of a read of the same
+// bytes at once, to compare with (empty: not compared).
 std::string check(const std::string& input, size_t piece, simdjson::dom::parser& parser,
-                  bool& read_ok) {
+                  bool& read_ok, std::string* summary_out = nullptr,
+                  const std::string& whole = {}) {
   KinetoReader reader(std::make_unique<PieceSource>(input, piece));
   Trace trace;
   std::string error;
@@ -326,6 +350,12 @@ std::string check(const std::string& input, size_t piece, simdjson::dom::parser&
     return "read threw: "s + e.what();
   } catch (...) {
     return "read threw";
+  }
+  const std::string got = summary(read_ok, error, trace, reader);
+  if (summary_out) *summary_out = got;
+  if (!whole.empty() && got != whole) {
+    return "read in pieces, the trace differs from the one read at once:\n" + got + "\nvs\n" +
+           whole;
   }
   if (!read_ok) {
     if (error.empty()) return "a failed read without a reason";
@@ -365,12 +395,14 @@ TEST(KinetoFuzz, MutatedTracesNeverBreakTheReader) {
   // The seeds themselves read cleanly, whole and a byte at a time.
   simdjson::dom::parser parser;
   for (std::string_view seed : seeds()) {
-    for (size_t piece : {size_t{1}, size_t{1} << 30}) {
-      bool ok = false;
-      const std::string problem = check(std::string(seed), piece, parser, ok);
-      EXPECT_TRUE(problem.empty()) << problem;
-      EXPECT_TRUE(ok);
-    }
+    bool ok = false;
+    std::string whole;
+    std::string problem = check(std::string(seed), size_t{1} << 30, parser, ok, &whole);
+    EXPECT_TRUE(problem.empty()) << problem;
+    EXPECT_TRUE(ok);
+    EXPECT_EQ(whole.find("trace events skipped"), std::string::npos) << whole;
+    problem = check(std::string(seed), 1, parser, ok, nullptr, whole);
+    EXPECT_TRUE(problem.empty()) << problem;
   }
   const uint64_t seed = fuzz_seed();
   Mutator mutator(seed);
@@ -384,7 +416,9 @@ TEST(KinetoFuzz, MutatedTracesNeverBreakTheReader) {
     // refill keeps it): at most ~8k reads per input.
     const size_t piece = std::max(mutator.piece(), input.size() / 8192);
     bool ok = false;
-    const std::string problem = check(input, piece, parser, ok);
+    std::string whole;
+    std::string problem = check(input, size_t{1} << 30, parser, ok, &whole);
+    if (problem.empty()) problem = check(input, piece, parser, ok, nullptr, whole);
     ASSERT_TRUE(problem.empty()) << problem << "\nseed " << seed << ", iteration " << iterations
                                  << ", pieces of " << piece << " bytes\ninput: " << escaped(input);
     read_ok += ok;
