@@ -9,8 +9,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <string>
 #include <utility>
@@ -116,8 +116,7 @@ struct Doc {
 Doc tricky_document() {
   Doc d;
   d.raw("\xEF\xBB\xBF \r\n\t{ \n  \"schemaVersion\"\t:\n 1 ,\n  \"deviceProperties\" : ");
-  d.value("deviceProperties",
-          R"([ {"id": 0, "name": "A \"quoted\" [name] {x} \\"}, {"id" :1 } ])");
+  d.value("deviceProperties", R"([ {"id": 0, "name": "A \"quoted\" [name] {x} \\"}, {"id" :1 } ])");
   d.raw(" ,\n \"we\\\"ird\":");  // a key holding an escaped quote: handed over as written
   d.value("we\\\"ird", R"("}]\\")");
   d.raw(",\"traceEvents\"\n:\n[");
@@ -129,7 +128,8 @@ Doc tricky_document() {
   d.raw(",\n");
   d.event(R"({"name":"\\"})");
   d.raw(",");
-  d.event(R"({"name":"}]{[,:\"\\","args":{"Input Dims":[[2,3],[[1],[2,[3]]]],"x":{"y":{"z":[]}}}})");
+  d.event(
+      R"({"name":"}]{[,:\"\\","args":{"Input Dims":[[2,3],[[1],[2,[3]]]],"x":{"y":{"z":[]}}}})");
   d.raw("\t,\t");
   d.event("{\"name\":\"caf\\u00e9 \\ud83d\\ude00 caf\xC3\xA9\",\"\":{}}");
   d.raw(",");
@@ -198,7 +198,8 @@ TEST(JsonStream, TopLevelArrayIsTheEventList) {
 }
 
 TEST(JsonStream, LiteralsRightBeforeTheClosingBracket) {
-  const std::string doc = R"({"traceEvents":[1,-2.5e+3,true,null,"s"],"a":false,"b":-0.5,"c":null})";
+  const std::string doc =
+      R"({"traceEvents":[1,-2.5e+3,true,null,"s"],"a":false,"b":-0.5,"c":null})";
   for (size_t chunk : kChunks) {
     SCOPED_TRACE("chunk " + std::to_string(chunk));
     Collected out;
@@ -316,13 +317,15 @@ TEST(JsonStream, StructuralErrorsNameTheByte) {
     Collected events;
     r = scan(R"({"traceEvents":[{"a":1} {"b":2}]})", chunk, events);
     EXPECT_FALSE(r.ok);
-    EXPECT_EQ(r.error, "invalid JSON in \"traceEvents\": '{' where ',' or ']' belongs (at byte 24)");
+    EXPECT_EQ(r.error,
+              "invalid JSON in \"traceEvents\": '{' where ',' or ']' belongs (at byte 24)");
     ASSERT_EQ(events.events.size(), 1u);  // what came before was handed over
     EXPECT_EQ(events.events[0].first, R"({"a":1})");
 
     r = scan(R"({"traceEvents":[{"a":1}}])", chunk, out);
     EXPECT_FALSE(r.ok);
-    EXPECT_EQ(r.error, "invalid JSON in \"traceEvents\": '}' where ',' or ']' belongs (at byte 23)");
+    EXPECT_EQ(r.error,
+              "invalid JSON in \"traceEvents\": '}' where ',' or ']' belongs (at byte 23)");
   }
 }
 
@@ -390,8 +393,7 @@ TEST(JsonStream, LiteralAtTheEndOfACutDocument) {
     ChromeTraceScan r = scan(R"({"traceEvents": [{"a":1}, 12345)", chunk, out);
     EXPECT_TRUE(r.ok) << r.error;
     EXPECT_TRUE(r.truncated);
-    const std::vector<std::pair<std::string, int64_t>> want = {{R"({"a":1})", 17},
-                                                               {"12345", 26}};
+    const std::vector<std::pair<std::string, int64_t>> want = {{R"({"a":1})", 17}, {"12345", 26}};
     EXPECT_EQ(out.events, want);
 
     Collected top;
@@ -466,7 +468,8 @@ TEST(JsonStream, OversizedEventsAndValuesAreNotHeld) {
     EXPECT_EQ(r.events, 2);
     EXPECT_EQ(r.oversized_events, 1);
     EXPECT_EQ(r.oversized_values, 1);
-    EXPECT_EQ(r.largest_skipped, static_cast<int64_t>(std::max(big_event.size(), big_value.size())));
+    EXPECT_EQ(r.largest_skipped,
+              static_cast<int64_t>(std::max(big_event.size(), big_value.size())));
     ASSERT_EQ(out.events.size(), 2u);
     EXPECT_EQ(out.events[0].first, R"({"a":1})");
     EXPECT_EQ(out.events[1].first, R"({"b":2})");
@@ -488,7 +491,8 @@ TEST(JsonStream, OversizedEventsAndValuesAreNotHeld) {
 // A source that fails part way: its error is reported with the bytes read.
 class FailingSource : public ByteSource {
  public:
-  FailingSource(std::string bytes, std::string error) : bytes_(std::move(bytes)), error_(std::move(error)) {}
+  FailingSource(std::string bytes, std::string error)
+      : bytes_(std::move(bytes)), error_(std::move(error)) {}
   size_t read(char* buffer, size_t capacity) override {
     const size_t n = std::min(capacity, bytes_.size() - at_);
     std::memcpy(buffer, bytes_.data() + at_, n);
@@ -528,7 +532,8 @@ TEST(JsonStream, ErrorsAreOnePrintableLine) {
   Collected out;
   ChromeTraceScan r = scan("{\"x\n\x1b[31m\": [1, 2", 4096, out);
   EXPECT_FALSE(r.ok);
-  EXPECT_EQ(r.error, "the document ends inside the value of \"x??[31m\" (truncated file?) (at byte 17)");
+  EXPECT_EQ(r.error,
+            "the document ends inside the value of \"x??[31m\" (truncated file?) (at byte 17)");
   r = scan("{\"" + std::string(3000, 'k') + "\": {", 4096, out);
   EXPECT_FALSE(r.ok);
   EXPECT_LT(r.error.size(), 200u) << r.error;

@@ -164,20 +164,78 @@ const std::vector<std::string_view>& seeds() {
 // Fragments that steer mutations into the reader's corners.
 const std::vector<std::string>& tokens() {
   static const std::vector<std::string> kTokens = {
-      "\"", "\\", "{", "}", "[", "]", ",", ":", "\0"s, "\"\"", "{}", "[]", "null", "true",
-      "-", ".", "e", "0", "1e999", "-1e999", "99999999999999999999999", "-9223372036854775808",
-      "9223372036854775807", "18446744073709551616", "1.7976931348623157e308", "4e-324",
-      "9223372036854775.807", "-0.0005", "\"ts\": ", "\"dur\": ", "\"ph\": \"X\", ",
-      "\"cat\": \"cpu_op\", ", "\"cat\": \"kernel\", ", "\"cat\": \"python_function\", ",
-      "\"name\": \"nn.Module: A_0\", ", "\"Python parent id\": ", "\"Python id\": ",
-      "\"Input Dims\": ", "\"Input type\": ", "\"Input Strides\": ", "\"Concrete Inputs\": ",
-      "\"TensorList\"", "\"ScalarList\"", "\"Scalar\"", "\"GenericList\"", "\"[1, 2]\"",
-      "\"[\"", "\"True\"", "\"inf\"", "\"nan\"", "\"1.0000000000000001e-05\"",
-      "[[1, [2]], 3]", "[[[1]]]", "\"Sequence number\": ", "\"Fwd thread id\": ",
-      "\"External id\": ", "\"correlation\": ", "\"id\": ", "{\"ph\": \"s\", \"cat\": \"fwdbwd\", ",
-      "{\"ph\": \"f\", \"cat\": \"fwdbwd\", ", "\"traceEvents\": [", "\"deviceProperties\": ",
-      "\"distributedInfo\": ", "\"baseTimeNanoseconds\": ", "\\u0000", "\\ud800", "\\\"",
-      "\xEF\xBB\xBF", "\xff\xfe", "\xc3\xa9", "\xf0\x9f\x98\x80", "\x1f\x8b",
+      "\"",
+      "\\",
+      "{",
+      "}",
+      "[",
+      "]",
+      ",",
+      ":",
+      "\0"s,
+      "\"\"",
+      "{}",
+      "[]",
+      "null",
+      "true",
+      "-",
+      ".",
+      "e",
+      "0",
+      "1e999",
+      "-1e999",
+      "99999999999999999999999",
+      "-9223372036854775808",
+      "9223372036854775807",
+      "18446744073709551616",
+      "1.7976931348623157e308",
+      "4e-324",
+      "9223372036854775.807",
+      "-0.0005",
+      "\"ts\": ",
+      "\"dur\": ",
+      "\"ph\": \"X\", ",
+      "\"cat\": \"cpu_op\", ",
+      "\"cat\": \"kernel\", ",
+      "\"cat\": \"python_function\", ",
+      "\"name\": \"nn.Module: A_0\", ",
+      "\"Python parent id\": ",
+      "\"Python id\": ",
+      "\"Input Dims\": ",
+      "\"Input type\": ",
+      "\"Input Strides\": ",
+      "\"Concrete Inputs\": ",
+      "\"TensorList\"",
+      "\"ScalarList\"",
+      "\"Scalar\"",
+      "\"GenericList\"",
+      "\"[1, 2]\"",
+      "\"[\"",
+      "\"True\"",
+      "\"inf\"",
+      "\"nan\"",
+      "\"1.0000000000000001e-05\"",
+      "[[1, [2]], 3]",
+      "[[[1]]]",
+      "\"Sequence number\": ",
+      "\"Fwd thread id\": ",
+      "\"External id\": ",
+      "\"correlation\": ",
+      "\"id\": ",
+      "{\"ph\": \"s\", \"cat\": \"fwdbwd\", ",
+      "{\"ph\": \"f\", \"cat\": \"fwdbwd\", ",
+      "\"traceEvents\": [",
+      "\"deviceProperties\": ",
+      "\"distributedInfo\": ",
+      "\"baseTimeNanoseconds\": ",
+      "\\u0000",
+      "\\ud800",
+      "\\\"",
+      "\xEF\xBB\xBF",
+      "\xff\xfe",
+      "\xc3\xa9",
+      "\xf0\x9f\x98\x80",
+      "\x1f\x8b",
   };
   return kTokens;
 }
@@ -186,7 +244,9 @@ class Mutator {
  public:
   explicit Mutator(uint64_t seed) : rng_(seed) {}
 
-  size_t below(size_t n) { return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng_); }
+  size_t below(size_t n) {
+    return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng_);
+  }
 
   std::string next() {
     std::string s(seeds()[below(seeds().size())]);
@@ -228,14 +288,26 @@ class Mutator {
         break;
       }
       case 3: {  // a huge or odd number in place of one
-        static const char* const kNumbers[] = {
-            "1e999", "-1e999", "99999999999999999999999", "-9223372036854775808",
-            "9223372036854775807", "18446744073709551615", "1e-400", "-0", "0.0000000001",
-            "9223372036854775.808", "4294967296", "2147483648", "-1", "1.5"};
+        static const char* const kNumbers[] = {"1e999",
+                                               "-1e999",
+                                               "99999999999999999999999",
+                                               "-9223372036854775808",
+                                               "9223372036854775807",
+                                               "18446744073709551615",
+                                               "1e-400",
+                                               "-0",
+                                               "0.0000000001",
+                                               "9223372036854775.808",
+                                               "4294967296",
+                                               "2147483648",
+                                               "-1",
+                                               "1.5"};
         size_t at = s.find_first_of("0123456789", below(n + 1));
         if (at == std::string::npos) at = below(n + 1);
         size_t end = at;
-        while (end < s.size() && (std::isdigit(static_cast<unsigned char>(s[end])) || s[end] == '.')) ++end;
+        while (end < s.size() &&
+               (std::isdigit(static_cast<unsigned char>(s[end])) || s[end] == '.'))
+          ++end;
         s.replace(at, end - at, kNumbers[below(std::size(kNumbers))]);
         break;
       }
@@ -303,8 +375,7 @@ class Mutator {
 // Bytes from memory, at most `piece` at a time (the scanner asks for 4 MiB).
 class PieceSource : public ByteSource {
  public:
-  PieceSource(std::string_view bytes, size_t piece)
-      : inner_(memory_source(bytes)), piece_(piece) {}
+  PieceSource(std::string_view bytes, size_t piece) : inner_(memory_source(bytes)), piece_(piece) {}
   size_t read(char* buffer, size_t capacity) override {
     return inner_->read(buffer, std::min(capacity, piece_));
   }
@@ -319,11 +390,10 @@ class PieceSource : public ByteSource {
 std::string summary(bool ok, const std::string& error, const Trace& t, KinetoReader& reader) {
   std::string out = (ok ? "ok " : "failed ") + error + "\n";
   out += "events " + std::to_string(t.trace_events) + " skipped " +
-         std::to_string(t.stats.rows_skipped) + " truncated " +
-         std::to_string(t.truncated_input) + " activities " + std::to_string(t.activities.size()) +
-         " calls " + std::to_string(t.api_calls.size()) + " devices " +
-         std::to_string(t.devices.size()) + " pairs " + std::to_string(t.declared_pairs.size()) +
-         "\n";
+         std::to_string(t.stats.rows_skipped) + " truncated " + std::to_string(t.truncated_input) +
+         " activities " + std::to_string(t.activities.size()) + " calls " +
+         std::to_string(t.api_calls.size()) + " devices " + std::to_string(t.devices.size()) +
+         " pairs " + std::to_string(t.declared_pairs.size()) + "\n";
   for (const RangeRecord& r : t.ranges) {
     out += std::to_string(r.start) + " " + std::to_string(r.end) + " " +
            std::string(t.pool.get(r.name)) + " " + std::to_string(r.rf_tid) + " ";

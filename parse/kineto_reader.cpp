@@ -157,7 +157,8 @@ void write_scalar(JsonWriter& w, std::string_view text) {
       // Past 64-bit integers the shortest form can be a bare integer ("18446744073709551616")
       // that JSON readers such as simdjson refuse: write the exponent.
       char buffer[32];
-      auto [end, ec3] = std::to_chars(buffer, buffer + sizeof buffer, d, std::chars_format::scientific);
+      auto [end, ec3] =
+          std::to_chars(buffer, buffer + sizeof buffer, d, std::chars_format::scientific);
       if (ec3 == std::errc()) {
         w.raw_value(std::string_view(buffer, static_cast<size_t>(end - buffer)));
         return;

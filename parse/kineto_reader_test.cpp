@@ -72,8 +72,8 @@ TEST(KinetoTimes, ExponentForms) {
   EXPECT_EQ(ns_of("1.5e2"), 150000);
   EXPECT_EQ(ns_of("-2e3"), -2000000);
   EXPECT_EQ(ns_of("1e-3"), 1);
-  EXPECT_EQ(ns_of("4e-4"), 0);   // 0.4 ns
-  EXPECT_EQ(ns_of("6e-4"), 1);   // 0.6 ns
+  EXPECT_EQ(ns_of("4e-4"), 0);  // 0.4 ns
+  EXPECT_EQ(ns_of("6e-4"), 1);  // 0.6 ns
   EXPECT_EQ(ns_of("0e0"), 0);
   EXPECT_EQ(ns_of("1.695835535e15"), 1695835535000000000);
 }
@@ -94,10 +94,10 @@ TEST(KinetoTimes, TooLargeForInt64Nanoseconds) {
 
 TEST(KinetoTimes, GarbageAndNonFiniteText) {
   const std::string_view kGarbage[] = {
-      "",     " ",   "-",    ".",    "-.",   "+",    "e3",   ".e3",      "abc",  "1a",
-      "1.2.3", "0x10", "1e",  "1e+",  "+1",   "--1",  "1 2",  "1,5",      "NaN",  "nan",
-      "-nan", "inf", "-inf", "+inf", "Infinity", "1e5x", "\xd9\xa1", "1\0"sv, "\"1\"", "null",
-      "true", "[1]"};
+      "",         " ",    "-",        ".",     "-.",    "+",    "e3",   ".e3",
+      "abc",      "1a",   "1.2.3",    "0x10",  "1e",    "1e+",  "+1",   "--1",
+      "1 2",      "1,5",  "NaN",      "nan",   "-nan",  "inf",  "-inf", "+inf",
+      "Infinity", "1e5x", "\xd9\xa1", "1\0"sv, "\"1\"", "null", "true", "[1]"};
   for (std::string_view text : kGarbage) {
     int64_t ns = 12345;
     EXPECT_FALSE(KinetoReader::microseconds_to_ns(text, ns)) << "\"" << text << "\" -> " << ns;
@@ -164,9 +164,9 @@ TEST(KinetoDtypes, EveryTypeTorch213Writes) {
 
 TEST(KinetoDtypes, NonTensorTypesHaveNone) {
   // The other "Input type" values torch 2.13 writes, and near misses.
-  for (std::string_view type : {"", "Scalar", "ScalarList", "TensorList", "GenericList",
-                                "Float", "float32", "torch.float32", " float", "float ",
-                                "c10::Half ", "c10::dummy_int1_7_t<8>", "c10::bits"}) {
+  for (std::string_view type :
+       {"", "Scalar", "ScalarList", "TensorList", "GenericList", "Float", "float32",
+        "torch.float32", " float", "float ", "c10::Half ", "c10::dummy_int1_7_t<8>", "c10::bits"}) {
     EXPECT_EQ(KinetoReader::dtype_of_input_type(type), "") << "\"" << type << "\"";
   }
 }
@@ -198,60 +198,72 @@ std::string args_of(std::string_view kineto_args) {
 TEST(KinetoArgs, TensorsWithShapeDtypeAndStride) {
   // aten::addmm of a Linear(4, 3) on a (2, 4) input, torch 2.13.
   EXPECT_EQ(
-      args_of(R"({"External id": 5, "Sequence number": 1, "Fwd thread id": 0, "Record function id": 0, "Concrete Inputs": ["", "", "", "1", "1"], "Input type": ["float", "float", "float", "Scalar", "Scalar"], "Input Strides": [[1], [4, 1], [1, 4], [], []], "Input Dims": [[3], [2, 4], [4, 3], [], []], "Ev Idx": 4})"),
+      args_of(
+          R"({"External id": 5, "Sequence number": 1, "Fwd thread id": 0, "Record function id": 0, "Concrete Inputs": ["", "", "", "1", "1"], "Input type": ["float", "float", "float", "Scalar", "Scalar"], "Input Strides": [[1], [4, 1], [1, 4], [], []], "Input Dims": [[3], [2, 4], [4, 3], [], []], "Ev Idx": 4})"),
       R"({"0":{"shape":[3],"dtype":"float32","stride":[1]},"1":{"shape":[2,4],"dtype":"float32","stride":[4,1]},"2":{"shape":[4,3],"dtype":"float32","stride":[1,4]},"3":1,"4":1})");
 }
 
 TEST(KinetoArgs, ZeroDimTensors) {
   // x.add(2) with x = torch.zeros(()): the Scalar became a 0-dim long tensor ("wrapped number").
   EXPECT_EQ(
-      args_of(R"({"Concrete Inputs": ["", "", "1"], "Input type": ["float", "long int", "Scalar"], "Input Strides": [[], [], []], "Input Dims": [[], [], []]})"),
+      args_of(
+          R"({"Concrete Inputs": ["", "", "1"], "Input type": ["float", "long int", "Scalar"], "Input Strides": [[], [], []], "Input Dims": [[], [], []]})"),
       R"({"0":{"shape":[],"dtype":"float32","stride":[]},"1":{"shape":[],"dtype":"int64","stride":[]},"2":1})");
 }
 
 TEST(KinetoArgs, ScalarsAndScalarLists) {
   // aten::layer_norm(x, [3], None, None, 1e-05, True), torch 2.13.
   EXPECT_EQ(
-      args_of(R"({"Concrete Inputs": ["", "[3]", "", "", "1.0000000000000001e-05", "True"], "Input type": ["float", "ScalarList", "", "", "Scalar", "Scalar"], "Input Strides": [[3, 1], [], [], [], [], []], "Input Dims": [[2, 3], [], [], [], [], []]})"),
+      args_of(
+          R"({"Concrete Inputs": ["", "[3]", "", "", "1.0000000000000001e-05", "True"], "Input type": ["float", "ScalarList", "", "", "Scalar", "Scalar"], "Input Strides": [[3, 1], [], [], [], [], []], "Input Dims": [[2, 3], [], [], [], [], []]})"),
       R"({"0":{"shape":[2,3],"dtype":"float32","stride":[3,1]},"1":[3],"2":null,"3":null,"4":1e-05,"5":true})");
   // aten::sum(x, [], False, None); aten::as_strided(x, [1, 1], [0, 0], None).
   EXPECT_EQ(
-      args_of(R"({"Concrete Inputs": ["", "[]", "False", ""], "Input type": ["float", "ScalarList", "Scalar", ""], "Input Strides": [[3, 1], [], [], []], "Input Dims": [[2, 3], [], [], []]})"),
+      args_of(
+          R"({"Concrete Inputs": ["", "[]", "False", ""], "Input type": ["float", "ScalarList", "Scalar", ""], "Input Strides": [[3, 1], [], [], []], "Input Dims": [[2, 3], [], [], []]})"),
       R"({"0":{"shape":[2,3],"dtype":"float32","stride":[3,1]},"1":[],"2":false,"3":null})");
   EXPECT_EQ(
-      args_of(R"({"Concrete Inputs": ["", "[1, 1]", "[0, 0]", ""], "Input type": ["float", "ScalarList", "ScalarList", ""], "Input Strides": [[], [], [], []], "Input Dims": [[], [], [], []]})"),
+      args_of(
+          R"({"Concrete Inputs": ["", "[1, 1]", "[0, 0]", ""], "Input type": ["float", "ScalarList", "ScalarList", ""], "Input Strides": [[], [], [], []], "Input Dims": [[], [], [], []]})"),
       R"({"0":{"shape":[],"dtype":"float32","stride":[]},"1":[1,1],"2":[0,0],"3":null})");
   // aten::fill_(x, 0.) and torch.clamp(x, max=inf): a float, and one JSON cannot hold.
-  std::string fill = args_of(R"({"Concrete Inputs": ["", "0."], "Input type": ["float", "Scalar"], "Input Strides": [[0, 0], []], "Input Dims": [[1, 1], []]})");
+  std::string fill = args_of(
+      R"({"Concrete Inputs": ["", "0."], "Input type": ["float", "Scalar"], "Input Strides": [[0, 0], []], "Input Dims": [[1, 1], []]})");
   simdjson::dom::parser parser;
   double zero = -1;
   ASSERT_EQ(parser.parse(fill)["1"].get_double().get(zero), simdjson::SUCCESS) << fill;
   EXPECT_EQ(zero, 0.0);
   EXPECT_EQ(
-      args_of(R"({"Concrete Inputs": ["", "", "inf"], "Input type": ["float", "", "Scalar"], "Input Strides": [[3, 1], [], []], "Input Dims": [[2, 3], [], []]})"),
+      args_of(
+          R"({"Concrete Inputs": ["", "", "inf"], "Input type": ["float", "", "Scalar"], "Input Strides": [[3, 1], [], []], "Input Dims": [[2, 3], [], []]})"),
       R"({"0":{"shape":[2,3],"dtype":"float32","stride":[3,1]},"1":null,"2":"inf"})");
   // Scalars that are neither numbers nor booleans stay text; list items likewise.
   EXPECT_EQ(
-      args_of(R"({"Concrete Inputs": ["cpu", " -3 ", "nan", "[1.5, x, True]", "a\"b\\c\u0001 "], "Input type": ["Scalar", "Scalar", "Scalar", "ScalarList", "Scalar"], "Input Dims": [[], [], [], [], []]})"),
+      args_of(
+          R"({"Concrete Inputs": ["cpu", " -3 ", "nan", "[1.5, x, True]", "a\"b\\c\u0001 "], "Input type": ["Scalar", "Scalar", "Scalar", "ScalarList", "Scalar"], "Input Dims": [[], [], [], [], []]})"),
       R"({"0":"cpu","1":-3,"2":"nan","3":[1.5,"x",true],"4":"a\"b\\c\u0001"})");
   // Numbers past 64-bit integers: simdjson refuses a bare 18446744073709551616, so they keep
   // an exponent.
   EXPECT_EQ(
-      args_of(R"({"Concrete Inputs": ["18446744073709551615", "-1e19", "1.8446744073709552e+19", "9223372036854775807", "[18446744073709551616]"], "Input type": ["Scalar", "Scalar", "Scalar", "Scalar", "ScalarList"], "Input Dims": [[], [], [], [], []]})"),
+      args_of(
+          R"({"Concrete Inputs": ["18446744073709551615", "-1e19", "1.8446744073709552e+19", "9223372036854775807", "[18446744073709551616]"], "Input type": ["Scalar", "Scalar", "Scalar", "Scalar", "ScalarList"], "Input Dims": [[], [], [], [], []]})"),
       R"({"0":1.8446744073709552e+19,"1":-1e+19,"2":1.8446744073709552e+19,"3":9223372036854775807,"4":[1.8446744073709552e+19]})");
   // A ScalarList whose text is not a bracketed list is kept as text.
-  EXPECT_EQ(args_of(R"({"Concrete Inputs": ["1, 2"], "Input type": ["ScalarList"], "Input Dims": [[]]})"),
-            R"({"0":"1, 2"})");
+  EXPECT_EQ(
+      args_of(R"({"Concrete Inputs": ["1, 2"], "Input type": ["ScalarList"], "Input Dims": [[]]})"),
+      R"({"0":"1, 2"})");
 }
 
 TEST(KinetoArgs, TensorLists) {
   // torch.cat([a, a.t().contiguous().t()], 0), torch 2.13: shapes and strides per tensor.
   EXPECT_EQ(
-      args_of(R"({"External id": 240, "Concrete Inputs": ["", "0"], "Input type": ["TensorList", "Scalar"], "Input Strides": [[[3, 1], [1, 2]], []], "Input Dims": [[[2, 3], [2, 3]], []]})"),
+      args_of(
+          R"({"External id": 240, "Concrete Inputs": ["", "0"], "Input type": ["TensorList", "Scalar"], "Input Strides": [[[3, 1], [1, 2]], []], "Input Dims": [[[2, 3], [2, 3]], []]})"),
       R"({"0":[{"shape":[2,3],"stride":[3,1]},{"shape":[2,3],"stride":[1,2]}],"1":0})");
   // Strides missing for the second tensor, or for all.
   EXPECT_EQ(
-      args_of(R"({"Input type": ["TensorList"], "Input Strides": [[[1]]], "Input Dims": [[[4], [5, 6]]]})"),
+      args_of(
+          R"({"Input type": ["TensorList"], "Input Strides": [[[1]]], "Input Dims": [[[4], [5, 6]]]})"),
       R"({"0":[{"shape":[4],"stride":[1]},{"shape":[5,6]}]})");
   EXPECT_EQ(args_of(R"({"Input type": ["TensorList"], "Input Dims": [[[4], []]]})"),
             R"({"0":[{"shape":[4]},{"shape":[]}]})");
@@ -296,8 +308,10 @@ TEST(KinetoArgs, ListsOfUnequalLength) {
   ASSERT_EQ(parser.parse(out).get(object), simdjson::SUCCESS) << out;
   EXPECT_EQ(object.size(), 3u) << out;
   // Strides longer or shorter than the shape are left out.
-  EXPECT_EQ(args_of(R"({"Input type": ["float", "float"], "Input Dims": [[2, 3], [4]], "Input Strides": [[1], [1, 1]]})"),
-            R"({"0":{"shape":[2,3],"dtype":"float32"},"1":{"shape":[4],"dtype":"float32"}})");
+  EXPECT_EQ(
+      args_of(
+          R"({"Input type": ["float", "float"], "Input Dims": [[2, 3], [4]], "Input Strides": [[1], [1, 1]]})"),
+      R"({"0":{"shape":[2,3],"dtype":"float32"},"1":{"shape":[4],"dtype":"float32"}})");
 }
 
 // Values of the wrong kind anywhere: never throws, output is always valid JSON (or empty).
@@ -433,7 +447,8 @@ TEST(KinetoRead, KernelsJoinTheirLaunchProcess) {
   EXPECT_EQ(kernel.grid[1], 1);
   EXPECT_EQ(kernel.block[0], 128);
   EXPECT_EQ(kernel.registers, 16);
-  EXPECT_TRUE(name_of(t, kernel.long_name).starts_with("void at::native::vectorized_elementwise_kernel<4,"));
+  EXPECT_TRUE(name_of(t, kernel.long_name)
+                  .starts_with("void at::native::vectorized_elementwise_kernel<4,"));
   EXPECT_EQ(name_of(t, kernel.short_name), "vectorized_elementwise_kernel");
 
   const GpuActivity& copy = t.activities[1];
@@ -474,8 +489,9 @@ TEST(KinetoRead, KernelsJoinTheirLaunchProcess) {
   EXPECT_EQ(op.start, 100500);
   EXPECT_EQ(op.end, 120500);
   ASSERT_TRUE(op.has_args);
-  EXPECT_EQ(r->reader->fetch_text(t, op.text).substr(op.args_offset, op.args_length),
-            R"({"0":{"shape":[1024],"dtype":"float32","stride":[1]},"1":{"shape":[1024],"dtype":"float32","stride":[1]},"2":1})");
+  EXPECT_EQ(
+      r->reader->fetch_text(t, op.text).substr(op.args_offset, op.args_length),
+      R"({"0":{"shape":[1024],"dtype":"float32","stride":[1]},"1":{"shape":[1024],"dtype":"float32","stride":[1]},"2":1})");
 
   ASSERT_EQ(t.devices.size(), 2u);
   EXPECT_EQ(t.devices[0].id, 0);
@@ -493,9 +509,9 @@ TEST(KinetoRead, KernelsJoinTheirLaunchProcess) {
 
   // Every event is counted by what it is.
   std::vector<std::pair<std::string, int64_t>> want = {
-      {"ac2g flow", 1},  {"cpu_op", 1},         {"cuda_runtime", 2}, {"gpu_memcpy", 1},
-      {"gpu_memset", 1}, {"instant (i)", 1},    {"kernel", 1},       {"metadata (M)", 1},
-      {"user_annotation", 1}};
+      {"ac2g flow", 1},  {"cpu_op", 1},       {"cuda_runtime", 2},
+      {"gpu_memcpy", 1}, {"gpu_memset", 1},   {"instant (i)", 1},
+      {"kernel", 1},     {"metadata (M)", 1}, {"user_annotation", 1}};
   EXPECT_EQ(t.event_counts, want);
 }
 
@@ -532,7 +548,8 @@ TEST(KinetoRead, FwdBwdFlowsNameTheForwardThread) {
   const Trace& t = r->trace;
   EXPECT_TRUE(t.warnings.empty()) << t.warnings[0].category;
   // Forward ops with a sequence number get the backward nodes' RecordFunction thread id.
-  for (std::string_view op : {"aten::linear", "aten::t", "aten::addmm", "aten::relu", "aten::sum"}) {
+  for (std::string_view op :
+       {"aten::linear", "aten::t", "aten::addmm", "aten::relu", "aten::sum"}) {
     const int i = index_of(t, op);
     ASSERT_GE(i, 0) << op;
     EXPECT_EQ(t.ranges[i].kind, MarkerKind::kOp) << op;
@@ -670,7 +687,7 @@ TEST(KinetoRead, BadEventsAreCountedAndTheRestKept) {
   EXPECT_EQ(name_of(t, t.ranges[2].name), "negative dur");
   EXPECT_EQ(t.ranges[2].end, t.ranges[2].start);
   EXPECT_EQ(t.stats.ranges_end_before_start, 1);
-  EXPECT_EQ(name_of(t, t.ranges[3].name), "");  // a name that is not a string
+  EXPECT_EQ(name_of(t, t.ranges[3].name), "");    // a name that is not a string
   EXPECT_EQ(t.ranges[3].end, t.ranges[3].start);  // no dur: an instant
 }
 
@@ -701,7 +718,8 @@ TEST(KinetoRead, NotAChromeTrace) {
   r = read_trace("");
   EXPECT_FALSE(r->ok);
   // The JSON Array Format is a trace.
-  r = read_trace(R"([{"ph": "X", "cat": "user_annotation", "name": "step", "pid": 1, "tid": 1, "ts": 1, "dur": 1}])");
+  r = read_trace(
+      R"([{"ph": "X", "cat": "user_annotation", "name": "step", "pid": 1, "tid": 1, "ts": 1, "dur": 1}])");
   ASSERT_TRUE(r->ok) << r->error;
   EXPECT_EQ(r->trace.ranges.size(), 1u);
   // Odd top-level values are warned about, not fatal.
