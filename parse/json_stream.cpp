@@ -165,6 +165,27 @@ size_t next_special(const char* data, size_t p, size_t end, bool in_string) {
 #endif
 }
 
+// While a value is handed to a visitor, the kJsonPadding bytes after it read as zeros (as in a
+// simdjson::padded_string): they are the document's next bytes, or stale ones past a read's end,
+// and simdjson's On-Demand parser lets them decide whether some damaged values parse (a string
+// where a key belongs), so an event could be kept or skipped by where a read happened to end.
+// The bytes are put back afterwards (they may be the next value's).
+class ZeroPadding {
+ public:
+  explicit ZeroPadding(std::string_view value)
+      : after_(const_cast<char*>(value.data()) + value.size()) {
+    std::memcpy(saved_, after_, kJsonPadding);
+    std::memset(after_, 0, kJsonPadding);
+  }
+  ~ZeroPadding() { std::memcpy(after_, saved_, kJsonPadding); }
+  ZeroPadding(const ZeroPadding&) = delete;
+  ZeroPadding& operator=(const ZeroPadding&) = delete;
+
+ private:
+  char* after_;
+  char saved_[kJsonPadding];
+};
+
 // Scanning (finding where each event ends) runs on its own thread, ahead of the caller's
 // parsing: the scanner hands over batches of events that point into the buffer they were read
 // into, and the buffer goes with them; buffers come back to a pool once parsed.
@@ -277,6 +298,9 @@ class Scanner {
   void run() {
     result_.ok = true;
     if (!skip_space()) return fail_empty();
+    // A source may hand over fewer bytes than asked: the whole byte order mark before judging.
+    while (offset() == 0 && size_ - pos_ < 3 && fill(pos_)) {
+    }
     if (offset() == 0 && size_ - pos_ >= 3 &&
         std::memcmp(buffer_.get() + pos_, "\xEF\xBB\xBF", 3) == 0) {
       pos_ += 3;  // UTF-8 byte order mark
@@ -305,6 +329,15 @@ class Scanner {
     char hex[8];
     std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned char>(c));
     return std::string("byte ") + hex;
+  }
+
+  // A key as a message quotes it: the one line must stay one printable line whatever a damaged
+  // document holds there (newlines, escape sequences, megabytes).
+  static std::string printable(std::string_view text) {
+    std::string out;
+    for (char c : text.substr(0, 60)) out += c >= 0x20 && c < 0x7f ? c : '?';
+    if (text.size() > 60) out += "...";
+    return out;
   }
 
   void fail(std::string message) {
@@ -344,7 +377,6 @@ class Scanner {
     }
     keep = std::min(keep, size_);
     const size_t kept = size_ - keep;
-    flush();
     // Room for what is kept and a chunk; a value larger than a chunk in progress grows it by
     // doubling, never past what the largest value kept can need (the limits, not the document).
     size_t wanted = kept + limits_.chunk_bytes + kJsonPadding;
@@ -355,7 +387,10 @@ class Scanner {
     }
     size_t capacity = 0;
     std::shared_ptr<char[]> next = pool_.get(wanted, capacity);
+    // The kept bytes are copied out before the events go: the reader zeroes the bytes after
+    // each event while it parses it (ZeroPadding), and they may be the start of these.
     if (kept > 0) std::memcpy(next.get(), buffer_.get() + keep, kept);
+    flush();
     buffer_ = std::move(next);
     capacity_ = capacity;
     base_ += static_cast<int64_t>(keep);
@@ -448,17 +483,18 @@ class Scanner {
         start = p;
       }
       pos_ = p;
-      if (!fill(start)) {
-        if (!nested && !string && (p > start || dropped > 0)) {  // a literal at the very end
+      const bool more = fill(start);
+      // fill() may have moved the bytes even when it read nothing more: positions again.
+      p = pos_;
+      start = skipping ? p : pos_ - held;
+      if (!more) {
+        if (!nested && !string && (held > 0 || dropped > 0)) {  // a literal at the very end
           done = true;
-          p = size_;
           break;
         }
         pos_ = size_;
         return false;
       }
-      p = pos_;
-      start = skipping ? p : pos_ - held;
     }
     const size_t length = p - start;
     pos_ = p;
@@ -563,7 +599,7 @@ class Scanner {
       }
       std::string_view value;
       if (!capture(limits_.max_top_level_bytes, value, skipped)) {
-        ended_early(("the value of \"" + key + "\"").c_str());
+        ended_early(("the value of \"" + printable(key) + "\"").c_str());
         return false;
       }
       if (skipped > 0) {
@@ -641,6 +677,7 @@ ChromeTraceScan scan_chrome_trace(ByteSource& source, ChromeTraceVisitor& visito
   while (queue.pop(batch)) {
     try {
       for (const ScanItem& item : batch.items) {
+        ZeroPadding padding(item.json);
         if (item.top_level) {
           visitor.on_top_level(item.key, item.json);
         } else {

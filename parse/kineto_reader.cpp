@@ -153,6 +153,17 @@ void write_scalar(JsonWriter& w, std::string_view text) {
   double d;
   auto [q, ec2] = std::from_chars(first, last, d);
   if (!text.empty() && ec2 == std::errc() && q == last) {
+    if (std::isfinite(d) && std::fabs(d) >= 9.2e18) {
+      // Past 64-bit integers the shortest form can be a bare integer ("18446744073709551616")
+      // that JSON readers such as simdjson refuse: write the exponent.
+      char buffer[32];
+      auto [end, ec3] =
+          std::to_chars(buffer, buffer + sizeof buffer, d, std::chars_format::scientific);
+      if (ec3 == std::errc()) {
+        w.raw_value(std::string_view(buffer, static_cast<size_t>(end - buffer)));
+        return;
+      }
+    }
     w.number(d);
     return;
   }
@@ -403,6 +414,26 @@ std::string_view KinetoReader::dtype_of_input_type(std::string_view type) {
       {"c10::qint32", "qint32"},
       {"c10::quint4x2", "quint4x2"},
       {"c10::quint2x4", "quint2x4"},
+      {"c10::bits1x8", "bits1x8"},
+      {"c10::bits2x4", "bits2x4"},
+      {"c10::bits4x2", "bits4x2"},
+      {"c10::bits8", "bits8"},
+      {"c10::bits16", "bits16"},
+      // torch.int1..int7 and uint1..uint7 (sub-byte types; "c10::dummy_uint1_7_t<4>" is uint4)
+      {"c10::dummy_int1_7_t<1>", "int1"},
+      {"c10::dummy_int1_7_t<2>", "int2"},
+      {"c10::dummy_int1_7_t<3>", "int3"},
+      {"c10::dummy_int1_7_t<4>", "int4"},
+      {"c10::dummy_int1_7_t<5>", "int5"},
+      {"c10::dummy_int1_7_t<6>", "int6"},
+      {"c10::dummy_int1_7_t<7>", "int7"},
+      {"c10::dummy_uint1_7_t<1>", "uint1"},
+      {"c10::dummy_uint1_7_t<2>", "uint2"},
+      {"c10::dummy_uint1_7_t<3>", "uint3"},
+      {"c10::dummy_uint1_7_t<4>", "uint4"},
+      {"c10::dummy_uint1_7_t<5>", "uint5"},
+      {"c10::dummy_uint1_7_t<6>", "uint6"},
+      {"c10::dummy_uint1_7_t<7>", "uint7"},
   };
   auto it = kDtypes.find(type);
   return it == kDtypes.end() ? std::string_view{} : it->second;
