@@ -17,9 +17,11 @@ namespace {
 
 uint64_t thread_key(uint32_t pid, uint32_t tid) { return (uint64_t{pid} << 32) | tid; }
 
-RangeContext extend(const RangeContext* parent, const RangeRecord& r, int32_t index) {
+RangeContext extend(const RangeContext* parent, const RangeRecord& r, int32_t index,
+                    bool engine_step) {
   RangeContext c = parent ? *parent : RangeContext{};
   c.depth = parent ? parent->depth + 1 : 1;
+  if (engine_step) c.engine_step = index;
   switch (r.kind) {
     case MarkerKind::kOp:
       if (r.dialect == Dialect::kPyprof || r.dialect == Dialect::kKineto) c.pyprof_op = index;
@@ -136,6 +138,15 @@ void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_ca
     int32_t kind;     // 0 range, 1 call: at equal start a range contains the call
     int32_t index;
   };
+  // By pool id: whether a user range's name is the autograd engine's per-node step.
+  std::vector<char> engine_step_name(trace.pool.size(), 0);
+  for (const auto& r : trace.ranges) {
+    if (r.kind == MarkerKind::kUser && !engine_step_name[r.name] &&
+        trace.pool.get(r.name).starts_with("autograd::engine::evaluate_function: ")) {
+      engine_step_name[r.name] = 1;
+    }
+  }
+  out.node_of_step.assign(trace.ranges.size(), -1);
   std::vector<Item> items;
   items.reserve(trace.ranges.size() + needed_calls.size());
   for (size_t i = 0; i < trace.ranges.size(); ++i) {
@@ -182,7 +193,13 @@ void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_ca
     auto& r = trace.ranges[item.index];
     out.rank[item.index] = ++next_rank;
     r.parent = parent;
-    out.contexts[item.index] = extend(parent >= 0 ? &out.contexts[parent] : nullptr, r, item.index);
+    out.contexts[item.index] = extend(parent >= 0 ? &out.contexts[parent] : nullptr, r, item.index,
+                                      r.kind == MarkerKind::kUser && engine_step_name[r.name]);
+    const RangeContext& made = out.contexts[item.index];
+    if (r.kind == MarkerKind::kBackwardNode && made.engine_step >= 0 &&
+        out.node_of_step[made.engine_step] < 0) {
+      out.node_of_step[made.engine_step] = item.index;
+    }
     stack.push_back(item.index);
   }
 }
@@ -195,12 +212,17 @@ void attribute(const Trace& trace, const Correlation& corr, const ForwardOps& fo
   if (innermost < 0) return;
   const RangeContext& c = corr.contexts[innermost];
   int32_t op = self >= 0 ? self : context_op(c);
-  if (c.node >= 0) {
-    const RangeRecord& node = trace.ranges[c.node];
+  // Inside a node, or in the engine's step around it (then beside the node, not in it).
+  const int32_t node_index = c.node >= 0          ? c.node
+                             : c.engine_step >= 0 ? corr.node_of_step[c.engine_step]
+                                                  : -1;
+  if (node_index >= 0) {
+    const RangeRecord& node = trace.ranges[node_index];
     a.dir = Direction::kBackward;
-    a.node = c.node;
+    a.node = node_index;
     a.seq = node.seq;
-    if (op >= 0 && op != c.node && corr.contexts[op].depth > corr.contexts[c.node].depth) {
+    if (op >= 0 && op != node_index &&
+        (c.node < 0 || corr.contexts[op].depth > corr.contexts[node_index].depth)) {
       a.bwd_op = op;
     }
     const int32_t fwd =
@@ -267,7 +289,8 @@ Correlation correlate(Trace& trace) {
   for (size_t i = 0; i < trace.ranges.size(); ++i) {
     const auto& r = trace.ranges[i];
     if (r.kind != MarkerKind::kOp || r.seq < 0 || r.shape == RangeShape::kMark) continue;
-    if (out.contexts[i].node >= 0) continue;  // ops run by backward are not forward ops
+    // Ops run by backward (in a node, or in the engine's step around it) are not forward ops.
+    if (out.contexts[i].node >= 0 || out.contexts[i].engine_step >= 0) continue;
     forward_ops.add(pair_key_of_op(r), r.start, out.contexts[i].depth, static_cast<int32_t>(i));
   }
   forward_ops.finish();

@@ -31,7 +31,11 @@ struct RangeContext {
   int32_t module = -1;      // innermost module marker
   int32_t trace = -1;       // innermost legacy traceMarker
   int32_t op_or_node = -1;  // innermost op or backward node (CPU self time)
-  int32_t depth = 0;        // number of enclosing ranges, itself included
+  // Innermost "autograd::engine::evaluate_function: X" range: the engine's step that runs node
+  // X, and around it the work the node's own range does not cover (gradient accumulation,
+  // reductions of broadcast gradients): backward work all the same.
+  int32_t engine_step = -1;
+  int32_t depth = 0;  // number of enclosing ranges, itself included
 };
 
 // The result for one GPU activity or one op instance.
@@ -69,6 +73,8 @@ struct Correlation {
   // Per range: its position in (process, thread, start) order, 1-based: an instance number
   // that does not depend on the order of the rows in the database.
   std::vector<int32_t> rank;
+  // Per range: for an engine step, the backward node it runs (-1 otherwise, or none seen).
+  std::vector<int32_t> node_of_step;
   bool cpu_only = false;  // no GPU activity: records are op instances
   CorrelationStats stats;
 };

@@ -142,7 +142,7 @@ def cpu_synth_db():
 
 def test_formats_md_record_keys_are_the_keys_parse_writes(tmp_path):
     traces = sorted(os.path.join(testlib.DATA, name) for name in os.listdir(testlib.DATA)
-                    if name.endswith((".sqlite", ".sql")))
+                    if name.endswith((".sqlite", ".sql", ".json.gz")))
     assert traces, "no traces in tests/data"
     for name, db in (("synthetic_gpu.sqlite", gpu_synth_db()),
                      ("synthetic_cpu_only.sqlite", cpu_synth_db())):

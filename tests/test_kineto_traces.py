@@ -6,6 +6,7 @@ The four small traces are copies in tests/data (see its README); the three large
 from ../shared/traces/real, and their tests skip when that folder is not there.
 """
 
+import bisect
 import collections
 import decimal
 import gc
@@ -115,9 +116,22 @@ class Oracle:
         # evaluate_function wrappers and ProfilerStep#N are user ranges).
         self.op_ranges = [e for e in self.cpu_ops if not e["name"].startswith(
             (EVALUATE_FUNCTION, "ProfilerStep#"))]
-        for e in self.op_ranges + self.calls + self.gpu_rows:
+        # The engine's per-node steps: work in one beside its node is the node's backward work.
+        self.steps = [e for e in self.cpu_ops if e["name"].startswith(EVALUATE_FUNCTION)]
+        for e in self.op_ranges + self.calls + self.gpu_rows + self.steps:
             e["_start"] = ns(e["ts"])
             e["_end"] = e["_start"] + ns(e["dur"])
+        self.nodes_on_thread = collections.defaultdict(list)
+        for e in sorted(self.op_ranges, key=lambda e: (e["_start"], -e["_end"])):
+            if is_backward_node(e["name"]):
+                self.nodes_on_thread[(e["pid"], e["tid"])].append(e)
+        self.steps_on_thread = collections.defaultdict(list)
+        for e in sorted(self.steps, key=lambda e: e["_start"]):
+            self.steps_on_thread[(e["pid"], e["tid"])].append(e)
+        self.node_starts = collections.defaultdict(list, {
+            t: [e["_start"] for e in v] for t, v in self.nodes_on_thread.items()})
+        self.step_starts = collections.defaultdict(list, {
+            t: [e["_start"] for e in v] for t, v in self.steps_on_thread.items()})
         self.ops_on_thread = collections.defaultdict(list)
         for e in self.op_ranges:
             self.ops_on_thread[(e["pid"], e["tid"])].append(e)
@@ -148,6 +162,24 @@ class Oracle:
                 else:
                     open_ranges.append(e)
         return around
+
+    def _node_of_step_around(self, call):
+        """The backward node run by the innermost engine step (evaluate_function) holding the
+        call, or None: the outermost node inside that step."""
+        thread = (call["pid"], call["tid"])
+        steps, step_starts = self.steps_on_thread[thread], self.step_starts[thread]
+        at = bisect.bisect_right(step_starts, call["_start"])
+        for step in reversed(steps[max(0, at - 8):at]):  # steps nest only a few deep
+            if step["_end"] < call["_end"]:
+                continue
+            nodes, node_starts = self.nodes_on_thread[thread], self.node_starts[thread]
+            for n in nodes[bisect.bisect_left(node_starts, step["_start"]):]:
+                if n["_start"] > step["_end"]:
+                    break
+                if n["_end"] <= step["_end"]:
+                    return n
+            return None
+        return None
 
     def _starting_at(self, pid, tid, ts, want_node: bool) -> list:
         """The innermost op (or node) on a thread that starts at ts: several when they tie."""
@@ -194,6 +226,9 @@ class Oracle:
         if not around:
             return {"dir": None, "op": {None}}
         if not nodes:
+            node = self._node_of_step_around(call)
+            if node is not None:
+                return {"dir": "bprop", "bwd_node": {node["name"]}, "bwd_op": innermost(around)}
             return {"dir": "fprop", "op": innermost(around)}
         node = nodes[-1]
         inside = [e for e in around if not is_backward_node(e["name"])
@@ -315,11 +350,14 @@ def test_backward_work_lands_on_the_forward_op_the_fwdbwd_flow_names(name):
 def test_nccl_trace_every_backward_record_is_paired():
     oracle, _, records, summary = parsed("nccl")
     bprop = [r for r in records if r["dir"] == "bprop"]
-    # Every node that launched GPU work has its flow here (AccumulateGrad launched none).
-    assert {r["bwd_node_id"] for r in bprop} <= set(oracle.flow_pairs)
+    # Every node that launched GPU work has its flow here, but AccumulateGrad, which has no
+    # forward op (its engine step's gradient accumulation is backward work all the same).
+    accumulate = [r for r in bprop if r["bwd_node"] == "torch::autograd::AccumulateGrad"]
+    assert accumulate and all(not r["paired"] and r["seq"] == -1 for r in accumulate)
+    assert {r["bwd_node_id"] for r in bprop if r not in accumulate} <= set(oracle.flow_pairs)
     assert len(oracle.flow_pairs) == 543
-    assert f"backward: {len(bprop)} records, {len(bprop)} paired with their forward op, " \
-           "0 unpaired" in summary
+    assert f"backward: {len(bprop)} records, {len(bprop) - len(accumulate)} paired with their " \
+           f"forward op, {len(accumulate)} unpaired" in summary
 
 
 @pytest.mark.parametrize("name", with_slow(["control", "test"]))

@@ -198,11 +198,23 @@ def test_ops_inside_backward_are_bprop(parsed):
     by_id = {rec["id"]: rec for rec in records}
     all_ops = op_markers(ranges)
     parent = nest(all_ops)
+    # With the autograd engine's per-node steps ("autograd::engine::evaluate_function: X"):
+    # an op beside node X in its step (gradient accumulation, the reduction of a broadcast
+    # gradient) is X's backward work.
+    with_steps = [r for r in pyprof_db.ops(ranges) if r.marker["scope"] in ("function", "backward")]
+    step_parent = nest(with_steps)
     for r in all_ops:
         if r.marker["scope"] != "function":
             continue
         node = next((a for a in ancestors(r, parent) if a.marker["scope"] == "backward"), None)
         rec = by_id[r.marker["id"]]
+        step = next((a for a in ancestors(r, step_parent)
+                     if a.marker["op"].startswith(ENGINE_WRAPPER)), None)
+        if node is None and step is not None:
+            assert rec["dir"] == "bprop", rec
+            assert rec["bwd_node"] == step.marker["op"][len(ENGINE_WRAPPER):]
+            assert rec["bwd_op"] == r.marker["op"]
+            continue
         if node is None:
             assert rec["dir"] == "fprop"
             assert rec["op"] == r.marker["op"]
