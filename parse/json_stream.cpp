@@ -288,9 +288,14 @@ class BatchQueue {
 
 class Scanner {
  public:
-  Scanner(ByteSource& source, BatchQueue& queue, BufferPool& pool, const ChromeTraceLimits& limits,
-          ChromeTraceScan& result)
-      : source_(source), queue_(queue), pool_(pool), limits_(limits), result_(result) {
+  Scanner(ByteSource& source, BatchQueue& queue, BufferPool& pool, const ChromeTraceVisitor& filter,
+          const ChromeTraceLimits& limits, ChromeTraceScan& result)
+      : source_(source),
+        queue_(queue),
+        pool_(pool),
+        filter_(filter),
+        limits_(limits),
+        result_(result) {
     buffer_ = pool_.get(limits_.chunk_bytes + kJsonPadding, capacity_);
   }
   ~Scanner() { flush(); }
@@ -528,7 +533,12 @@ class Scanner {
         result_.largest_skipped = std::max(result_.largest_skipped, skipped);
       } else {
         ++result_.events;
-        batch_.items.push_back({event, at, false, {}});
+        if (const int slot = filter_.drop_unparsed(event); slot >= 0) {
+          if (result_.dropped.size() <= static_cast<size_t>(slot)) result_.dropped.resize(slot + 1);
+          ++result_.dropped[slot];
+        } else {
+          batch_.items.push_back({event, at, false, {}});
+        }
       }
       if (!skip_space()) {
         ended_early("\"traceEvents\"");
@@ -614,6 +624,7 @@ class Scanner {
   ByteSource& source_;
   BatchQueue& queue_;
   BufferPool& pool_;
+  const ChromeTraceVisitor& filter_;
   const ChromeTraceLimits& limits_;
   ChromeTraceScan& result_;
   // Hands the events found so far over, with the buffer they point into.
@@ -666,7 +677,7 @@ ChromeTraceScan scan_chrome_trace(ByteSource& source, ChromeTraceVisitor& visito
   std::exception_ptr scanner_failure;
   std::thread scanner([&] {
     try {
-      Scanner(source, queue, pool, limits, result).run();
+      Scanner(source, queue, pool, visitor, limits, result).run();
     } catch (...) {  // out of memory: the caller rethrows it
       scanner_failure = std::current_exception();
     }

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace pyprof::parse {
 
@@ -46,6 +47,14 @@ class ChromeTraceVisitor {
   virtual void on_event(std::string_view json, int64_t offset) = 0;
   // A top-level value other than "traceEvents" (deviceProperties, distributedInfo, ...).
   virtual void on_top_level(std::string_view key, std::string_view json) = 0;
+  // Called on the scanner's thread with each event's bytes before it is handed over: a number
+  // >= 0 drops the event unparsed and counts it in ChromeTraceScan::dropped under that number
+  // (events the caller only counts, found cheaply); -1 hands it over. It runs concurrently with
+  // the calls above, so it must not touch the visitor's state.
+  virtual int drop_unparsed(std::string_view json) const {
+    (void)json;
+    return -1;
+  }
 };
 
 struct ChromeTraceScan {
@@ -54,7 +63,8 @@ struct ChromeTraceScan {
   bool has_trace_events = false;
   bool truncated = false;         // the document ended inside traceEvents (events so far kept)
   int64_t bytes = 0;              // decompressed bytes read
-  int64_t events = 0;             // elements of traceEvents handed to on_event
+  int64_t events = 0;             // elements of traceEvents (handed to on_event, or dropped)
+  std::vector<int64_t> dropped;   // by drop_unparsed's number
   int64_t oversized_events = 0;   // elements larger than the limit, skipped
   int64_t oversized_values = 0;   // top-level values larger than the limit, skipped
   int64_t largest_skipped = 0;    // bytes of the largest skipped element or value
