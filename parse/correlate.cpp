@@ -189,7 +189,12 @@ void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_ca
       innermost_of_call[item.index] = parent;
       continue;
     }
-    if (!stack.empty() && parent != stack.back()) ++out.stats.ranges_improperly_nested;
+    // A range that starts where the open one ends only touches it (whole-microsecond times
+    // make that common): not an overlap.
+    if (!stack.empty() && parent != stack.back() &&
+        trace.ranges[stack.back()].end > item.start) {
+      ++out.stats.ranges_improperly_nested;
+    }
     auto& r = trace.ranges[item.index];
     out.rank[item.index] = ++next_rank;
     r.parent = parent;

@@ -2,13 +2,19 @@
 
 #include <zlib.h>
 
+#if PYPROF_HAVE_ISAL
+#include <isa-l/igzip_lib.h>
+#endif
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -47,6 +53,75 @@ class GzipFileSource : public ByteSource {
   bool failed_ = false;
   std::string error_;
 };
+
+#if PYPROF_HAVE_ISAL
+// gzip through Intel's ISA-L (igzip), which inflates about three times as fast as zlib: a
+// trace's .gz is otherwise read no faster than zlib inflates it. Concatenated members are one
+// stream, as for zlib.
+class IsalGzipSource : public ByteSource {
+ public:
+  explicit IsalGzipSource(std::FILE* file) : file_(file), input_(size_t{1} << 20) {
+    isal_inflate_init(&state_);
+    state_.crc_flag = ISAL_GZIP;
+  }
+  ~IsalGzipSource() override { std::fclose(file_); }
+  size_t read(char* buffer, size_t capacity) override {
+    for (;;) {
+      if (failed_) return 0;
+      if (state_.block_state == ISAL_BLOCK_FINISH) {
+        // One member ended: another may follow (bytes other than a gzip header end it).
+        if (state_.avail_in == 0 && !refill()) return 0;
+        if (state_.avail_in >= 1 && state_.next_in[0] != 0x1f) return 0;
+        uint8_t* next = state_.next_in;
+        const uint32_t avail = state_.avail_in;
+        isal_inflate_reset(&state_);
+        state_.crc_flag = ISAL_GZIP;
+        state_.next_in = next;
+        state_.avail_in = avail;
+      }
+      if (state_.avail_in == 0 && !refill()) {
+        failed_ = true;
+        if (error_.empty()) error_ = "the gzip stream ends early (truncated file?)";
+        return 0;
+      }
+      state_.next_out = reinterpret_cast<uint8_t*>(buffer);
+      state_.avail_out = static_cast<uint32_t>(std::min<size_t>(capacity, 1u << 30));
+      const uint32_t asked = state_.avail_out;
+      const int code = isal_inflate(&state_);
+      const size_t produced = asked - state_.avail_out;
+      if (code != ISAL_DECOMP_OK) {
+        failed_ = true;
+        error_ = code == ISAL_INCORRECT_CHECKSUM ? "gzip: checksum mismatch (damaged file?)"
+                                                 : "gzip: invalid compressed data (damaged file?)";
+        return produced;
+      }
+      if (produced > 0) return produced;
+    }
+  }
+  const std::string& error() const override { return error_; }
+
+ private:
+  bool refill() {
+    if (input_end_) return false;
+    const size_t n = std::fread(input_.data(), 1, input_.size(), file_);
+    if (n == 0) {
+      input_end_ = true;
+      if (std::ferror(file_)) error_ = std::string("read error: ") + std::strerror(errno);
+      return false;
+    }
+    state_.next_in = input_.data();
+    state_.avail_in = static_cast<uint32_t>(n);
+    return true;
+  }
+
+  std::FILE* file_;
+  std::vector<uint8_t> input_;
+  inflate_state state_;
+  bool input_end_ = false;
+  bool failed_ = false;
+  std::string error_;
+};
+#endif
 
 // Runs another source on its own thread, two chunks ahead of the reader.
 class PrefetchSource : public ByteSource {
@@ -662,6 +737,15 @@ std::unique_ptr<ByteSource> open_file_source(const std::string& path, std::strin
     std::fclose(f);
   }
   if (magic[0] != 0x1f || magic[1] != 0x8b) return source;
+#if PYPROF_HAVE_ISAL
+  // PYPROF_GZIP=zlib reads with zlib all the same (the tests check both inflaters).
+  const char* inflater = std::getenv("PYPROF_GZIP");
+  std::FILE* f =
+      inflater && std::string_view(inflater) == "zlib" ? nullptr : std::fopen(path.c_str(), "rb");
+  if (f != nullptr) {
+    return std::make_unique<PrefetchSource>(std::make_unique<IsalGzipSource>(f), size_t{4} << 20);
+  }
+#endif
   return std::make_unique<PrefetchSource>(std::move(source), size_t{4} << 20);
 }
 

@@ -31,7 +31,7 @@ ROOT=$(pwd)
 PYTHON=${PYTHON:-python3}
 
 PACK_DEBS=(libsqlite3-dev libsqlite3-0 libsimdjson-dev libsimdjson14 libfmt-dev libfmt9
-           libcli11-dev zlib1g-dev)
+           libcli11-dev zlib1g-dev libisal-dev libisal2)
 PACK_LIMIT_BYTES=$((60 * 1024 * 1024))  # the device tool carries at most 64 MiB in all
 
 # The usage is this file's opening comment block.

@@ -793,6 +793,53 @@ def test_plain_json_cut_short(tmp_path):
         assert_error(run_parse(path), "truncated file?")
 
 
+@pytest.mark.parametrize("inflater", ["default", "zlib"])
+def test_gzip_with_each_inflater(tmp_path, inflater):
+    """parse inflates with ISA-L when it was built with it, else zlib (PYPROF_GZIP=zlib forces
+    zlib): both read concatenated members as one stream, keep what precedes a cut, and refuse
+    damaged data with one line."""
+    env = dict(os.environ, PYPROF_GZIP=inflater)
+
+    def parse_with(path):
+        res = subprocess.run([PARSE, str(path)], capture_output=True, text=True, timeout=60,
+                             env=env)
+        assert 0 <= res.returncode < 128, res.stderr
+        return res
+
+    with gzip.open(trace_file("alexnet"), "rb") as f:
+        text = f.read()
+    plain = tmp_path / "plain.json"
+    plain.write_bytes(text)
+    want = read_records(parse_with(plain).stdout)[1]
+    # Two members (as `cat a.gz b.gz` makes), then a few zero bytes of padding.
+    members = tmp_path / "members.json.gz"
+    members.write_bytes(gzip.compress(text[:20000]) + gzip.compress(text[20000:]) + b"\0" * 8)
+    res = parse_with(members)
+    assert res.returncode == 0, res.stderr
+    assert read_records(res.stdout)[1] == want
+    # Cut in the middle: the events before the cut, and the warning.
+    data = gzip.compress(text)
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(data[:len(data) // 2])
+    res = parse_with(cut)
+    assert res.returncode == 0 and "warning: trace cut short" in res.stderr, res.stderr
+    assert "gzip stream ends early" in res.stderr
+    got = read_records(res.stdout)[1]
+    assert 0 < len(got) < len(want)
+    # A damaged byte in the compressed data: an error line, or the events before it with a
+    # warning; never a crash.
+    damaged = bytearray(data)
+    for i in range(len(data) // 3, len(data) // 3 + 64):
+        damaged[i] ^= 0x5A
+    bad = tmp_path / "damaged.json.gz"
+    bad.write_bytes(bytes(damaged))
+    res = parse_with(bad)
+    if res.returncode == 1:
+        assert_error(res)
+    else:
+        assert "warning: trace cut short" in res.stderr or "skipped" in res.stderr, res.stderr
+
+
 def test_gzip_of_garbage(tmp_path):
     path = write_trace(tmp_path / "garbage.json.gz", os.urandom(4096), compress=True)
     assert_error(run_parse(path))
