@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "parse/fuzz_test_util.h"
 #include "parse/json_stream.h"
 #include "parse/kineto_reader.h"
 
@@ -33,37 +34,9 @@ using namespace std::string_literals;
 
 constexpr uint64_t kDefaultSeed = 0x6b1e'70f0'2213'cafeULL;
 
-uint64_t fuzz_seed() {
-  if (const char* env = std::getenv("PYPROF_FUZZ_SEED"); env && *env) {
-    return std::strtoull(env, nullptr, 0);
-  }
-  return kDefaultSeed;
-}
+uint64_t fuzz_seed() { return parse::fuzz_seed(kDefaultSeed); }
 
-double fuzz_seconds() {
-  if (const char* env = std::getenv("PYPROF_FUZZ_SECONDS"); env && *env) {
-    return std::strtod(env, nullptr);
-  }
-  return 3.0;
-}
-
-// Printable form of a failing input (C escapes for everything else), cut to a readable length.
-std::string escaped(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size() && out.size() < 4000; ++i) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
-      out += static_cast<char>(c);
-    } else {
-      static const char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xF];
-    }
-  }
-  if (out.size() >= 4000) out += "...";
-  return out;
-}
+std::string escaped(std::string_view s) { return parse::escaped(s, 4000); }
 
 // torch 2.13.0+cpu, Net(Linear(4, 3), ReLU) forward and backward, record_shapes and with_stack:
 // ops with shapes, dtypes, strides and concrete inputs, backward nodes, fwdbwd flows, module

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "parse/fuzz_test_util.h"
 #include "parse/markers.h"
 #include "parse/py_literal.h"
 
@@ -23,37 +24,9 @@ using namespace std::string_literals;
 
 constexpr uint64_t kDefaultSeed = 0x5eed'd00d'cafe'f00dULL;
 
-uint64_t fuzz_seed() {
-  if (const char* env = std::getenv("PYPROF_FUZZ_SEED"); env && *env) {
-    return std::strtoull(env, nullptr, 0);
-  }
-  return kDefaultSeed;
-}
+uint64_t fuzz_seed() { return parse::fuzz_seed(kDefaultSeed); }
 
-double fuzz_seconds() {
-  if (const char* env = std::getenv("PYPROF_FUZZ_SECONDS"); env && *env) {
-    return std::strtod(env, nullptr);
-  }
-  return 3.0;
-}
-
-// Printable form of a failing input (C escapes for everything else), cut to a readable length.
-std::string escaped(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size() && out.size() < 2000; ++i) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
-      out += static_cast<char>(c);
-    } else {
-      static const char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xF];
-    }
-  }
-  if (out.size() >= 2000) out += "...";
-  return out;
-}
+std::string escaped(std::string_view s) { return parse::escaped(s, 2000); }
 
 const std::vector<std::string>& seeds() {
   static const std::vector<std::string> kSeeds = {
