@@ -15,8 +15,6 @@ int32_t context_op(const RangeContext& c) {
 
 namespace {
 
-uint64_t thread_key(uint32_t pid, uint32_t tid) { return (uint64_t{pid} << 32) | tid; }
-
 RangeContext extend(const RangeContext* parent, const RangeRecord& r, int32_t index,
                     bool engine_step) {
   RangeContext c = parent ? *parent : RangeContext{};
@@ -191,8 +189,7 @@ void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_ca
     }
     // A range that starts where the open one ends only touches it (whole-microsecond times
     // make that common): not an overlap.
-    if (!stack.empty() && parent != stack.back() &&
-        trace.ranges[stack.back()].end > item.start) {
+    if (!stack.empty() && parent != stack.back() && trace.ranges[stack.back()].end > item.start) {
       ++out.stats.ranges_improperly_nested;
     }
     auto& r = trace.ranges[item.index];

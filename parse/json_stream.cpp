@@ -22,6 +22,8 @@
 #include <thread>
 #include <vector>
 
+#include "parse/ascii.h"
+
 namespace pyprof::parse {
 
 namespace {
@@ -207,8 +209,6 @@ class MemorySource : public ByteSource {
 };
 
 // ---- scanner ------------------------------------------------------------------------------------
-
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
 // The next byte at or after p that can change the scanner's state: in a string '"' and '\\';
 // outside, '"' and brackets. At least 16 bytes past `end` must be readable (the buffer's
@@ -490,7 +490,7 @@ class Scanner {
   // Skips white space; false at the end of the input.
   bool skip_space() {
     for (;;) {
-      while (pos_ < size_ && is_space(buffer_[pos_])) ++pos_;
+      while (pos_ < size_ && is_json_space(buffer_[pos_])) ++pos_;
       if (pos_ < size_) return true;
       if (!fill(pos_)) return false;
     }
@@ -526,7 +526,7 @@ class Scanner {
         }
         if (!nested && !string) {  // a number or literal ends at a delimiter
           const char c = data[p];
-          if (c == ',' || c == ']' || c == '}' || is_space(c)) {
+          if (c == ',' || c == ']' || c == '}' || is_json_space(c)) {
             done = true;
             break;
           }
@@ -800,7 +800,7 @@ bool looks_like_json_or_gzip(std::string_view head) {
   }
   if (head.starts_with("\xEF\xBB\xBF")) head.remove_prefix(3);
   size_t i = 0;
-  while (i < head.size() && is_space(head[i])) ++i;
+  while (i < head.size() && is_json_space(head[i])) ++i;
   return i < head.size() && (head[i] == '{' || head[i] == '[');
 }
 

@@ -13,6 +13,7 @@
 
 #include "common/json_writer.h"
 #include "common/kernel_names.h"
+#include "parse/ascii.h"
 
 namespace pyprof::parse {
 
@@ -24,13 +25,9 @@ namespace {
 constexpr std::string_view kEvaluateFunctionPrefix = "autograd::engine::evaluate_function: ";
 constexpr std::string_view kModulePrefix = "nn.Module: ";
 constexpr size_t kArgsBlockBytes = size_t{16} << 20;
-constexpr size_t kMaxNameBytes = 4096;  // as for NVTX range names (trace.cpp)
 
 std::string_view trim(std::string_view s) {
-  while (!s.empty() &&
-         (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) {
-    s.remove_suffix(1);
-  }
+  while (!s.empty() && is_json_space(s.back())) s.remove_suffix(1);
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
   return s;
 }
@@ -578,8 +575,9 @@ class KinetoReader::EventReader : public ChromeTraceVisitor {
   error_code read_args(od::object args, Event& e);
   void skip(std::string_view why, std::string_view json, int64_t offset);
   void count(std::string_view category);
-  uint32_t process_id(const IdValue& v);
-  uint32_t thread_id(const IdValue& v);
+  // A pid or tid as 32 bits: numbers below 2^31 as they are, anything else (larger numbers,
+  // strings) numbered from 2^31 on in order of appearance.
+  uint32_t dense_id(const IdValue& v);
   uint32_t intern_name(std::string_view name);
   TextRef store_args(std::string_view json);
   void add_cpu_range(const Event& e, int64_t start, int64_t end, MarkerKind kind);
@@ -645,9 +643,7 @@ void KinetoReader::EventReader::skip(std::string_view why, std::string_view json
   ++trace_.stats.rows_skipped;
 }
 
-uint32_t KinetoReader::EventReader::process_id(const IdValue& v) { return thread_id(v); }
-
-uint32_t KinetoReader::EventReader::thread_id(const IdValue& v) {
+uint32_t KinetoReader::EventReader::dense_id(const IdValue& v) {
   if (!v.present) return 0;
   uint64_t key;
   if (v.is_number) {
@@ -662,13 +658,11 @@ uint32_t KinetoReader::EventReader::thread_id(const IdValue& v) {
 }
 
 uint32_t KinetoReader::EventReader::intern_name(std::string_view name) {
-  if (name.size() <= kMaxNameBytes) return trace_.pool.intern(name);
-  size_t cut = kMaxNameBytes;
-  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;
-  trace_.warn("names cut to 4096 bytes",
-              std::string(name.substr(0, 60)) + "... (" + std::to_string(name.size()) + " bytes)");
-  return trace_.pool.intern(std::string(name.substr(0, cut)) + "...(+" +
-                            std::to_string(name.size() - cut) + " bytes)");
+  if (name.size() > kMaxNameBytes) {
+    trace_.warn("names cut to 4096 bytes", std::string(name.substr(0, 60)) + "... (" +
+                                               std::to_string(name.size()) + " bytes)");
+  }
+  return intern_bounded(trace_, name);
 }
 
 TextRef KinetoReader::EventReader::store_args(std::string_view json) {
@@ -981,8 +975,8 @@ void KinetoReader::EventReader::add_cpu_range(const Event& e, int64_t start, int
   RangeRecord r;
   r.start = start;
   r.end = end;
-  r.pid = process_id(e.pid);
-  r.tid = thread_id(e.tid);
+  r.pid = dense_id(e.pid);
+  r.tid = dense_id(e.tid);
   r.kind = kind;
   r.dialect = kind == MarkerKind::kUser ? Dialect::kUser : Dialect::kKineto;
   r.name = intern_name(e.name);
@@ -1040,8 +1034,8 @@ void KinetoReader::EventReader::add_module_range(const Event& e, int64_t start, 
   RangeRecord r;
   r.start = start;
   r.end = std::max(end, start);
-  r.pid = process_id(e.pid);
-  r.tid = thread_id(e.tid);
+  r.pid = dense_id(e.pid);
+  r.tid = dense_id(e.tid);
   r.kind = MarkerKind::kModule;
   r.dialect = Dialect::kKineto;
   r.name = intern_name(path);
@@ -1069,8 +1063,8 @@ void KinetoReader::EventReader::add_call_site(const Event& e, int64_t start, int
   std::string text;
   text.reserve(file.size() + line.size() + 1);
   text.append(file).append(":").append(line);
-  call_sites_.push_back({(uint64_t{process_id(e.pid)} << 32) | thread_id(e.tid), start,
-                         std::max(start, end), intern_name(text)});
+  call_sites_.push_back({thread_key(dense_id(e.pid), dense_id(e.tid)), start, std::max(start, end),
+                         intern_name(text)});
 }
 
 void KinetoReader::EventReader::resolve_call_sites() {
@@ -1093,7 +1087,7 @@ void KinetoReader::EventReader::resolve_call_sites() {
   for (size_t i = 0; i < trace_.ranges.size(); ++i) {
     const RangeRecord& r = trace_.ranges[i];
     if (r.dialect != Dialect::kKineto || r.kind == MarkerKind::kModule) continue;
-    items.push_back({(uint64_t{r.pid} << 32) | r.tid, r.start, -r.end, 1, static_cast<int32_t>(i)});
+    items.push_back({thread_key(r.pid, r.tid), r.start, -r.end, 1, static_cast<int32_t>(i)});
   }
   std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
     return std::tie(a.thread, a.start, a.kind, a.neg_end) <
@@ -1121,8 +1115,8 @@ void KinetoReader::EventReader::add_api_call(const Event& e, int64_t start, int6
   call.start = start;
   call.end = end;
   call.correlation_id = e.correlation;
-  call.pid = process_id(e.pid);
-  call.tid = thread_id(e.tid);
+  call.pid = dense_id(e.pid);
+  call.tid = dense_id(e.tid);
   call.name = intern_name(e.name);
   ++trace_.stats.api_calls;
   if (e.has_grid || e.shared >= 0 || e.size >= 0) {
@@ -1195,7 +1189,7 @@ void KinetoReader::EventReader::add_flow_point(const Event& e, bool start) {
                     (start ? "start" : "end") + "; the first is used");
     return;
   }
-  p = {process_id(e.pid), thread_id(e.tid), ts, true};
+  p = {dense_id(e.pid), dense_id(e.tid), ts, true};
 }
 
 void KinetoReader::EventReader::on_top_level(std::string_view key, std::string_view json) {
@@ -1344,15 +1338,14 @@ void KinetoReader::EventReader::resolve_forward_threads() {
     int64_t neg_end;
     int32_t index;
   };
-  const auto thread_of = [](uint32_t pid, uint32_t tid) { return (uint64_t{pid} << 32) | tid; };
   std::vector<OpAt> ops, nodes;
   for (size_t i = 0; i < trace_.ranges.size(); ++i) {
     const RangeRecord& r = trace_.ranges[i];
     if (r.dialect != Dialect::kKineto) continue;
     if (r.kind == MarkerKind::kOp && r.seq >= 0) {
-      ops.push_back({thread_of(r.pid, r.tid), r.start, -r.end, static_cast<int32_t>(i)});
+      ops.push_back({thread_key(r.pid, r.tid), r.start, -r.end, static_cast<int32_t>(i)});
     } else if (r.kind == MarkerKind::kBackwardNode) {
-      nodes.push_back({thread_of(r.pid, r.tid), r.start, -r.end, static_cast<int32_t>(i)});
+      nodes.push_back({thread_key(r.pid, r.tid), r.start, -r.end, static_cast<int32_t>(i)});
     }
   }
   const auto order = [](const OpAt& a, const OpAt& b) {
@@ -1362,7 +1355,7 @@ void KinetoReader::EventReader::resolve_forward_threads() {
   std::sort(nodes.begin(), nodes.end(), order);
   // The range a flow point marks: on its thread, starting at its time; the innermost of those.
   const auto at = [&](const std::vector<OpAt>& v, const FlowPoint& p) -> int32_t {
-    const uint64_t thread = thread_of(p.pid, p.tid);
+    const uint64_t thread = thread_key(p.pid, p.tid);
     auto lo = std::lower_bound(v.begin(), v.end(), OpAt{thread, p.ts, INT64_MIN, 0}, order);
     int32_t found = -1;
     for (auto it = lo; it != v.end() && it->thread == thread && it->start == p.ts; ++it) {
@@ -1388,7 +1381,7 @@ void KinetoReader::EventReader::resolve_forward_threads() {
     const RangeRecord& n = trace_.ranges[node];
     if (n.fwd_tid < 0) continue;
     const RangeRecord& o = trace_.ranges[op];
-    auto [it, added] = rf_tid_of_thread.emplace(thread_of(o.pid, o.tid), n.fwd_tid);
+    auto [it, added] = rf_tid_of_thread.emplace(thread_key(o.pid, o.tid), n.fwd_tid);
     if (!added && it->second != n.fwd_tid) ++conflicting;
   }
   if (unresolved > 0) {
@@ -1431,7 +1424,7 @@ void KinetoReader::EventReader::resolve_forward_threads() {
   int64_t unmapped = 0;
   for (RangeRecord& r : trace_.ranges) {
     if (r.dialect != Dialect::kKineto || r.kind != MarkerKind::kOp || r.seq < 0) continue;
-    auto it = rf_tid_of_thread.find(thread_of(r.pid, r.tid));
+    auto it = rf_tid_of_thread.find(thread_key(r.pid, r.tid));
     if (it != rf_tid_of_thread.end()) {
       r.rf_tid = it->second;
     } else if (node_rf_tids.count(r.pid) && !mapped_pids.count(r.pid)) {

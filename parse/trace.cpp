@@ -22,10 +22,9 @@ void Trace::warn(std::string_view category, std::string message) {
 
 namespace {
 
-// User-range and name text is interned; a hostile megabyte label is kept up to this size.
-constexpr size_t kMaxNameBytes = 4096;
-
 int32_t clamp_tid(int64_t v) { return (v < 0 || v > INT32_MAX) ? -1 : static_cast<int32_t>(v); }
+
+}  // namespace
 
 uint32_t intern_bounded(Trace& trace, std::string_view s) {
   if (s.size() <= kMaxNameBytes) return trace.pool.intern(s);
@@ -35,8 +34,6 @@ uint32_t intern_bounded(Trace& trace, std::string_view s) {
   bounded += "...(+" + std::to_string(s.size() - cut) + " bytes)";
   return trace.pool.intern(bounded);
 }
-
-}  // namespace
 
 MarkerDomain marker_domain(const Trace& trace, const RangeRecord& r) {
   if (r.domain == 0) return MarkerDomain::kDefault;

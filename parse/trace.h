@@ -210,6 +210,14 @@ MarkerDomain marker_domain(const Trace& trace, const RangeRecord& r);
 // length is unknown, so records carry duration null and sums leave them out.
 void count_reversed_times(Trace& trace);
 
+// Names (user ranges, ops, kernels, modules) are interned up to this many bytes: a hostile
+// megabyte label is kept cut, ending "...(+N bytes)".
+inline constexpr size_t kMaxNameBytes = 4096;
+uint32_t intern_bounded(Trace& trace, std::string_view s);
+
+// The key of one thread of one process, for sorting and grouping by thread.
+inline uint64_t thread_key(uint32_t pid, uint32_t tid) { return (uint64_t{pid} << 32) | tid; }
+
 // Adds one range to the trace: decodes `text` with `marker` (reused scratch), interns what the
 // record keeps, counts malformed markers. `ref` says how to fetch the text again; a reader may
 // pass TextRef::kPool with the interned id when the text is short or already pooled.
