@@ -722,30 +722,33 @@ class Scanner {
 }  // namespace
 
 std::unique_ptr<ByteSource> open_file_source(const std::string& path, std::string& error) {
-  gzFile file = gzopen(path.c_str(), "rb");
+  std::FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) {
     error = "cannot open " + path + ": " + std::strerror(errno);
     return nullptr;
   }
-  gzbuffer(file, 1u << 20);
-  auto source = std::make_unique<GzipFileSource>(file);
+  unsigned char magic[2] = {0, 0};
+  const bool gzip = std::fread(magic, 1, 2, file) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
   // A plain file is read straight into the scanner's buffer (zlib passes large reads through);
   // a gzip stream is inflated on a thread of its own, ahead of the scanner.
-  unsigned char magic[2] = {0, 0};
-  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
-    if (std::fread(magic, 1, 2, f) != 2) magic[0] = 0;
-    std::fclose(f);
-  }
-  if (magic[0] != 0x1f || magic[1] != 0x8b) return source;
 #if PYPROF_HAVE_ISAL
   // PYPROF_GZIP=zlib reads with zlib all the same (the tests check both inflaters).
   const char* inflater = std::getenv("PYPROF_GZIP");
-  std::FILE* f =
-      inflater && std::string_view(inflater) == "zlib" ? nullptr : std::fopen(path.c_str(), "rb");
-  if (f != nullptr) {
-    return std::make_unique<PrefetchSource>(std::make_unique<IsalGzipSource>(f), size_t{4} << 20);
+  if (gzip && !(inflater && std::string_view(inflater) == "zlib")) {
+    std::rewind(file);
+    return std::make_unique<PrefetchSource>(std::make_unique<IsalGzipSource>(file),
+                                            size_t{4} << 20);
   }
 #endif
+  std::fclose(file);
+  gzFile zfile = gzopen(path.c_str(), "rb");
+  if (zfile == nullptr) {
+    error = "cannot open " + path + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  gzbuffer(zfile, 1u << 20);
+  auto source = std::make_unique<GzipFileSource>(zfile);
+  if (!gzip) return source;
   return std::make_unique<PrefetchSource>(std::move(source), size_t{4} << 20);
 }
 
