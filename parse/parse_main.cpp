@@ -108,17 +108,15 @@ void print_summary(const std::string& path, const Trace& trace, const Correlatio
                  d.world_size >= 0 ? fmt::format(" of {}", d.world_size) : "",
                  d.backend.empty() ? "" : " (" + terminal_safe(d.backend) + ")");
     }
-    fmt::print(
-        stderr,
-        "  ranges: {} ops and backward nodes, {} others (modules, record_function); "
-        "skipped events {}\n",
-        by_dialect[static_cast<int>(Dialect::kKineto)] -
-            std::count_if(trace.ranges.begin(), trace.ranges.end(),
-                          [](const RangeRecord& r) { return r.kind == MarkerKind::kModule; }),
-        s.ranges - by_dialect[static_cast<int>(Dialect::kKineto)] +
-            std::count_if(trace.ranges.begin(), trace.ranges.end(),
-                          [](const RangeRecord& r) { return r.kind == MarkerKind::kModule; }),
-        s.rows_skipped);
+    // Kineto ranges are ops, backward nodes and modules; the rest are user ranges.
+    int64_t ops_and_nodes = 0;
+    for (const RangeRecord& r : trace.ranges) {
+      ops_and_nodes += r.kind == MarkerKind::kOp || r.kind == MarkerKind::kBackwardNode;
+    }
+    fmt::print(stderr,
+               "  ranges: {} ops and backward nodes, {} others (modules, record_function); "
+               "skipped events {}\n",
+               ops_and_nodes, s.ranges - ops_and_nodes, s.rows_skipped);
   } else {
     fmt::print(stderr,
                "  markers: {} ranges, {} marks; pyprof {}, emit_nvtx {}, legacy PyProf {}, other "
