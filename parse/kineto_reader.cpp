@@ -600,7 +600,6 @@ class KinetoReader::EventReader : public ChromeTraceVisitor {
   simdjson::padded_string top_level_;  // top-level values are copied: they are few and small
   InputLists inputs_;
   std::string args_text_;
-  Marker unused_marker_;
   std::map<std::string, int64_t, std::less<>> category_counts_;
   std::unordered_map<uint64_t, uint32_t> folded_ids_;  // ids that do not fit 32 bits
   std::unordered_map<int64_t, uint32_t> module_path_of_python_id_;
