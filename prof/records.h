@@ -70,6 +70,14 @@ struct ProfRecord {
   uint32_t family = 0;
 };
 
+// The time in which a record's counted FLOPs and bytes ran, for rates (TFLOP/s, GB/s, the
+// roofline): its duration when it carries its op's cost, else 0. On a GPU profile that is the
+// kernel's (or copy's) time. On a CPU-only profile it is the counted op's inclusive time, its
+// callees included: the outermost modelled op carries the cost of its whole call tree
+// (aten::conv2d counts the FLOPs that aten::mkldnn_convolution's self time spent), so dividing
+// by its self time alone would make the rate meaningless.
+inline int64_t counted_time(const ProfRecord& r) { return r.counted ? r.duration : 0; }
+
 // A GPU of the header's `devices` (docs/formats.md §3) and the peak rates prof checks records
 // against; 0 where the header does not tell.
 struct DevicePeak {
