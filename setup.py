@@ -125,6 +125,7 @@ if {"dist_info", "bdist_wheel", "editable_wheel"} & set(sys.argv[1:]):
 
 setup(
     packages=find_packages(include=["pyprof", "pyprof.*"]),
+    package_data={"pyprof": ["report_assets/*"]},
     ext_modules=[Extension("pyprof._C", sources=[])],
     cmdclass={"build_ext": CMakeBuild},
     zip_safe=False,

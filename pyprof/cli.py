@@ -16,6 +16,8 @@ commands:
             (pyprof parse DB [-o FILE]; also python -m pyprof.parse DB > net.dict)
   prof      FLOPs, bytes, Tensor Core use per kernel or op, and reports
             (pyprof prof [--csv|--json|-w N] [-c COLS] [--report op,module,...] net.dict)
+  report    one self-contained HTML page: headline figures, roofline, time breakdowns,
+            sortable tables (pyprof report INPUT [-o net.html] [--peaks FILE])
 
 Run `pyprof <command> --help` for the options of one command.
 """
@@ -77,6 +79,10 @@ def main(argv: list[str] | None = None) -> int:
         return run_tool("pyprof-parse", rest)
     if command == "prof":
         return run_tool("pyprof-prof", rest)
+    if command == "report":
+        from pyprof.report import main as report_main
+
+        return report_main(rest)
     print(f"pyprof: error: unknown command '{command}'\n\n{USAGE}", file=sys.stderr, end="")
     return 2
 

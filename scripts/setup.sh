@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-python3}
 APT_PACKAGES=(cmake ninja-build g++ libsqlite3-dev sqlite3 zlib1g-dev libisal-dev libgtest-dev libgmock-dev
-              libcli11-dev libfmt-dev libsimdjson-dev clang-format)
+              libcli11-dev libfmt-dev libsimdjson-dev clang-format
+              chromium chromium-driver)  # the last two: the HTML report's browser tests
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
@@ -46,7 +47,9 @@ else
 fi
 
 pip_missing=()
-for mod in pytest numpy; do
+# plotly draws the HTML report's charts (its plotly.js is inlined in the page); selenium drives
+# chromium in the report's tests.
+for mod in pytest numpy plotly selenium; do
   $PYTHON -c "import $mod" 2>/dev/null || pip_missing+=("$mod")
 done
 if ((${#pip_missing[@]})); then

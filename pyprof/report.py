@@ -1,0 +1,656 @@
+"""`pyprof report INPUT -o net.html`: one self-contained HTML page of a profile.
+
+The numbers come from prof (C++): this module runs `pyprof-prof --report ... --formats json`
+once, groups its rows by report, and lays them out: headline figures, a roofline, time
+breakdowns (op family, module tree, phase) and sortable, filterable tables. Plotly draws the
+charts; its bundled plotly.js is inlined, so the page opens offline (docs/report.md). INPUT is a
+net.dict or anything `pyprof parse` reads (parse runs first, into a temporary file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+from pyprof.cli import tool_path
+
+# The reports the page is made of, in one prof run.
+PAGE_REPORTS = ["summary", "op", "instance", "kernel", "module", "tc",  # DEV "family", "phase", "peaks",
+                ]  # DEV "roofline"]
+# Rows beyond these are left out of the page's tables (the CSV/JSON reports keep every row).
+MAX_TABLE_ROWS = 2000
+MAX_INSTANCE_POINTS = 3000
+ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report_assets")
+
+
+class ReportError(Exception):
+    """A report that cannot be made; the message says why (shown as `pyprof report: error:`)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Running parse and prof
+
+
+def _is_dict(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+    except OSError as e:
+        raise ReportError(f"cannot read {path}: {e.strerror}") from None
+    return head.lstrip().startswith(b'{"pyprof_dict"')
+
+
+def _run(args: list[str], what: str) -> subprocess.CompletedProcess:
+    exe = args[0]
+    if not os.access(exe, os.X_OK):
+        raise ReportError(f"{exe} is missing: the C++ part of pyprof is not built "
+                          "(run `pip install --no-build-isolation .`)")
+    res = subprocess.run(args, capture_output=True, text=True, errors="replace")
+    if res.returncode != 0:
+        msg = res.stderr.strip().splitlines()
+        tail = "\n  ".join(msg[-6:]) if msg else f"exit status {res.returncode}"
+        raise ReportError(f"{what} failed:\n  {tail}")
+    return res
+
+
+def ensure_dict(path: str, workdir: str) -> tuple[str, list[str]]:
+    """net.dict for `path`: itself, or parse's output for a trace. Also parse's warnings."""
+    if not os.path.exists(path):
+        raise ReportError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise ReportError(f"{path} is a folder: give one trace or net.dict")
+    if _is_dict(path):
+        return path, []
+    out = os.path.join(workdir, "input.dict")
+    res = _run([tool_path("pyprof-parse"), path, "-o", out], f"pyprof parse {path}")
+    warnings = [ln.strip() for ln in res.stderr.splitlines() if "warning" in ln]
+    return out, warnings
+
+
+def read_header(dict_path: str) -> dict:
+    with open(dict_path, "rb") as f:
+        line = f.readline()
+    try:
+        header = json.loads(line)
+    except ValueError:
+        raise ReportError(f"{dict_path}: the first line is not a net.dict header") from None
+    if not isinstance(header, dict) or "pyprof_dict" not in header:
+        raise ReportError(f"{dict_path}: the first line is not a net.dict header")
+    return header
+
+
+def run_prof_reports(dict_path: str, workdir: str, peaks: str | None, no_tf32: bool
+                     ) -> tuple[dict[str, list[dict]], list[str]]:
+    """prof's rows for PAGE_REPORTS, grouped by table title, in prof's order; and its warnings."""
+    out = os.path.join(workdir, "reports.json")
+    args = [tool_path("pyprof-prof"), "--report", ",".join(PAGE_REPORTS), "--formats", "json",
+            "--depth", "0", "-o", out, dict_path]
+    if peaks:
+        args[1:1] = ["--peaks", peaks]
+    if no_tf32:
+        args.insert(1, "--no-tf32")
+    res = _run(args, "pyprof prof")
+    tables: dict[str, list[dict]] = {}
+    with open(out, encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            title = row.pop("report")
+            tables.setdefault(title, []).append(row)
+    warnings = [ln.strip() for ln in res.stderr.splitlines() if ln.strip()]
+    return tables, warnings
+
+
+def step_count(dict_path: str) -> int:
+    """How many training steps the profile's user ranges name (torch.profiler's ProfilerStep#N,
+    `step N` / `iteration N` ranges as examples/train.py and many scripts write). 0: none."""
+    res = _run([tool_path("pyprof-prof"), "--csv", "-c", "layer", dict_path], "pyprof prof")
+    pattern = re.compile(r"^(profilerstep#\d+|step[ _#]?\d+|iter(ation)?[ _#]?\d+)$",
+                         re.IGNORECASE)
+    steps = set()
+    for line in res.stdout.splitlines()[1:]:
+        for label in line.strip('"').split(":"):
+            if pattern.match(label.strip()):
+                steps.add(label.strip())
+    return len(steps)
+
+
+# ---------------------------------------------------------------------------------------------
+# Finding prof's tables and values
+
+
+def table(tables: dict[str, list[dict]], *prefixes: str) -> list[dict] | None:
+    for title, rows in tables.items():
+        if any(title.lower().startswith(p) for p in prefixes):
+            return rows
+    return None
+
+
+def summary_value(summary: list[dict], *prefixes: str):
+    for row in summary:
+        metric = str(row.get("Metric", ""))
+        if any(metric.startswith(p) for p in prefixes):
+            return _number(row.get("Value"))
+    return None
+
+
+def _number(v):
+    if isinstance(v, (int, float)):
+        return v
+    if isinstance(v, str):
+        try:
+            x = float(v)
+        except ValueError:
+            return None
+        return int(x) if x.is_integer() and "." not in v else x
+    return None
+
+
+def unit_of(header: str) -> str:
+    """The page's unit for a column of prof's reports, from its header's stated unit."""
+    h = header.strip()
+    if h.endswith("(ns)"):
+        return "ns"
+    if h.startswith("FLOPs") or h.endswith("FLOPs"):
+        return "flop"
+    if h.startswith("Bytes"):
+        return "byte"
+    if h == "TFLOP/s":
+        return "tflops"
+    if h == "GB/s":
+        return "gbps"
+    if h.endswith("FLOP/s"):
+        return "flops"
+    if h.endswith("B/s"):
+        return "bps"
+    if h == "FLOP/Byte" or h.startswith("Ridge"):
+        return "ratio"
+    if "%" in h:
+        return "pct"
+    if h in ("Count", "Records", "Instances", "Seq", "Eligible kernels"):
+        return "int"
+    return "text"
+
+
+def table_spec(rows: list[dict] | None, empty: str, limit: int = MAX_TABLE_ROWS) -> dict:
+    if not rows:
+        return {"columns": [], "rows": [], "empty": empty}
+    headers = list(rows[0].keys())
+    cols = [{"name": h, "label": re.sub(r"\(ns\)$", "", h).strip(), "unit": unit_of(h),
+             "long": h in ("Op", "Kernel", "Module", "Params", "Shapes", "Source", "Name")}
+            for h in headers]
+    for c in cols:
+        if c["unit"] != "text":
+            continue
+    body = [[_cell(r.get(h), c["unit"]) for h, c in zip(headers, cols)] for r in rows[:limit]]
+    spec = {"columns": cols, "rows": body}
+    if len(rows) > limit:
+        spec["note"] = f"the top {limit} of {len(rows)} rows (all in `pyprof prof --report`)"
+    return spec
+
+
+def _cell(v, unit):
+    if unit == "text":
+        return v
+    n = _number(v)
+    return n if n is not None else v
+
+
+# ---------------------------------------------------------------------------------------------
+# Charts (Plotly figures as JSON: plotly.js draws them in the page)
+
+
+def _fig_json(fig) -> dict:
+    return json.loads(fig.to_json())
+
+
+def roofline_figure(types: list[dict], instances: list[dict], peaks: list[dict],
+                    device_hint: str | None) -> tuple[dict | None, str, dict]:
+    """The roofline: op types and op instances at (FLOP/Byte, FLOP/s), sized by time, under the
+    roofs of one device. Returns the figure (None when there is nothing to draw), a sentence on
+    what it shows, and facts the page states (device, points, left out)."""
+    import plotly.graph_objects as go
+
+    def points(rows):
+        kept = [r for r in rows if (_number(r.get("FLOP/Byte")) or 0) > 0
+                and (_number(r.get("FLOP/s")) or 0) > 0]
+        return kept, len(rows) - len(kept)
+
+    type_pts, type_skipped = points(types)
+    inst_rows = sorted(instances, key=lambda r: -(_number(r.get("Time(ns)")) or 0))
+    inst_pts, inst_skipped = points(inst_rows[:MAX_INSTANCE_POINTS])
+    facts = {"type_points": len(type_pts), "type_rows": len(types), "type_skipped": type_skipped,
+             "instance_points": len(inst_pts), "instance_rows": len(instances)}
+    if not type_pts and not inst_pts:
+        return None, "no op has a FLOP model with counted time", facts
+
+    # The device whose roofs are drawn: the one most of the points' time ran on.
+    time_by_device: dict[str, float] = {}
+    for r in type_pts:
+        d = str(r.get("Device", "-"))
+        time_by_device[d] = time_by_device.get(d, 0) + (_number(r.get("Time(ns)")) or 0)
+    device = max(time_by_device, key=time_by_device.get) if time_by_device else device_hint
+    roofs = [p for p in peaks if str(p.get("Device")) == str(device)
+             and _number(p.get("Peak FLOP/s"))]
+    facts["device"] = device
+    facts["roofs"] = len(roofs)
+
+    xs = [_number(r["FLOP/Byte"]) for r in type_pts + inst_pts]
+    ridge = [_number(p.get("Ridge FLOP/Byte")) or 0 for p in roofs]
+    xmin = min(xs) / 4
+    xmax = max(max(xs), max(ridge, default=0)) * 4
+    fig = go.Figure()
+    max_time = max((_number(r.get("Time(ns)")) or 0) for r in type_pts + inst_pts) or 1
+
+    dash = {"datasheet": "solid", "derived": "dot", "override": "solid", "measured": "dash"}
+    for p in roofs:
+        peak = _number(p["Peak FLOP/s"])
+        bw = _number(p.get("Memory B/s")) or 0
+        if bw > 0:
+            knee = peak / bw
+            x = [xmin, max(xmin, min(knee, xmax)), xmax]
+            y = [min(peak, xmin * bw), min(peak, x[1] * bw), peak]
+        else:
+            x, y = [xmin, xmax], [peak, peak]
+        kind = str(p.get("Kind", "datasheet"))
+        fig.add_trace(go.Scatter(
+            x=x, y=y, mode="lines", name=f"{p.get('Mode')} {kind}: {_si(peak, 'FLOP/s')}",
+            line={"dash": dash.get(kind, "solid"), "width": 1.5}, hoverinfo="name",
+            meta={"role": "roof", "mode": p.get("Mode"), "kind": kind, "peak": peak,
+                  "bandwidth": bw, "device": str(device)}))
+
+    def hover(r, level):
+        parts = [f"<b>{_esc(r.get('Op'))}</b> {r.get('Direction', '')}"]
+        if level == "instance" and r.get("Module") not in (None, "-", ""):
+            parts.append(f"module: {_esc(r.get('Module'))}")
+        if level == "instance" and r.get("Shapes") not in (None, "-", ""):
+            parts.append(f"shapes: {_esc(_short(str(r.get('Shapes')), 120))}")
+        if level == "op type":
+            parts.append(f"instances: {r.get('Instances')}")
+        parts.append(f"mode: {r.get('Mode')}, dtype: {r.get('DType')}")
+        parts.append(f"time: {_si(_number(r.get('Time(ns)')) or 0, 's', 1e-9)}")
+        parts.append(f"{_si(_number(r.get('FLOP/s')), 'FLOP/s')} at "
+                     f"{_number(r.get('FLOP/Byte')):.3g} FLOP/byte")
+        pct = _number(r.get("% of roof"))
+        parts.append(f"{pct:.1f} % of the roof ({r.get('Bound')}-bound)" if pct is not None
+                     else "no roof for this mode")
+        return "<br>".join(parts)
+
+    def size(r, scale):
+        return 5 + scale * math.sqrt((_number(r.get("Time(ns)")) or 0) / max_time)
+
+    if inst_pts:
+        fig.add_trace(go.Scatter(
+            x=[_number(r["FLOP/Byte"]) for r in inst_pts],
+            y=[_number(r["FLOP/s"]) for r in inst_pts], mode="markers", name="op instances",
+            marker={"size": [size(r, 22) for r in inst_pts], "opacity": 0.35,
+                    "color": "#7b8798"},
+            hovertext=[hover(r, "instance") for r in inst_pts], hoverinfo="text",
+            meta={"role": "points", "level": "op instance"}))
+    fig.add_trace(go.Scatter(
+        x=[_number(r["FLOP/Byte"]) for r in type_pts],
+        y=[_number(r["FLOP/s"]) for r in type_pts], mode="markers", name="op types",
+        marker={"size": [size(r, 34) for r in type_pts], "opacity": 0.8,
+                "line": {"width": 1, "color": "#1d2330"}},
+        hovertext=[hover(r, "op type") for r in type_pts], hoverinfo="text",
+        meta={"role": "points", "level": "op type"}))
+    fig.update_layout(
+        xaxis={"type": "log", "title": "arithmetic intensity (FLOP / byte of ideal DRAM traffic)"},
+        yaxis={"type": "log", "title": "achieved FLOP/s"}, height=560,
+        margin={"l": 70, "r": 20, "t": 30, "b": 60}, legend={"font": {"size": 11}},
+        template="plotly_white")
+    text = (f"{len(type_pts)} op types and {len(inst_pts)} op instances with a FLOP model and "
+            f"counted time")
+    return _fig_json(fig), text, facts
+
+
+def bar_figure(rows: list[dict] | None, label_key: str, value_key: str, title: str,
+               extra_key: str | None = None) -> dict | None:
+    import plotly.graph_objects as go
+
+    rows = [r for r in (rows or []) if (_number(r.get(value_key)) or 0) > 0]
+    if not rows:
+        return None
+    rows = sorted(rows, key=lambda r: _number(r.get(value_key)))[-25:]
+    fig = go.Figure(go.Bar(
+        x=[_number(r[value_key]) / 1e6 for r in rows], y=[str(r[label_key]) for r in rows],
+        orientation="h", hovertext=[
+            f"{_esc(r[label_key])}: {_si(_number(r[value_key]), 's', 1e-9)}"
+            + (f" ({_number(r.get(extra_key)):.1f} %)" if extra_key and
+               _number(r.get(extra_key)) is not None else "") for r in rows],
+        hoverinfo="text", marker={"color": "#2f6fde"}))
+    fig.update_layout(title={"text": title, "font": {"size": 14}}, xaxis={"title": "time (ms)"},
+                      height=max(260, 28 * len(rows) + 90), template="plotly_white",
+                      margin={"l": 10, "r": 20, "t": 40, "b": 50}, yaxis={"automargin": True})
+    return _fig_json(fig)
+
+
+def module_figure(rows: list[dict] | None) -> dict | None:
+    """The module tree as a sunburst; forward and backward time rolled up (prof's module
+    report already includes each module's children)."""
+    import plotly.graph_objects as go
+
+    rows = [r for r in (rows or []) if (_number(r.get("Total(ns)")) or 0) > 0]
+    if not rows:
+        return None
+    paths = {str(r["Module"]) for r in rows}
+    ids, parents, values, hovers = [], [], [], []
+    for r in rows:
+        path = str(r["Module"])
+        parent = path.rsplit(".", 1)[0] if "." in path else ""
+        ids.append(path)
+        parents.append(parent if parent in paths else "")
+        values.append(_number(r["Total(ns)"]))
+        hovers.append(f"<b>{_esc(path)}</b><br>forward {_si(_number(r.get('Fprop(ns)')) or 0, 's', 1e-9)}"
+                      f"<br>backward {_si(_number(r.get('Bprop(ns)')) or 0, 's', 1e-9)}")
+    labels = [i.rsplit(".", 1)[-1] for i in ids]
+    fig = go.Figure(go.Sunburst(ids=ids, labels=labels, parents=parents, values=values,
+                                branchvalues="total", hovertext=hovers, hoverinfo="text",
+                                maxdepth=4))
+    fig.update_layout(height=560, margin={"l": 10, "r": 10, "t": 10, "b": 10})
+    return _fig_json(fig)
+
+
+def _si(v, unit, scale=1.0):
+    if v is None:
+        return "–"
+    v = v * scale
+    for div, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1, ""),
+                        (1e-3, "m"), (1e-6, "µ"), (1e-9, "n")):
+        if abs(v) >= div * 0.9995 or div == 1e-9:
+            return f"{v / div:.3g} {prefix}{unit}"
+    return f"{v:.3g} {unit}"
+
+
+def _esc(s) -> str:
+    return (str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+
+
+def _short(s: str, n: int) -> str:
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+# ---------------------------------------------------------------------------------------------
+# The page
+
+
+def build_page_data(header: dict, tables: dict[str, list[dict]], steps: int,
+                    warnings: list[str]) -> dict:
+    summary = table(tables, "summary") or []
+    ops = table(tables, "ops by", "op types by")
+    instances = table(tables, "op instances")
+    kernels = table(tables, "kernels")
+    modules = table(tables, "modules")
+    tc = table(tables, "tensor core")
+    family = table(tables, "op famil", "famil", "time by op famil")
+    phase = table(tables, "phase", "time by phase")
+    peaks = table(tables, "device peaks") or []
+    roof_types = table(tables, "roofline: op types") or []
+    roof_inst = table(tables, "roofline: op instances") or []
+
+    cpu_only = header.get("records") == "op"
+    devices = header.get("devices") or []
+    records = summary_value(summary, "records") or 0
+    notes: list[str] = []
+    if records == 0:
+        notes.append("The profile holds no records: nothing ran inside the capture, or the "
+                     "trace holds no ops or GPU activity. Every section below is empty.")
+    if cpu_only:
+        notes.append("CPU-only profile: times are the ops' times on the CPU (no kernels), so GPU "
+                     "busy time and Tensor Core use do not apply.")
+    elif not devices:
+        notes.append("The profile names no GPU (the trace has no device table): the roofline has "
+                     "no datasheet roofs. Give `--peaks FILE` (docs/peaks.md) to add them.")
+    for p in peaks:
+        if str(p.get("Mode")) in ("-", "", "None") and p.get("Source"):
+            notes.append(f"Device {p.get('Device')} ({p.get('Name')}): {p.get('Source')}")
+    notes.extend(w for w in warnings if "warning" in w)
+
+    # Headline figures.
+    device_names = sorted({str(d.get("name")) for d in devices if d.get("name")})
+    wall = summary_value(summary, "wall time")
+    achieved = summary_value(summary, "achieved TFLOP/s")
+    dominant = _dominant_mode(roof_types)
+    peak_row = _peak_for(peaks, dominant) if dominant else None
+    pct_peak = None
+    if achieved is not None and peak_row and _number(peak_row.get("Peak FLOP/s")):
+        pct_peak = 100.0 * achieved * 1e12 / _number(peak_row["Peak FLOP/s"])
+    headline = [
+        {"id": "device", "label": "device", "unit": "text",
+         "value": ", ".join(device_names) if device_names else ("CPU" if cpu_only else "unknown GPU"),
+         "sub": f"{len(devices)} GPU(s) in the trace" if devices else
+                ("CPU-only profile" if cpu_only else "no device table in the trace")},
+        {"id": "wall_time", "label": "wall time", "unit": "ns", "value": wall,
+         "sub": "first record's start to last record's end"},
+        {"id": "step_time", "label": "mean step time", "unit": "ns",
+         "value": (wall / steps) if (wall and steps) else None,
+         "sub": f"wall time / {steps} steps" if steps else "no step ranges in the trace"},
+        {"id": "gpu_busy", "label": "GPU busy", "unit": "pct",
+         "value": summary_value(summary, "GPU busy %"),
+         "sub": "union of kernel, copy and memset time" if not cpu_only else "not a GPU profile"},
+        {"id": "achieved_tflops", "label": "achieved FLOP/s", "unit": "tflops",
+         "value": achieved, "sub": "counted FLOPs / their time"},
+        {"id": "pct_of_peak", "label": "% of peak", "unit": "pct", "value": pct_peak,
+         "sub": (f"of {peak_row.get('Name')} {dominant} peak ({peak_row.get('Kind')})"
+                 if peak_row else "no peak for this device")},
+        {"id": "tc_share", "label": "Tensor Core time", "unit": "pct",
+         "value": summary_value(summary, "Tensor Core kernel time %"),
+         "sub": "share of kernel time in Tensor Core kernels" if not cpu_only else "not a GPU profile"},
+        {"id": "modeled_share", "label": "time with a FLOP model", "unit": "pct",
+         "value": summary_value(summary, "time covered by a FLOP model"),
+         "sub": "share of time whose FLOPs are counted"},
+        {"id": "records", "label": "records", "unit": "int", "value": records,
+         "sub": "op records" if cpu_only else "kernels, copies and memsets"},
+        {"id": "flops", "label": "FLOPs (FMA = 2)", "unit": "flop",
+         "value": summary_value(summary, "FLOPs")},
+        {"id": "bytes", "label": "bytes (ideal DRAM)", "unit": "byte",
+         "value": summary_value(summary, "bytes")},
+    ]
+
+    figures: dict[str, dict] = {}
+    figure_notes: dict[str, str] = {}
+    roof, roof_text, roof_facts = roofline_figure(roof_types, roof_inst, peaks,
+                                                  str(devices[0].get("id")) if devices else None)
+    if roof:
+        figures["roofline"] = roof
+    else:
+        figure_notes["roofline"] = f"No roofline: {roof_text}."
+    for key, fig, why in (
+            ("family", bar_figure(family, "Family", "Time(ns)", "time by op family", "% of time"),
+             "no records with time"),
+            ("phase", bar_figure(phase, "Phase", "Time(ns)", "time by phase", "% of time"),
+             "no records with time"),
+            ("modules", module_figure(modules),
+             "no module ranges in the trace (pyprof.init(model=...), emit_nvtx with module "
+             "hooks or torch.profiler with_modules give them)")):
+        if fig:
+            figures[key] = fig
+        else:
+            figure_notes[key] = why
+
+    tables_out = {
+        "ops": table_spec(ops, "no ops"),
+        "instances": table_spec(instances, "no op instances"),
+        "kernels": table_spec(kernels, "no kernels"),
+        "tc": table_spec(tc, "no Tensor Core eligible kernels" if not cpu_only
+                         else "not a GPU profile: no kernels to judge"),
+        "peaks": table_spec(peaks, "no device peaks"),
+        "roofline_types": table_spec(roof_types, "no op types with a FLOP model and time"),
+        "summary": table_spec(summary, "empty summary"),
+    }
+    return {
+        "meta": {"source": header.get("source"), "format": header.get("format"),
+                 "records_kind": header.get("records"),
+                 "generated": datetime.datetime.now().strftime("%Y-%m-%d %H:%M")},
+        "headline": headline, "notes": notes, "figures": figures, "figure_notes": figure_notes,
+        "figure_ids": ["roofline", "family", "phase", "modules"], "tables": tables_out,
+        "roofline": {"text": roof_text, **roof_facts},
+        "prof": tables,
+    }
+
+
+def _dominant_mode(types: list[dict]) -> str | None:
+    by_mode: dict[str, float] = {}
+    for r in types:
+        m = r.get("Mode")
+        if m in (None, "-", "na"):
+            continue
+        by_mode[m] = by_mode.get(m, 0) + (_number(r.get("Time(ns)")) or 0)
+    return max(by_mode, key=by_mode.get) if by_mode else None
+
+
+def _peak_for(peaks: list[dict], mode: str) -> dict | None:
+    rows = [p for p in peaks if p.get("Mode") == mode and _number(p.get("Peak FLOP/s"))]
+    rows.sort(key=lambda p: p.get("Kind") == "measured")  # datasheet before measured
+    return rows[0] if rows else None
+
+
+SECTIONS = [
+    ("headline", "Overview"), ("roofline", "Roofline"), ("breakdown", "Where the time goes"),
+    ("ops", "Ops"), ("instances", "Op instances"), ("kernels", "Kernels"),
+    ("tensor-cores", "Tensor Cores"), ("iterations", "Iterations"), ("advice", "Advice"),
+    ("devices", "Device peaks"),
+]
+
+
+def render_html(data: dict, title: str) -> str:
+    import plotly.offline
+
+    with open(os.path.join(ASSETS, "report.css"), encoding="utf-8") as f:
+        css = f.read()
+    with open(os.path.join(ASSETS, "report.js"), encoding="utf-8") as f:
+        js = f.read()
+    payload = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    # Inside <script>, "</" would end the element: JSON allows "<\/" for it.
+    payload = payload.replace("</", "<\\/").replace("<!--", "<\\!--")
+    plotly_js = plotly.offline.get_plotlyjs()
+    toc = "".join(f'<a href="#{sid}">{name}</a>' for sid, name in SECTIONS)
+    meta = data["meta"]
+    roof_text = _esc(data["roofline"]["text"])
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="pyprof report">
+<title>{_esc(title)}</title>
+<style>{css}</style>
+<script>{plotly_js}</script>
+</head><body>
+<header class="page"><h1>{_esc(title)}</h1>
+<div class="source">{_esc(meta.get('source') or '')} · {_esc(meta.get('format') or '')} ·
+generated {_esc(meta['generated'])} by pyprof</div></header>
+<nav class="toc">{toc}</nav>
+<main>
+<section id="headline"><h2>Overview</h2>
+<div class="cards" id="headline-cards"></div>
+<div class="notes" id="notes"><b>What this profile lacks</b><ul id="notes-list"></ul></div>
+</section>
+<section id="roofline"><h2>Roofline</h2>
+<p class="explain">Each point is an op type (large) or an op instance (small, grey) at its
+arithmetic intensity (FLOPs per byte of ideal DRAM traffic, docs/ops.md) and achieved FLOP/s,
+sized by time. Lines are the device's roofs: DRAM bandwidth up to each math mode's peak
+(solid: datasheet, dotted: derived from SMs × clock, dashed: measured by `pyprof peak`). A point
+far under the roof of its mode is worth a look. {roof_text}.</p>
+<div class="chart" id="fig-roofline"></div></section>
+<section id="breakdown"><h2>Where the time goes</h2>
+<div class="row2"><div class="chart" id="fig-family"></div><div class="chart" id="fig-phase"></div></div>
+<h3>Module tree</h3><p class="explain">Time per nn.Module, forward and backward together, each
+module including its children. Click a module to zoom in.</p>
+<div class="chart" id="fig-modules"></div></section>
+<section id="ops"><h2>Ops</h2><p class="explain">Per op type and direction. Rates divide the
+counted FLOPs and bytes by the time of exactly the instances that count them (docs/prof.md §3).</p>
+<div id="table-ops"></div></section>
+<section id="instances"><h2>Op instances</h2><div id="table-instances"></div></section>
+<section id="kernels"><h2>Kernels</h2><div id="table-kernels"></div></section>
+<section id="tensor-cores"><h2>Tensor Cores</h2><p class="explain">Tensor Core eligible ops
+(dtype and shapes allow them) and whether their kernels used them (judged from kernel names,
+docs/prof.md §4). "eligible, not using TC" is the row to act on.</p>
+<div id="table-tc"></div></section>
+<section id="iterations"><h2>Iterations</h2>
+<div class="placeholder" data-placeholder="iterations">Per-iteration times are not computed by
+this version of pyprof.</div></section>
+<section id="advice"><h2>Advice</h2>
+<div class="placeholder" data-placeholder="advice">Advice with the time at stake is not computed
+by this version of pyprof.</div></section>
+<section id="devices"><h2>Device peaks</h2><p class="explain">The roofs' numbers and their
+sources (docs/peaks.md).</p><div id="table-peaks"></div>
+<h3>Roofline points (op types)</h3><div id="table-roofline_types"></div>
+<h3>Summary (prof)</h3><div id="table-summary"></div></section>
+</main>
+<script type="application/json" id="pyprof-data">{payload}</script>
+<script>{js}</script>
+</body></html>
+"""
+
+
+def write_atomic(path: str, text: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        mode = os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o644
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def make_report(input_path: str, output: str, peaks: str | None = None, title: str | None = None,
+                no_tf32: bool = False) -> dict:
+    """Writes the page for `input_path` to `output`; returns the data embedded in it."""
+    if peaks and not os.path.isfile(peaks):
+        raise ReportError(f"--peaks {peaks}: no such file")
+    with tempfile.TemporaryDirectory(prefix="pyprof-report-") as work:
+        dict_path, parse_warnings = ensure_dict(input_path, work)
+        header = read_header(dict_path)
+        tables, prof_warnings = run_prof_reports(dict_path, work, peaks, no_tf32)
+        steps = step_count(dict_path)
+    data = build_page_data(header, tables, steps, parse_warnings + prof_warnings)
+    page = render_html(data, title or f"pyprof report: {os.path.basename(input_path)}")
+    try:
+        write_atomic(output, page)
+    except OSError as e:
+        raise ReportError(f"writing {output} failed: {e.strerror}") from None
+    return data
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="pyprof report",
+        description="One self-contained HTML page of a profile (works offline): headline figures, "
+                    "a roofline, time by op family, module and phase, and sortable tables of "
+                    "ops, instances, kernels and Tensor Core use. docs/report.md")
+    p.add_argument("input", help="net.dict, or anything `pyprof parse` reads (parsed first)")
+    p.add_argument("-o", "--output", help="the HTML file (default: INPUT's name + .html)")
+    p.add_argument("--peaks", metavar="FILE",
+                   help="device peaks to add or override (docs/peaks.md); `pyprof peak -o FILE` "
+                        "writes measured ones, drawn beside the datasheet roofs")
+    p.add_argument("--title", help="the page's title")
+    p.add_argument("--no-tf32", action="store_true",
+                   help="fp32 GEMMs and convolutions are not Tensor Core eligible")
+    args = p.parse_args(argv)
+    output = args.output or re.sub(r"(\.json)?(\.gz)?$|\.(dict|sqlite|sql)$", "",
+                                   args.input.rstrip("/")) + ".html"
+    try:
+        data = make_report(args.input, output, args.peaks, args.title, args.no_tf32)
+    except ReportError as e:
+        print(f"pyprof report: error: {e}", file=sys.stderr)
+        return 1
+    for n in data["notes"]:
+        print(f"pyprof report: note: {n}", file=sys.stderr)
+    print(f"pyprof report: wrote {output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

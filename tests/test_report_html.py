@@ -1,0 +1,242 @@
+"""`pyprof report`: the HTML page, opened in a real headless browser (chromium through selenium).
+
+Checked on a real CPU capture (LeNet trained under `pyprof profile`), a real A100 torch.profiler
+trace, a real nsys trace of an RTX 2070 SUPER (a GPU outside the datasheet table: derived
+peaks), a GPU trace without a device table, an empty profile, and broken inputs. The page's
+figures are compared with prof's own JSON reports for the same input (run separately here), and
+its roofs with the device peak table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+import browser
+import pyprof_db
+import testlib
+
+pytestmark = pytest.mark.needs_build
+
+SECTIONS = ["headline", "roofline", "breakdown", "ops", "instances", "kernels", "tensor-cores",
+            "iterations", "advice", "devices"]
+A100_TRACE = os.path.join(testlib.DATA, "kineto_hta-alexnet-a100.json.gz")
+RTX2070_TRACE = os.path.join(testlib.DATA, "nsys-2022.1.3_dlprof-pytorch1.10-emit-nvtx_lenet.sqlite")
+NO_DEVICES_TRACE = os.path.join(testlib.DATA, "synthetic_mlp.nsys.sqlite")
+
+
+def report(*args, check=True) -> subprocess.CompletedProcess:
+    res = subprocess.run([testlib.PY, "-m", "pyprof", "report", *map(str, args)],
+                         capture_output=True, text=True, timeout=300, env=testlib.pyprof_env(),
+                         cwd=testlib.ROOT)
+    assert res.returncode >= 0, res
+    if check:
+        assert res.returncode == 0, res.stderr
+    return res
+
+
+def prof_json(dict_path, *reports, extra=()) -> dict[str, list[dict]]:
+    """prof's reports as JSON, grouped by table title: the oracle the page must agree with."""
+    res = testlib.run_tool(testlib.PROF, *extra, "--report", ",".join(reports), "--formats",
+                           "json", "--depth", "0", dict_path)
+    assert res.returncode == 0, res.stderr
+    tables: dict[str, list[dict]] = {}
+    for line in res.stdout.splitlines():
+        row = json.loads(line)
+        tables.setdefault(row.pop("report"), []).append(row)
+    return tables
+
+
+def summary_values(tables) -> dict[str, str]:
+    return {r["Metric"]: r["Value"] for r in tables["summary"]}
+
+
+@pytest.fixture(scope="module")
+def driver():
+    if not browser.browser_available():
+        pytest.skip("no headless browser (scripts/setup.sh installs chromium and selenium)")
+    d = browser.new_driver()
+    yield d
+    d.quit()
+
+
+@pytest.fixture(scope="module")
+def lenet_dict(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("report_lenet")
+    res = pyprof_db.profile(tmp, os.path.join(testlib.ROOT, "examples", "train.py"), "--model",
+                            "lenet", "--steps", "3")
+    assert res.returncode == 0, res.stderr
+    testlib.parse_to(tmp / "net.sqlite", tmp / "net.dict")
+    return tmp / "net.dict"
+
+
+class Page:
+    """A rendered report: the browser's view of it."""
+
+    def __init__(self, driver, path, shot=None):
+        browser.open_page(driver, path)
+        self.d = driver
+        self.errors = browser.console_errors(driver)
+        if shot:
+            driver.save_screenshot(str(shot))
+
+    def js(self, script):
+        return self.d.execute_script(script)
+
+    def sections(self):
+        return self.js("return [...document.querySelectorAll('main > section')].map(s => s.id)")
+
+    def cards(self) -> dict[str, tuple[str, str]]:
+        return {k: (raw, text) for k, raw, text in self.js(
+            "return [...document.querySelectorAll('.card')].map(c => "
+            "[c.dataset.metric, c.dataset.raw, c.querySelector('.value').textContent])")}
+
+    def traces(self, fig):
+        return self.js(f"const g = document.getElementById('fig-{fig}');"
+                       "return g && g.data ? g.data.map(t => ({meta: t.meta || null, "
+                       "x: Array.from(t.x || []), y: Array.from(t.y || []), "
+                       "type: t.type})) : null")
+
+    def notes(self):
+        return self.js("return [...document.querySelectorAll('#notes-list li')]"
+                       ".map(li => li.textContent)")
+
+    def table_rows(self, table_id):
+        return self.js(f"return [...document.querySelectorAll('table[data-table={table_id}] "
+                       "tbody tr')].map(tr => [...tr.children].map(td => td.textContent))")
+
+
+def test_cpu_profile_page_matches_prof_and_renders_cleanly(driver, lenet_dict, tmp_path):
+    out = tmp_path / "lenet.html"
+    res = report(lenet_dict, "-o", out)
+    assert "wrote" in res.stdout
+    html = out.read_text()
+    # Self-contained: no external script, style or font.
+    assert "<script src=" not in html and "<link " not in html and "@import" not in html
+    page = Page(driver, out, shot=tmp_path / "lenet.png")
+    assert page.errors == []
+    assert (tmp_path / "lenet.png").stat().st_size > 10_000
+    assert page.sections() == SECTIONS
+    tables = prof_json(lenet_dict, "summary", "op", "roofline")
+    summary = summary_values(tables)
+    cards = page.cards()
+    assert int(cards["records"][0]) == int(summary["records"]) > 100
+    assert int(cards["wall_time"][0]) == int(summary["wall time (ns)"])
+    assert float(cards["flops"][0]) == float(summary["FLOPs (FMA=2)"]) > 1e6
+    assert cards["device"][1] == "CPU"
+    # Human units in the cards: 95043532 ns reads "95.0 ms".
+    wall_ms = int(summary["wall time (ns)"]) / 1e6
+    assert cards["wall_time"][1] == (f"{wall_ms:.1f} ms" if wall_ms < 100 else f"{wall_ms:.0f} ms")
+    # Three `step N` ranges from examples/train.py: the mean step time is a third of the wall.
+    assert float(cards["step_time"][0]) == pytest.approx(int(summary["wall time (ns)"]) / 3)
+    assert any("CPU-only profile" in n for n in page.notes())
+    # One roofline point per op type of prof's roofline report (with a positive intensity).
+    types = tables["roofline: op types"]
+    traces = page.traces("roofline")
+    points = [t for t in traces if (t["meta"] or {}).get("level") == "op type"]
+    assert len(points) == 1
+    expected = sorted((float(r["FLOP/Byte"]), float(r["FLOP/s"])) for r in types
+                      if r["FLOP/Byte"] and r["FLOP/s"])
+    assert sorted(zip(points[0]["x"], points[0]["y"])) == pytest.approx(expected)
+    assert len(expected) >= 5  # conv2d, linear, relu, max_pool2d, loss ... forward and backward
+    # The ops table has prof's op rows, in prof's order.
+    rows = page.table_rows("ops")
+    assert [r[0] for r in rows] == [r["Op"] if r["Op"] else "(unattributed)"
+                                    for r in tables[next(t for t in tables if t.startswith("ops"))]][:len(rows)]
+
+
+def test_gpu_trace_roofs_equal_the_device_table(driver, tmp_path):
+    """An A100 trace: roofs drawn are prof's peaks rows for the device; cards equal prof's."""
+    dict_path = tmp_path / "a100.dict"
+    testlib.parse_to(A100_TRACE, dict_path)
+    out = tmp_path / "a100.html"
+    report(A100_TRACE, "-o", out)
+    page = Page(driver, out, shot=tmp_path / "a100.png")
+    assert page.errors == []
+    tables = prof_json(dict_path, "summary", "peaks", "roofline")
+    summary = summary_values(tables)
+    cards = page.cards()
+    assert float(cards["gpu_busy"][0]) == float(summary["GPU busy %"])
+    assert float(cards["tc_share"][0]) == float(summary["Tensor Core kernel time %"])
+    roofs = [t["meta"] for t in page.traces("roofline") if (t["meta"] or {}).get("role") == "roof"]
+    device = roofs[0]["device"]
+    expected = {(r["Mode"], r["Kind"]): float(r["Peak FLOP/s"]) for r in tables["device peaks"]
+                if str(r["Device"]) == device and r["Peak FLOP/s"]}
+    assert {(m["mode"], m["kind"]): m["peak"] for m in roofs} == pytest.approx(expected)
+    # The A100's datasheet (docs/peaks.md, NVIDIA's A100 datasheet): 19.5 TFLOP/s FP32,
+    # 156 TF32, 312 FP16/BF16 Tensor Core.
+    assert expected[("fp32", "datasheet")] == pytest.approx(19.5e12)
+    assert expected[("tf32_tc", "datasheet")] == pytest.approx(156e12)
+    assert expected[("fp16_tc", "datasheet")] == pytest.approx(312e12)
+    types = [r for r in tables["roofline: op types"] if r["FLOP/Byte"] and r["FLOP/s"]]
+    points = next(t for t in page.traces("roofline") if (t["meta"] or {}).get("level") == "op type")
+    assert len(points["x"]) == len(types) > 5
+    # % of peak: achieved FLOP/s over the peak of the mode with the most counted time.
+    assert cards["pct_of_peak"][0] not in ("", None)
+
+
+def test_unknown_gpu_gets_derived_roofs_and_says_so(driver, tmp_path):
+    """An RTX 2070 SUPER (sm_75, 40 SMs, 1785 MHz) is not in the datasheet table: its roofs are
+    derived from SMs x clock x per-SM rate, drawn dotted, and the page says they are derived."""
+    out = tmp_path / "rtx.html"
+    report(RTX2070_TRACE, "-o", out)
+    page = Page(driver, out)
+    assert page.errors == []
+    roofs = [t["meta"] for t in page.traces("roofline") or [] if (t["meta"] or {}).get("role") == "roof"]
+    assert roofs and {m["kind"] for m in roofs} == {"derived"}
+    fp32 = next(m for m in roofs if m["mode"] == "fp32")
+    assert fp32["peak"] == pytest.approx(40 * 128 * 1.785e9)  # 9.14 TFLOP/s
+    assert fp32["bandwidth"] == pytest.approx(448.064e9)
+
+
+def test_trace_without_devices_renders_and_says_what_is_missing(driver, tmp_path):
+    out = tmp_path / "nodev.html"
+    res = report(NO_DEVICES_TRACE, "-o", out)
+    assert "no GPU" in res.stderr
+    page = Page(driver, out)
+    assert page.errors == []
+    assert page.sections() == SECTIONS
+    assert any("names no GPU" in n for n in page.notes())
+    roofs = [t for t in page.traces("roofline") or [] if (t["meta"] or {}).get("role") == "roof"]
+    assert roofs == []
+
+
+def test_empty_profile_renders_with_a_note(driver, tmp_path):
+    empty = tmp_path / "empty.dict"
+    empty.write_text('{"pyprof_dict":1,"source":"x","format":"pyprof","records":"op"}\n')
+    out = tmp_path / "empty.html"
+    report(empty, "-o", out)
+    page = Page(driver, out)
+    assert page.errors == []
+    assert page.sections() == SECTIONS
+    assert any("no records" in n for n in page.notes())
+    assert page.cards()["records"][0] == "0"
+    assert page.js("return document.querySelector('#fig-roofline .empty').textContent") \
+        .startswith("No roofline")
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "no such file"),
+    (b"", "pyprof parse"),
+    (b"\x00\x01garbage", "pyprof parse"),
+    (b'{"pyprof_dict":1,"source":"x","format":"pyprof","records":"op"}\n{"kind":"op","name":',
+     None),
+])
+def test_broken_input_is_a_clear_error_and_leaves_no_page(tmp_path, content, message):
+    src = tmp_path / "in.dict"
+    if content is not None:
+        src.write_bytes(content)
+    out = tmp_path / "out.html"
+    res = report(src, "-o", out, check=False)
+    if message is None:
+        # A truncated last line is skipped and counted by prof: the page is made, with a note.
+        assert res.returncode == 0, res.stderr
+        assert "skipped" in res.stderr or "unreadable" in res.stderr
+        return
+    assert res.returncode == 1
+    assert res.stderr.startswith("pyprof report: error:") and message in res.stderr
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.html")] == []
