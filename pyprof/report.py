@@ -491,7 +491,10 @@ def build_page_data(header: dict, tables: dict[str, list[dict]], steps: int,
         "headline": headline, "notes": notes, "figures": figures, "figure_notes": figure_notes,
         "figure_ids": ["roofline", "family", "phase", "modules"], "tables": tables_out,
         "roofline": {"text": roof_text, **roof_facts},
-        "prof": tables,
+        # prof's rows as it wrote them (raw numbers), for scripts and tests; long tables cut
+        # to the rows the page shows, with their full length in prof_rows.
+        "prof": {t: rows[:MAX_TABLE_ROWS] for t, rows in tables.items()},
+        "prof_rows": {t: len(rows) for t, rows in tables.items()},
     }
 
 
