@@ -23,7 +23,9 @@ pytestmark = pytest.mark.needs_build
 
 SECTIONS = ["headline", "roofline", "breakdown", "ops", "instances", "kernels", "tensor-cores",
             "iterations", "advice", "devices"]
-A100_TRACE = os.path.join(testlib.DATA, "kineto_hta-alexnet-a100.json.gz")
+V100_TRACE = os.path.join(testlib.DATA, "nvprof-cuda10.1_pytorch-lm_apex-pyprof.sql")
+A100_SHAPES_TRACE = os.path.join(testlib.SHARED_TRACES, "real",
+                                 "kineto_hta-a100-record-shapes-control.json.gz")
 RTX2070_TRACE = os.path.join(testlib.DATA, "nsys-2022.1.3_dlprof-pytorch1.10-emit-nvtx_lenet.sqlite")
 NO_DEVICES_TRACE = os.path.join(testlib.DATA, "synthetic_mlp.nsys.sqlite")
 
@@ -149,33 +151,57 @@ def test_cpu_profile_page_matches_prof_and_renders_cleanly(driver, lenet_dict, t
 
 
 def test_gpu_trace_roofs_equal_the_device_table(driver, tmp_path):
-    """An A100 trace: roofs drawn are prof's peaks rows for the device; cards equal prof's."""
-    dict_path = tmp_path / "a100.dict"
-    testlib.parse_to(A100_TRACE, dict_path)
-    out = tmp_path / "a100.html"
-    report(A100_TRACE, "-o", out)
-    page = Page(driver, out, shot=tmp_path / "a100.png")
+    """A V100 (nvprof, legacy PyProf markers with shapes): the roofs drawn are prof's peaks rows
+    for the device and NVIDIA's V100 SXM2 datasheet; the cards and points equal prof's JSON."""
+    dict_path = tmp_path / "v100.dict"
+    testlib.parse_to(V100_TRACE, dict_path)
+    out = tmp_path / "v100.html"
+    report(V100_TRACE, "-o", out)
+    page = Page(driver, out, shot=tmp_path / "v100.png")
     assert page.errors == []
     tables = prof_json(dict_path, "summary", "peaks", "roofline")
     summary = summary_values(tables)
     cards = page.cards()
+    assert cards["device"][1] == "Tesla V100-SXM2-16GB"
     assert float(cards["gpu_busy"][0]) == float(summary["GPU busy %"])
     assert float(cards["tc_share"][0]) == float(summary["Tensor Core kernel time %"])
+    assert float(cards["flops"][0]) == float(summary["FLOPs (FMA=2)"]) > 1e10
     roofs = [t["meta"] for t in page.traces("roofline") if (t["meta"] or {}).get("role") == "roof"]
-    device = roofs[0]["device"]
+    assert roofs and {m["device"] for m in roofs} == {"0"}
     expected = {(r["Mode"], r["Kind"]): float(r["Peak FLOP/s"]) for r in tables["device peaks"]
-                if str(r["Device"]) == device and r["Peak FLOP/s"]}
+                if str(r["Device"]) == "0" and r["Peak FLOP/s"]}
     assert {(m["mode"], m["kind"]): m["peak"] for m in roofs} == pytest.approx(expected)
-    # The A100's datasheet (docs/peaks.md, NVIDIA's A100 datasheet): 19.5 TFLOP/s FP32,
-    # 156 TF32, 312 FP16/BF16 Tensor Core.
-    assert expected[("fp32", "datasheet")] == pytest.approx(19.5e12)
-    assert expected[("tf32_tc", "datasheet")] == pytest.approx(156e12)
-    assert expected[("fp16_tc", "datasheet")] == pytest.approx(312e12)
+    # NVIDIA's V100 SXM2 datasheet (docs/peaks.md): 7.8 TFLOP/s FP64, 15.7 FP32, 125 FP16
+    # Tensor Core, 900 GB/s.
+    assert expected[("fp64", "datasheet")] == pytest.approx(7.8e12)
+    assert expected[("fp32", "datasheet")] == pytest.approx(15.7e12)
+    assert expected[("fp16_tc", "datasheet")] == pytest.approx(125e12)
+    assert {m["bandwidth"] for m in roofs} == {pytest.approx(900e9)}
     types = [r for r in tables["roofline: op types"] if r["FLOP/Byte"] and r["FLOP/s"]]
     points = next(t for t in page.traces("roofline") if (t["meta"] or {}).get("level") == "op type")
-    assert len(points["x"]) == len(types) > 5
-    # % of peak: achieved FLOP/s over the peak of the mode with the most counted time.
-    assert cards["pct_of_peak"][0] not in ("", None)
+    assert sorted(zip(points["x"], points["y"])) == pytest.approx(
+        sorted((float(r["FLOP/Byte"]), float(r["FLOP/s"])) for r in types))
+    assert len(types) >= 5
+    # % of peak: the achieved rate over the peak of the mode with the most counted time.
+    by_mode = {}
+    for r in tables["roofline: op types"]:
+        by_mode[r["Mode"]] = by_mode.get(r["Mode"], 0) + float(r["Time(ns)"])
+    mode = max(by_mode, key=by_mode.get)
+    achieved = float(next(v for k, v in summary.items() if k.startswith("achieved TFLOP/s")))
+    assert float(cards["pct_of_peak"][0]) == pytest.approx(
+        100 * achieved * 1e12 / expected[(mode, "datasheet")])
+
+
+@pytest.mark.skipif(not os.path.exists(A100_SHAPES_TRACE), reason="needs ../shared/traces")
+def test_a100_torch_profiler_trace_with_shapes(driver, tmp_path):
+    """A torch.profiler trace from an A100 with record_shapes: a roofline with points."""
+    out = tmp_path / "a100.html"
+    report(A100_SHAPES_TRACE, "-o", out)
+    page = Page(driver, out, shot=tmp_path / "a100.png")
+    assert page.errors == []
+    traces = page.traces("roofline")
+    points = next(t for t in traces if (t["meta"] or {}).get("level") == "op type")
+    assert len(points["x"]) >= 5
 
 
 def test_unknown_gpu_gets_derived_roofs_and_says_so(driver, tmp_path):
