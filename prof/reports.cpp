@@ -337,7 +337,7 @@ ReportTable op_report(const ReadResult& data) {
     Row row(t);
     row.text(unattributed ? "(unattributed)" : op)
         .text(dir_name(static_cast<Dir>(key.second)))
-        .integer(g.instances)
+        .integer(unattributed ? a.count : g.instances)
         .integer(a.count)
         .integer(a.total);
     if (cpu) row.integer(a.inclusive);
