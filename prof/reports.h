@@ -43,15 +43,17 @@ struct ReportTable {
   std::vector<std::string> headers;
   std::vector<bool> numeric;
   std::vector<std::vector<std::string>> rows;
+  // The members below have initializers, so that a table written {title, headers, numeric,
+  // rows} still compiles without -Wmissing-field-initializers.
   // Per column, what its cells hold; empty: every cell printed as it is, in every format.
-  std::vector<Unit> units;
+  std::vector<Unit> units = {};
   // Per row, the unit of its Unit::kPerRow cell (the summary: one metric per row).
-  std::vector<Unit> row_units;
+  std::vector<Unit> row_units = {};
   // The exact value of a cell whose raw text is rounded (rates), keyed (row, column), so that
   // human units keep 3 significant digits; other cells' values are read from their text.
-  std::map<std::pair<size_t, size_t>, double> exact;
+  std::map<std::pair<size_t, size_t>, double> exact = {};
   // A cell's text in human units where it is no single quantity (the summary's top ops).
-  std::map<std::pair<size_t, size_t>, std::string> human;
+  std::map<std::pair<size_t, size_t>, std::string> human = {};
 };
 
 // The report names prof knows.
