@@ -220,7 +220,7 @@ std::string cost_places_text(unsigned places) {
 ReportTable kernel_report(const ReadResult& data) {
   const bool cpu = data.cpu_only;
   ReportTable t;
-  t.title = cpu ? "op records by self time (per name)" : "kernels by total time";
+  t.title = cpu ? "kernels by self time (CPU: op records per name)" : "kernels by total time";
   column(t, "Kernel", Unit::kText);
   column(t, "Count", Unit::kCount);
   column(t, cpu ? "Self(ns)" : "Total(ns)", Unit::kTime);
