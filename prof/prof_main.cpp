@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
       "pyprof prof"};
   std::string input = "-", columns, reports, formats = "text", output;
   int width = 0, depth = 0;
-  bool csv = false, json = false, no_tf32 = false;
+  bool csv = false, json = false, no_tf32 = false, raw = false;
   app.add_option("dict", input, "parse output (JSON Lines); - or nothing: standard input");
   app.add_option("-c,--columns", columns,
                  "columns to print, comma-separated, or 'all' (default "
@@ -83,11 +83,14 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_flag("--csv", csv, "CSV (every field quoted)");
   app.add_flag("--json", json, "JSON Lines, one object per record");
-  app.add_option("--report", reports,
-                 "reports instead of the per-record table: kernel, op, instance, module, "
-                 "summary, tc (comma-separated)");
+  app.add_option(
+      "--report", reports,
+      "reports instead of the per-record table: " + report_list_text() + " (comma-separated)");
   app.add_option("--formats", formats,
                  "report formats: text, csv, json (comma-separated; several need -o PREFIX)");
+  app.add_flag("--raw", raw,
+               "text reports: raw numbers (integer ns, FLOPs and bytes, TFLOP/s, GB/s) as CSV "
+               "and JSON hold them, instead of human units (12.3 µs, 17.3 MFLOP)");
   app.add_option("--depth", depth, "module report: roll up to this depth (0: full paths)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-tf32", no_tf32, "fp32 GEMMs and convolutions are not Tensor Core eligible");
@@ -132,7 +135,7 @@ int main(int argc, char** argv) {
   std::vector<ReportFormat> report_formats;
   for (const std::string& f : format_list) {
     if (f == "text") {
-      report_formats.push_back(ReportFormat::kText);
+      report_formats.push_back(raw ? ReportFormat::kRawText : ReportFormat::kText);
     } else if (f == "csv") {
       report_formats.push_back(ReportFormat::kCsv);
     } else if (f == "json") {
@@ -144,15 +147,14 @@ int main(int argc, char** argv) {
   if (report_list.empty() && app.count("--formats")) {
     return fail("--formats applies to --report", 2);
   }
+  if (report_list.empty() && raw) return fail("--raw applies to --report", 2);
   if (!report_list.empty() && report_formats.size() > 1 && output.empty()) {
     return fail("several --formats need -o PREFIX (files PREFIX.REPORT.FORMAT)", 2);
   }
   for (const std::string& r : report_list) {
     bool known = false;
     for (const std::string& name : report_names()) known = known || name == r;
-    if (!known)
-      return fail("unknown report '" + r + "' (reports: kernel, op, instance, module, summary, tc)",
-                  2);
+    if (!known) return fail("unknown report '" + r + "' (reports: " + report_list_text() + ")", 2);
   }
   std::vector<const Column*> cols;
   std::string error;

@@ -842,7 +842,8 @@ void assign_costs(ReadResult& result) {
       }
       p = parent.parent;
     }
-    r.counted = !inside_modelled && !is_wrapper[i] && !r.bad_time;
+    r.wrapper = is_wrapper[i] != 0;
+    r.counted = !inside_modelled && !r.wrapper && !r.bad_time;
     if (!r.counted) {
       r.flops = 0;
       r.bytes = 0;

@@ -35,6 +35,9 @@ struct ProfRecord {
   // times are 0, it is out of every time sum and of the totals (counted = false), and the `flag`
   // column shows `bad-time`.
   bool bad_time = false;
+  // CPU records: a dispatch wrapper (torch.autocast's outer call of an op) whose cost is counted
+  // by the call of the same op it holds, not by itself (see assign_costs).
+  bool wrapper = false;
   int32_t device = -1;
   int64_t stream = -1;
   int32_t grid[3] = {0, 0, 0};

@@ -3,6 +3,8 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <unordered_map>
@@ -13,13 +15,85 @@
 namespace pyprof::prof {
 
 const std::vector<std::string>& report_names() {
-  static const std::vector<std::string> kNames = {"kernel", "op",      "instance",
-                                                  "module", "summary", "tc"};
+  static const std::vector<std::string> kNames = {"kernel",  "op", "instance", "module",
+                                                  "summary", "tc", "family",   "phase"};
   return kNames;
 }
 
 namespace {
 
+// `rounded` (a whole number) with a comma between thousands: 1234567 -> "1,234,567".
+std::string with_separators(double rounded) {
+  std::string digits = fmt::format("{:.0f}", std::fabs(rounded));
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return rounded < 0 ? "-" + out : out;
+}
+
+// `v` (> 0) rounded to 3 significant digits.
+double round_to_3_digits(double v) {
+  double scale = std::pow(10.0, 2 - std::floor(std::log10(v)));
+  return std::round(v * scale) / scale;
+}
+
+// `value` with the largest of `names` (1000 apart, names[0] the base unit) that leaves at least
+// 1 before the point, after rounding: 999.5 ns is "1.00 µs", not "1000 ns". The base unit
+// prints whole numbers (ns, FLOPs and bytes are); past the last unit the number grows.
+std::string scaled(double value, std::initializer_list<const char*> names) {
+  const char* const* unit = names.begin();
+  double magnitude = std::fabs(value);
+  size_t prefix = 0;
+  double rounded = std::round(magnitude);
+  while (prefix + 1 < names.size() && rounded >= 1000) {
+    magnitude /= 1000;
+    ++prefix;
+    rounded = magnitude > 0 ? round_to_3_digits(magnitude) : 0;
+  }
+  std::string number;
+  if (prefix == 0 || rounded >= 1000) {
+    number = with_separators(std::round(magnitude));
+  } else {
+    number = fmt::format("{:.{}f}", rounded, rounded >= 100 ? 0 : rounded >= 10 ? 1 : 2);
+  }
+  bool negative = value < 0 && number.find_first_not_of("0.,") != std::string::npos;
+  return fmt::format("{}{} {}", negative ? "-" : "", number, unit[prefix]);
+}
+
+}  // namespace
+
+std::string format_quantity(double value, Unit unit) {
+  if (std::isnan(value)) return "na";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  switch (unit) {
+    case Unit::kCount:
+      return with_separators(std::round(value));
+    case Unit::kTime:
+      return scaled(value, {"ns", "\xC2\xB5s", "ms", "s"});  // U+00B5 MICRO SIGN in UTF-8
+    case Unit::kFlops:
+      return scaled(value, {"FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP", "EFLOP"});
+    case Unit::kBytes:
+      return scaled(value, {"B", "kB", "MB", "GB", "TB", "PB", "EB"});
+    case Unit::kFlopRate:
+      return scaled(value * 1e12,
+                    {"FLOP/s", "kFLOP/s", "MFLOP/s", "GFLOP/s", "TFLOP/s", "PFLOP/s", "EFLOP/s"});
+    case Unit::kByteRate:
+      return scaled(value * 1e9, {"B/s", "kB/s", "MB/s", "GB/s", "TB/s", "PB/s", "EB/s"});
+    case Unit::kPercent:
+      return fmt::format("{:.1f}", value);
+    case Unit::kText:
+    case Unit::kPerRow:
+      break;
+  }
+  return fmt::format("{}", value);
+}
+
+namespace {
+
+// The time a record adds to a report's time columns: a GPU record's duration (kernel or copy);
+// a CPU op's self time, so that the ops' times add up to the profile.
 int64_t time_of(const ProfRecord& r, bool cpu_only) {
   return cpu_only ? r.self_duration : r.duration;
 }
@@ -29,32 +103,75 @@ const char* dir_name(Dir d) {
 }
 
 std::string num(double v) { return fmt::format("{:.0f}", v); }
+// FLOPs per ns / 1e3: TFLOP/s; bytes per ns: GB/s.
+double tflops(double flops, int64_t ns) { return flops / static_cast<double>(ns) / 1e3; }
+double gbps(double bytes, int64_t ns) { return bytes / static_cast<double>(ns); }
 std::string rate(double flops, int64_t ns) {
-  return ns > 0 ? fmt::format("{:.3f}", flops / static_cast<double>(ns) / 1e3) : "na";
+  return ns > 0 ? fmt::format("{:.3f}", tflops(flops, ns)) : "na";
 }
 std::string pct(double part, double whole) {
   return whole > 0 ? fmt::format("{:.1f}", 100.0 * part / whole) : "na";
 }
 
+// Appends a column: its header, what its cells hold, and whether JSON writes them as numbers.
+void column(ReportTable& t, std::string header, Unit unit) {
+  t.headers.push_back(std::move(header));
+  t.units.push_back(unit);
+  t.numeric.push_back(unit != Unit::kText && unit != Unit::kPerRow);
+}
+
+// Builds one row of `t`: every cell's raw text, and for a rate also its exact value (the raw
+// text keeps 3 or 1 decimals of TFLOP/s or GB/s, too few for a CPU's rate in human units).
+class Row {
+ public:
+  explicit Row(ReportTable& t) : t_(t) {}
+  Row& text(std::string s) {
+    cells_.push_back(std::move(s));
+    return *this;
+  }
+  Row& integer(int64_t v) { return text(std::to_string(v)); }
+  Row& amount(double v) { return text(num(v)); }
+  Row& flop_rate(double flops, int64_t ns) {
+    if (ns > 0) t_.exact[{t_.rows.size(), cells_.size()}] = tflops(flops, ns);
+    return text(rate(flops, ns));
+  }
+  Row& byte_rate(double bytes, int64_t ns) {
+    if (ns > 0) t_.exact[{t_.rows.size(), cells_.size()}] = gbps(bytes, ns);
+    return text(ns > 0 ? fmt::format("{:.1f}", gbps(bytes, ns)) : "na");
+  }
+  Row& percent(double part, double whole) { return text(pct(part, whole)); }
+  void end() { t_.rows.push_back(std::move(cells_)); }
+
+ private:
+  ReportTable& t_;
+  std::vector<std::string> cells_;
+};
+
 struct Agg {
   int64_t count = 0;
-  int64_t total = 0;
-  int64_t min = std::numeric_limits<int64_t>::max();
+  int64_t total = 0;       // time_of(): GPU time, CPU self time
+  int64_t inclusive = 0;   // durations: on CPU the ops' inclusive time (their callees in it)
+  int64_t counted_ns = 0;  // counted_time(): the time the counted FLOPs and bytes ran in
+  int64_t min = std::numeric_limits<int64_t>::max();  // of the records' `t`
   int64_t max = 0;
+  int64_t min_duration = std::numeric_limits<int64_t>::max();  // of their durations
+  int64_t max_duration = 0;
   double flops = 0;
   double bytes = 0;
-  int64_t modeled_time = 0;
   int64_t tc_time = 0;
   void add(const ProfRecord& r, int64_t t) {
     ++count;
     total += t;
+    inclusive += r.duration;
+    counted_ns += counted_time(r);
     min = std::min(min, t);
     max = std::max(max, t);
+    min_duration = std::min(min_duration, r.duration);
+    max_duration = std::max(max_duration, r.duration);
     if (r.counted) {
       flops += r.flops;
       bytes += r.bytes;
     }
-    if (r.modeled) modeled_time += t;
     if (r.tc == 1) tc_time += t;
   }
 };
@@ -67,100 +184,198 @@ std::vector<std::pair<Key, Agg>> sorted_by_time(const std::map<Key, Agg>& groups
   return v;
 }
 
+// Where a record's cost is counted (the op report's Modeled column), one bit each.
+enum CostPlace : unsigned {
+  kCountedHere = 1,  // "yes"
+  kInCaller = 2,     // CPU: an enclosing modelled op counts its whole call tree
+  kInCallee = 4,     // CPU: a dispatch wrapper; the call of the same op it holds counts
+  kAbovePeak = 8,    // GPU: faster than its device can run: out of the totals
+  kBadTime = 16,     // no credible time: out of the totals
+  kNoModel = 32,     // "na"
+};
+
+unsigned cost_place(const ProfRecord& r) {
+  if (!r.modeled) return kNoModel;
+  if (r.counted) return kCountedHere;
+  if (r.bad_time) return kBadTime;
+  if (r.above_peak) return kAbovePeak;
+  if (r.wrapper) return kInCallee;
+  return kInCaller;  // assign_costs: a modelled CPU op inside a modelled op (not a wrapper)
+}
+
+// The places of a row's records, in a fixed order: "yes", "in caller", "yes/in callee".
+std::string cost_places_text(unsigned places) {
+  static const std::pair<CostPlace, const char*> kNames[] = {
+      {kCountedHere, "yes"},      {kInCaller, "in caller"}, {kInCallee, "in callee"},
+      {kAbovePeak, "above peak"}, {kBadTime, "bad time"},   {kNoModel, "na"}};
+  std::string out;
+  for (const auto& [bit, name] : kNames) {
+    if (!(places & bit)) continue;
+    if (!out.empty()) out += '/';
+    out += name;
+  }
+  return out;
+}
+
 ReportTable kernel_report(const ReadResult& data) {
-  ReportTable t{"kernels by total time",
-                {"Kernel", "Count", "Total(ns)", "Avg(ns)", "Min(ns)", "Max(ns)", "TC",
-                 "FLOPs(FMA=2)", "Bytes(ideal DRAM)", "TFLOP/s"},
-                {false, true, true, true, true, true, false, true, true, true},
-                {}};
+  const bool cpu = data.cpu_only;
+  ReportTable t;
+  t.title = cpu ? "kernels by self time (CPU: op records per name)" : "kernels by total time";
+  column(t, "Kernel", Unit::kText);
+  column(t, "Count", Unit::kCount);
+  column(t, cpu ? "Self(ns)" : "Total(ns)", Unit::kTime);
+  column(t, "Avg(ns)", Unit::kTime);
+  column(t, "Min(ns)", Unit::kTime);
+  column(t, "Max(ns)", Unit::kTime);
+  if (cpu) column(t, "Counted time(ns)", Unit::kTime);
+  column(t, "TC", Unit::kText);
+  column(t, "FLOPs(FMA=2)", Unit::kFlops);
+  column(t, "Bytes(ideal DRAM)", Unit::kBytes);
+  column(t, "TFLOP/s", Unit::kFlopRate);
   std::map<uint32_t, Agg> groups;
   std::map<uint32_t, int> tc;
   for (const ProfRecord& r : data.records) {
-    groups[r.name].add(r, time_of(r, data.cpu_only));
+    groups[r.name].add(r, time_of(r, cpu));
     tc[r.name] = r.tc;
   }
   for (const auto& [name, a] : sorted_by_time(groups)) {
-    t.rows.push_back({std::string(data.strings.get(name)), std::to_string(a.count),
-                      std::to_string(a.total), std::to_string(a.total / a.count),
-                      std::to_string(a.min), std::to_string(a.max),
-                      tc[name] < 0 ? "-" : std::to_string(tc[name]), num(a.flops), num(a.bytes),
-                      rate(a.flops, a.total)});
+    Row row(t);
+    row.text(std::string(data.strings.get(name)))
+        .integer(a.count)
+        .integer(a.total)
+        .integer(a.total / a.count)
+        .integer(a.min)
+        .integer(a.max);
+    if (cpu) row.integer(a.counted_ns);
+    row.text(tc[name] < 0 ? "-" : std::to_string(tc[name]))
+        .amount(a.flops)
+        .amount(a.bytes)
+        .flop_rate(a.flops, a.counted_ns)
+        .end();
   }
   return t;
 }
 
 ReportTable op_report(const ReadResult& data) {
-  ReportTable t{"ops by total time (per op type and direction)",
-                {"Op", "Direction", "Instances", "Records", "Total(ns)", "Avg/instance(ns)",
-                 "Min/instance(ns)", "Max/instance(ns)", "FLOPs(FMA=2)", "Bytes(ideal DRAM)",
-                 "TFLOP/s", "GB/s", "Modeled"},
-                {false, false, true, true, true, true, true, true, true, true, true, true, false},
-                {}};
-  // Instance times first, so that min/max/avg are per op instance, not per kernel.
+  const bool cpu = data.cpu_only;
+  ReportTable t;
+  t.title = cpu ? "ops by self time (per op type and direction)"
+                : "ops by total time (per op type and direction)";
+  column(t, "Op", Unit::kText);
+  column(t, "Direction", Unit::kText);
+  column(t, "Instances", Unit::kCount);
+  column(t, "Records", Unit::kCount);
+  // The time columns add up to the profile: a CPU op's self time, a GPU op's kernel and copy
+  // time. Its counted time is what its FLOPs ran in (on CPU the counted ops' inclusive time).
+  if (cpu) {
+    column(t, "Self(ns)", Unit::kTime);
+    column(t, "Inclusive(ns)", Unit::kTime);
+  } else {
+    column(t, "Total(ns)", Unit::kTime);
+  }
+  column(t, "Counted time(ns)", Unit::kTime);
+  column(t, "Avg/instance(ns)", Unit::kTime);
+  column(t, "Min/instance(ns)", Unit::kTime);
+  column(t, "Max/instance(ns)", Unit::kTime);
+  column(t, "FLOPs(FMA=2)", Unit::kFlops);
+  column(t, "Bytes(ideal DRAM)", Unit::kBytes);
+  column(t, "TFLOP/s", Unit::kFlopRate);
+  column(t, "GB/s", Unit::kByteRate);
+  column(t, "Modeled", Unit::kText);
+  // Instance times first, so that min/max/avg are per op instance, not per kernel: a GPU op
+  // instance's kernels and copies; a CPU op record's inclusive time (each is an instance).
   std::unordered_map<int64_t, int64_t> instance_time;
   for (const ProfRecord& r : data.records) {
-    if (r.instance) instance_time[r.instance] += time_of(r, data.cpu_only);
+    if (r.instance) instance_time[r.instance] += r.duration;
   }
   // Grouped by a dense key (op string id, direction) in a hash map: one lookup per record.
   struct Group {
-    Agg all, per_instance;
+    Agg all;
+    int64_t instances = 0, instance_total = 0;
+    int64_t instance_min = std::numeric_limits<int64_t>::max(), instance_max = 0;
     int64_t modeled = 0;  // records with a cost model
+    unsigned places = 0;  // cost_place() of its records
   };
   std::unordered_map<uint64_t, Group> by_key;
   std::unordered_set<int64_t> seen;  // instances already counted (an instance has one op/dir)
   for (const ProfRecord& r : data.records) {
     uint64_t k = (uint64_t{r.op} << 2) | static_cast<uint64_t>(r.dir);
     Group& g = by_key[k];
-    g.all.add(r, time_of(r, data.cpu_only));
+    g.all.add(r, time_of(r, cpu));
     g.modeled += r.modeled ? 1 : 0;
+    g.places |= cost_place(r);
     if (r.instance && seen.insert(r.instance).second) {
-      Agg& a = g.per_instance;
       int64_t it = instance_time[r.instance];
-      ++a.count;
-      a.min = std::min(a.min, it);
-      a.max = std::max(a.max, it);
+      ++g.instances;
+      g.instance_total += it;
+      g.instance_min = std::min(g.instance_min, it);
+      g.instance_max = std::max(g.instance_max, it);
     }
   }
   std::map<std::pair<uint32_t, int>, Agg> groups;
-  std::map<std::pair<uint32_t, int>, Agg> per_instance;
-  std::map<std::pair<uint32_t, int>, int64_t> modeled;
   for (const auto& [k, g] : by_key) {
-    auto key = std::make_pair(static_cast<uint32_t>(k >> 2), static_cast<int>(k & 3));
-    groups[key] = g.all;
-    per_instance[key] = g.per_instance;
-    modeled[key] = g.modeled;
+    groups[{static_cast<uint32_t>(k >> 2), static_cast<int>(k & 3)}] = g.all;
   }
   for (const auto& [key, a] : sorted_by_time(groups)) {
+    const Group& g = by_key[(uint64_t{key.first} << 2) | static_cast<uint64_t>(key.second)];
     std::string op(data.strings.get(key.first));
     // Records outside any op belong to no op instance: each is an instance of its own (as a CPU
     // op record is), so the per-instance columns are per record. Their Modeled column says
     // whether all, some (copies have bytes, loose kernels nothing) or none have a cost.
     const bool unattributed = op.empty();
-    const Agg& inst = unattributed ? a : per_instance[key];
-    int64_t n = inst.count ? inst.count : a.count;
-    int64_t modeled_records = modeled[key];
-    std::string modeled_text = modeled_records > 0 ? "yes" : "na";
+    // A row without instances (copies inside an op carry their own bytes, instance 0): per
+    // record, as the (unattributed) row.
+    const bool per_record = unattributed || g.instances == 0;
+    int64_t instances = per_record ? a.count : g.instances;
+    int64_t instance_total = per_record ? a.inclusive : g.instance_total;
+    int64_t instance_min = per_record ? a.min_duration : g.instance_min;
+    int64_t instance_max = per_record ? a.max_duration : g.instance_max;
+    std::string modeled_text = cost_places_text(g.places);
     if (unattributed) {
-      modeled_text = modeled_records == a.count ? "yes" : modeled_records > 0 ? "partly" : "no";
+      modeled_text = g.modeled == a.count ? "yes" : g.modeled > 0 ? "partly" : "no";
     }
-    t.rows.push_back(
-        {unattributed ? "(unattributed)" : op, dir_name(static_cast<Dir>(key.second)),
-         std::to_string(inst.count), std::to_string(a.count), std::to_string(a.total),
-         std::to_string(a.total / std::max<int64_t>(n, 1)),
-         inst.count ? std::to_string(inst.min) : "-", inst.count ? std::to_string(inst.max) : "-",
-         num(a.flops), num(a.bytes), rate(a.flops, a.total),
-         a.total > 0 ? fmt::format("{:.1f}", a.bytes / static_cast<double>(a.total)) : "na",
-         modeled_text});
+    Row row(t);
+    row.text(unattributed ? "(unattributed)" : op)
+        .text(dir_name(static_cast<Dir>(key.second)))
+        .integer(unattributed ? a.count : g.instances)
+        .integer(a.count)
+        .integer(a.total);
+    if (cpu) row.integer(a.inclusive);
+    row.integer(a.counted_ns)
+        .integer(instance_total / std::max<int64_t>(instances, 1))
+        .text(instances ? std::to_string(instance_min) : "-")
+        .text(instances ? std::to_string(instance_max) : "-")
+        .amount(a.flops)
+        .amount(a.bytes)
+        .flop_rate(a.flops, a.counted_ns)
+        .byte_rate(a.bytes, a.counted_ns)
+        .text(modeled_text)
+        .end();
   }
   return t;
 }
 
 ReportTable instance_report(const ReadResult& data) {
-  ReportTable t{"op instances by total time",
-                {"Op", "Direction", "Seq", "Module", "Records", "Total(ns)", "FLOPs(FMA=2)",
-                 "Bytes(ideal DRAM)", "TFLOP/s", "Params"},
-                {false, false, true, false, true, true, true, true, true, false},
-                {}};
+  const bool cpu = data.cpu_only;
+  ReportTable t;
+  t.title = cpu ? "op instances by self time" : "op instances by total time";
+  column(t, "Op", Unit::kText);
+  column(t, "Direction", Unit::kText);
+  column(t, "Seq", Unit::kText);
+  column(t, "Module", Unit::kText);
+  column(t, "Records", Unit::kCount);
+  if (cpu) {
+    column(t, "Self(ns)", Unit::kTime);
+    column(t, "Inclusive(ns)", Unit::kTime);
+  } else {
+    column(t, "Total(ns)", Unit::kTime);
+  }
+  column(t, "Counted time(ns)", Unit::kTime);
+  column(t, "FLOPs(FMA=2)", Unit::kFlops);
+  column(t, "Bytes(ideal DRAM)", Unit::kBytes);
+  column(t, "TFLOP/s", Unit::kFlopRate);
+  column(t, "Params", Unit::kText);
+  t.numeric[2] = true;  // Seq: a JSON number, printed as it is
   struct Inst {
     const ProfRecord* first = nullptr;
     Agg agg;
@@ -174,35 +389,50 @@ ReportTable instance_report(const ReadResult& data) {
       i.first = &r;
       order.push_back(r.instance);
     }
-    i.agg.add(r, time_of(r, data.cpu_only));
+    i.agg.add(r, time_of(r, cpu));
   }
   std::stable_sort(order.begin(), order.end(),
                    [&](int64_t a, int64_t b) { return groups[a].agg.total > groups[b].agg.total; });
   for (int64_t id : order) {
     const Inst& i = groups[id];
     const ProfRecord& r = *i.first;
-    t.rows.push_back({std::string(data.strings.get(r.op)), dir_name(r.dir),
-                      r.seq >= 0 ? std::to_string(r.seq) : "-",
-                      std::string(data.strings.get(r.module)), std::to_string(i.agg.count),
-                      std::to_string(i.agg.total), num(i.agg.flops), num(i.agg.bytes),
-                      rate(i.agg.flops, i.agg.total),
-                      r.modeled ? std::string(data.strings.get(r.params)) : "na"});
+    Row row(t);
+    row.text(std::string(data.strings.get(r.op)))
+        .text(dir_name(r.dir))
+        .text(r.seq >= 0 ? std::to_string(r.seq) : "-")
+        .text(std::string(data.strings.get(r.module)))
+        .integer(i.agg.count)
+        .integer(i.agg.total);
+    if (cpu) row.integer(i.agg.inclusive);
+    row.integer(i.agg.counted_ns)
+        .amount(i.agg.flops)
+        .amount(i.agg.bytes)
+        .flop_rate(i.agg.flops, i.agg.counted_ns)
+        .text(r.modeled ? std::string(data.strings.get(r.params)) : "na")
+        .end();
   }
   return t;
 }
 
 ReportTable module_report(const ReadResult& data, int depth) {
-  ReportTable t{
-      depth > 0 ? fmt::format("modules (rolled up, depth {})", depth) : "modules (rolled up)",
-      {"Module", "Fprop(ns)", "Bprop(ns)", "Total(ns)", "Fprop FLOPs", "Bprop FLOPs", "TFLOP/s"},
-      {false, true, true, true, true, true, true},
-      {}};
+  ReportTable t;
+  t.title = depth > 0 ? fmt::format("modules (rolled up, depth {})", depth) : "modules (rolled up)";
+  column(t, "Module", Unit::kText);
+  column(t, "Fprop(ns)", Unit::kTime);
+  column(t, "Bprop(ns)", Unit::kTime);
+  column(t, "Total(ns)", Unit::kTime);
+  column(t, "Fprop FLOPs", Unit::kFlops);
+  column(t, "Bprop FLOPs", Unit::kFlops);
+  column(t, "TFLOP/s", Unit::kFlopRate);
   struct M {
     int64_t f = 0, b = 0;
     double ff = 0, bf = 0;
   };
   // Totals per module string first (one hash lookup per record), then rolled up the tree:
-  // every ancestor path gets its descendants' time ("LeNet" includes "LeNet.conv1").
+  // every ancestor path gets its descendants' time ("LeNet" includes "LeNet.conv1"). A module's
+  // time is all the time spent in it (GPU: its kernels and copies; CPU: its ops' self time, so a
+  // counted op's callees are in it too) and its FLOPs those of the counted ops in it: its
+  // TFLOP/s is the rate it achieved over its whole time.
   std::unordered_map<uint32_t, M> direct;
   for (const ProfRecord& r : data.records) {
     if (r.module == 0) continue;
@@ -234,16 +464,58 @@ ReportTable module_report(const ReadResult& data, int depth) {
     }
   }
   for (const auto& [path, m] : mods) {
-    t.rows.push_back({path, std::to_string(m.f), std::to_string(m.b), std::to_string(m.f + m.b),
-                      num(m.ff), num(m.bf), rate(m.ff + m.bf, m.f + m.b)});
+    Row(t)
+        .text(path)
+        .integer(m.f)
+        .integer(m.b)
+        .integer(m.f + m.b)
+        .amount(m.ff)
+        .amount(m.bf)
+        .flop_rate(m.ff + m.bf, m.f + m.b)
+        .end();
   }
   return t;
 }
 
+// CPU: the self time of the counted ops and of everything they call, that is the counted ops'
+// inclusive time, measured in self time so that it is a part of the profile's op self time
+// (counted ops never nest: assign_costs counts a call tree at its outermost modelled op).
+int64_t cpu_time_under_counted_ops(const std::vector<ProfRecord>& records) {
+  // under[i]: 1 when record i is or runs inside a counted op, 0 when not, -1 not known yet.
+  std::vector<int8_t> under(records.size(), -1);
+  std::vector<int32_t> path;
+  int64_t time = 0;
+  for (size_t i = 0; i < records.size(); ++i) {
+    // Up the parents to a counted op, a known record or the top; the guard stops a cycle of
+    // parent links, which only a malformed input can hold.
+    path.clear();
+    int8_t found = 0;
+    for (int32_t p = static_cast<int32_t>(i); p >= 0 && path.size() < 1000;) {
+      if (under[p] >= 0) {
+        found = under[p];
+        break;
+      }
+      if (records[p].counted) {
+        found = 1;
+        break;
+      }
+      path.push_back(p);
+      p = records[p].parent;
+    }
+    for (int32_t p : path) under[p] = found;
+    if (records[i].counted) under[i] = 1;
+    if (under[i] == 1) time += records[i].self_duration;
+  }
+  return time;
+}
+
 ReportTable summary_report(const ReadResult& data) {
-  ReportTable t{"summary", {"Metric", "Value"}, {false, false}, {}};
+  ReportTable t;
+  t.title = "summary";
+  column(t, "Metric", Unit::kText);
+  column(t, "Value", Unit::kPerRow);
   int64_t first = std::numeric_limits<int64_t>::max(), last = 0, total = 0, kernel_time = 0;
-  int64_t tc_time = 0, modeled_time = 0, records = 0, timed_records = 0;
+  int64_t tc_time = 0, counted_ns = 0, records = 0, timed_records = 0;
   double flops = 0, bytes = 0;
   std::vector<std::pair<int64_t, int64_t>> intervals;
   for (const ProfRecord& r : data.records) {
@@ -254,8 +526,9 @@ ReportTable summary_report(const ReadResult& data) {
       kernel_time += time;
       if (r.tc == 1) tc_time += time;
     }
-    // A record above its device's peak has a cost but no credible time: out of the rate.
-    if (r.modeled && !r.above_peak) modeled_time += time;
+    // Records above their device's peak or without a credible time are not counted: their cost
+    // has no time to divide by.
+    counted_ns += counted_time(r);
     if (r.counted) {
       flops += r.flops;
       bytes += r.bytes;
@@ -281,45 +554,63 @@ ReportTable summary_report(const ReadResult& data) {
     }
   }
   if (cur_end >= cur_start && !intervals.empty()) busy += cur_end - cur_start;
-  auto row = [&](std::string k, std::string v) { t.rows.push_back({std::move(k), std::move(v)}); };
-  row("records", std::to_string(records));
-  row(data.cpu_only ? "profile" : "profile", data.cpu_only ? "CPU only (op records)" : "GPU");
-  row("wall time (ns)", std::to_string(wall));
+  // GPU: the counted kernels and copies; CPU: the counted ops' call trees, in self time.
+  int64_t covered = data.cpu_only ? cpu_time_under_counted_ops(data.records) : counted_ns;
+  auto row = [&](std::string metric, std::string value, Unit unit) {
+    t.rows.push_back({std::move(metric), std::move(value)});
+    t.row_units.push_back(unit);
+  };
+  row("records", std::to_string(records), Unit::kCount);
+  row("profile", data.cpu_only ? "CPU only (op records)" : "GPU", Unit::kText);
+  row("wall time (ns)", std::to_string(wall), Unit::kTime);
   if (!data.cpu_only) {
-    row("GPU busy (ns)", std::to_string(busy));
-    row("GPU busy %", pct(static_cast<double>(busy), static_cast<double>(wall)));
-    row("kernel time (ns)", std::to_string(kernel_time));
+    row("GPU busy (ns)", std::to_string(busy), Unit::kTime);
+    row("GPU busy %", pct(static_cast<double>(busy), static_cast<double>(wall)), Unit::kPercent);
+    row("kernel time (ns)", std::to_string(kernel_time), Unit::kTime);
     row("Tensor Core kernel time %",
-        pct(static_cast<double>(tc_time), static_cast<double>(kernel_time)));
+        pct(static_cast<double>(tc_time), static_cast<double>(kernel_time)), Unit::kPercent);
   } else {
-    row("op self time (ns)", std::to_string(total));
+    row("op self time (ns)", std::to_string(total), Unit::kTime);
   }
   row("time covered by a FLOP model %",
-      pct(static_cast<double>(modeled_time), static_cast<double>(total)));
-  row("FLOPs (FMA=2)", num(flops));
-  row("bytes (ideal DRAM)", num(bytes));
-  row("achieved TFLOP/s (over modelled time)", rate(flops, modeled_time));
+      pct(static_cast<double>(covered), static_cast<double>(total)), Unit::kPercent);
+  row("counted time (ns)", std::to_string(counted_ns), Unit::kTime);
+  row("FLOPs (FMA=2)", num(flops), Unit::kFlops);
+  row("bytes (ideal DRAM)", num(bytes), Unit::kBytes);
+  if (counted_ns > 0) t.exact[{t.rows.size(), 1}] = tflops(flops, counted_ns);
+  row("achieved TFLOP/s (over counted time)", rate(flops, counted_ns), Unit::kFlopRate);
   if (!data.devices.empty()) {
-    row("records above device peak (out of totals)", std::to_string(data.above_peak));
+    row("records above device peak (out of totals)", std::to_string(data.above_peak), Unit::kCount);
   }
   if (data.bad_time > 0) {
-    row("records with an impossible time (out of totals)", std::to_string(data.bad_time));
+    row("records with an impossible time (out of totals)", std::to_string(data.bad_time),
+        Unit::kCount);
   }
+  // The top ops by their time column (CPU: self time; GPU: kernel and copy time).
   ReportTable ops = op_report(data);
   for (size_t i = 0; i < ops.rows.size() && i < 10; ++i) {
+    const std::vector<std::string>& op = ops.rows[i];
+    double time = std::stod(op[4]);
+    std::string share = pct(time, static_cast<double>(total));
+    t.human[{t.rows.size(), 1}] =
+        fmt::format("{} {} {} ({}%)", op[0], op[1], format_quantity(time, Unit::kTime), share);
     row(fmt::format("top op {}", i + 1),
-        fmt::format("{} {} {} ns ({}%)", ops.rows[i][0], ops.rows[i][1], ops.rows[i][4],
-                    pct(std::stod(ops.rows[i][4]), static_cast<double>(total))));
+        fmt::format("{} {} {} ns ({}%)", op[0], op[1], op[4], share), Unit::kText);
   }
   return t;
 }
 
 ReportTable tc_report(const ReadResult& data) {
-  ReportTable t{"Tensor Core use of eligible ops",
-                {"Op", "Direction", "Eligible kernels", "Eligible time(ns)", "TC time(ns)",
-                 "Non-TC time(ns)", "Using TC %", "Verdict"},
-                {false, false, true, true, true, true, true, false},
-                {}};
+  ReportTable t;
+  t.title = "Tensor Core use of eligible ops";
+  column(t, "Op", Unit::kText);
+  column(t, "Direction", Unit::kText);
+  column(t, "Eligible kernels", Unit::kCount);
+  column(t, "Eligible time(ns)", Unit::kTime);
+  column(t, "TC time(ns)", Unit::kTime);
+  column(t, "Non-TC time(ns)", Unit::kTime);
+  column(t, "Using TC %", Unit::kPercent);
+  column(t, "Verdict", Unit::kText);
   std::map<std::pair<uint32_t, int>, Agg> groups;
   for (const ProfRecord& r : data.records) {
     if (r.kind != Kind::kKernel || !r.tc_eligible) continue;
@@ -327,13 +618,110 @@ ReportTable tc_report(const ReadResult& data) {
   }
   for (const auto& [key, a] : sorted_by_time(groups)) {
     int64_t non_tc = a.total - a.tc_time;
-    t.rows.push_back({std::string(data.strings.get(key.first)),
-                      dir_name(static_cast<Dir>(key.second)), std::to_string(a.count),
-                      std::to_string(a.total), std::to_string(a.tc_time), std::to_string(non_tc),
-                      pct(static_cast<double>(a.tc_time), static_cast<double>(a.total)),
-                      a.tc_time == a.total ? "using TC"
-                      : a.tc_time == 0     ? "eligible, not using TC"
-                                           : "partly"});
+    Row(t)
+        .text(std::string(data.strings.get(key.first)))
+        .text(dir_name(static_cast<Dir>(key.second)))
+        .integer(a.count)
+        .integer(a.total)
+        .integer(a.tc_time)
+        .integer(non_tc)
+        .percent(static_cast<double>(a.tc_time), static_cast<double>(a.total))
+        .text(a.tc_time == a.total ? "using TC"
+              : a.tc_time == 0     ? "eligible, not using TC"
+                                   : "partly")
+        .end();
+  }
+  return t;
+}
+
+// Time by op family (docs/ops.md): a modelled op's family; "(no model)" for the records of ops
+// without a model; "(unattributed)" for records outside every op.
+ReportTable family_report(const ReadResult& data) {
+  const bool cpu = data.cpu_only;
+  ReportTable t;
+  t.title = cpu ? "op families by self time" : "op families by total time";
+  column(t, "Family", Unit::kText);
+  column(t, "Records", Unit::kCount);
+  column(t, "Time(ns)", Unit::kTime);
+  column(t, "% of time", Unit::kPercent);
+  column(t, "Counted time(ns)", Unit::kTime);
+  column(t, "FLOPs(FMA=2)", Unit::kFlops);
+  column(t, "Bytes(ideal DRAM)", Unit::kBytes);
+  column(t, "TFLOP/s", Unit::kFlopRate);
+  std::map<std::string, Agg> groups;
+  int64_t total = 0;
+  for (const ProfRecord& r : data.records) {
+    int64_t time = time_of(r, cpu);
+    total += time;
+    // String id 0 is the empty string: no op, no family.
+    std::string family = r.op == 0       ? "(unattributed)"
+                         : !r.modeled    ? "(no model)"
+                         : r.family == 0 ? "(no family)"
+                                         : std::string(data.strings.get(r.family));
+    groups[family].add(r, time);
+  }
+  for (const auto& [family, a] : sorted_by_time(groups)) {
+    Row(t)
+        .text(family)
+        .integer(a.count)
+        .integer(a.total)
+        .percent(static_cast<double>(a.total), static_cast<double>(total))
+        .integer(a.counted_ns)
+        .amount(a.flops)
+        .amount(a.bytes)
+        .flop_rate(a.flops, a.counted_ns)
+        .end();
+  }
+  return t;
+}
+
+// torch.optim's RecordFunction ranges, as user ranges name them ("Optimizer.step#SGD.step";
+// pyprof's capture prefixes "pyprof:").
+bool names_optimizer_range(std::string_view layer) {
+  return layer.find("Optimizer.step#") != std::string_view::npos ||
+         layer.find("Optimizer.zero_grad#") != std::string_view::npos;
+}
+
+// Time by training phase, always the four rows in this order: optimizer (inside torch.optim's
+// step or zero_grad ranges, or an op of the optim family), else backward (bprop), forward
+// (fprop), other (records outside ops).
+ReportTable phase_report(const ReadResult& data) {
+  const bool cpu = data.cpu_only;
+  ReportTable t;
+  t.title = "time by phase";
+  column(t, "Phase", Unit::kText);
+  column(t, "Records", Unit::kCount);
+  column(t, "Time(ns)", Unit::kTime);
+  column(t, "% of time", Unit::kPercent);
+  column(t, "FLOPs(FMA=2)", Unit::kFlops);
+  column(t, "TFLOP/s", Unit::kFlopRate);
+  enum { kForward, kBackward, kOptimizer, kOther };
+  Agg phases[4];
+  std::unordered_map<uint32_t, bool> optimizer_layer;  // per layer string: names torch.optim's
+  int64_t total = 0;
+  for (const ProfRecord& r : data.records) {
+    auto [it, added] = optimizer_layer.try_emplace(r.layer, false);
+    if (added) it->second = names_optimizer_range(data.strings.get(r.layer));
+    bool optimizer = it->second || (r.modeled && data.strings.get(r.family) == "optim");
+    int phase = optimizer              ? kOptimizer
+                : r.dir == Dir::kBprop ? kBackward
+                : r.dir == Dir::kFprop ? kForward
+                                       : kOther;
+    int64_t time = time_of(r, cpu);
+    total += time;
+    phases[phase].add(r, time);
+  }
+  static const char* const kNames[] = {"forward", "backward", "optimizer", "other"};
+  for (int phase : {kForward, kBackward, kOptimizer, kOther}) {
+    const Agg& a = phases[phase];
+    Row(t)
+        .text(kNames[phase])
+        .integer(a.count)
+        .integer(a.total)
+        .percent(static_cast<double>(a.total), static_cast<double>(total))
+        .amount(a.flops)
+        .flop_rate(a.flops, a.counted_ns)
+        .end();
   }
   return t;
 }
@@ -354,12 +742,66 @@ bool build_report(const std::string& name, const ReadResult& data, int depth,
     out.push_back(summary_report(data));
   } else if (name == "tc") {
     out.push_back(tc_report(data));
+  } else if (name == "family") {
+    out.push_back(family_report(data));
+  } else if (name == "phase") {
+    out.push_back(phase_report(data));
   } else {
-    error = "unknown report '" + name + "' (reports: kernel, op, instance, module, summary, tc)";
+    error = "unknown report '" + name + "' (reports: " + report_list_text() + ")";
     return false;
   }
   return true;
 }
+
+std::string report_list_text() {
+  std::string out;
+  for (const std::string& name : report_names()) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+namespace {
+
+// A header (or the summary's metric) for a column of `unit` in human units: the raw number's
+// unit goes, each cell names its own ("Total(ns)" -> "Total", "TFLOP/s" -> "FLOP/s").
+std::string human_header(std::string header, Unit unit) {
+  auto replace = [&](std::string_view from, std::string_view to) {
+    size_t at = header.find(from);
+    if (at != std::string::npos) header.replace(at, from.size(), to);
+  };
+  if (unit == Unit::kTime) {
+    replace("(ns)", "");
+    while (!header.empty() && header.back() == ' ') header.pop_back();
+  } else if (unit == Unit::kFlopRate) {
+    replace("TFLOP/s", "FLOP/s");
+  } else if (unit == Unit::kByteRate) {
+    replace("GB/s", "Bytes/s");
+  }
+  return header;
+}
+
+// The unit of cell (row, column); kText where the table says none.
+Unit unit_of(const ReportTable& t, size_t row, size_t column) {
+  Unit unit = column < t.units.size() ? t.units[column] : Unit::kText;
+  if (unit == Unit::kPerRow) unit = row < t.row_units.size() ? t.row_units[row] : Unit::kText;
+  return unit;
+}
+
+// Cell (row, column) in human units: its quantity through format_quantity(), text as it is.
+std::string human_cell(const ReportTable& t, size_t row, size_t column) {
+  auto text = t.human.find({row, column});
+  if (text != t.human.end()) return text->second;
+  const std::string& raw = t.rows[row][column];
+  Unit unit = unit_of(t, row, column);
+  if (unit == Unit::kText || unit == Unit::kPercent || unit == Unit::kPerRow) return raw;
+  auto exact = t.exact.find({row, column});
+  if (exact != t.exact.end()) return format_quantity(exact->second, unit);
+  char* end = nullptr;
+  double value = std::strtod(raw.c_str(), &end);
+  if (raw.empty() || end != raw.c_str() + raw.size()) return raw;  // "na", "-"
+  return format_quantity(value, unit);
+}
+
+}  // namespace
 
 void write_report(OutputFile& out, const std::vector<ReportTable>& tables, ReportFormat format) {
   std::string line;
@@ -400,13 +842,30 @@ void write_report(OutputFile& out, const std::vector<ReportTable>& tables, Repor
       }
       continue;
     }
-    // Text: columns as wide as their widest cell, cells over kMaxTextCellWidth elided.
+    // Text: columns as wide as their widest cell, cells over kMaxTextCellWidth elided. In human
+    // units a row's metric (the summary's first column) loses its unit as a header does.
+    const bool human = format == ReportFormat::kText && !t.units.empty();
     std::vector<std::vector<std::string>> cells;
     cells.reserve(t.rows.size() + 1);
     cells.push_back(t.headers);
-    for (const auto& row : t.rows) {
+    if (human) {
+      for (size_t i = 0; i < t.headers.size(); ++i) {
+        cells[0][i] = human_header(t.headers[i], i < t.units.size() ? t.units[i] : Unit::kText);
+      }
+    }
+    const size_t per_row_column = static_cast<size_t>(
+        std::find(t.units.begin(), t.units.end(), Unit::kPerRow) - t.units.begin());
+    for (size_t r = 0; r < t.rows.size(); ++r) {
       cells.emplace_back();
-      for (const std::string& value : row) cells.back().push_back(elide_cell(value));
+      for (size_t i = 0; i < t.rows[r].size(); ++i) {
+        std::string value = t.rows[r][i];
+        if (human && i == 0 && per_row_column < t.units.size()) {
+          value = human_header(value, unit_of(t, r, per_row_column));
+        } else if (human) {
+          value = human_cell(t, r, i);
+        }
+        cells.back().push_back(elide_cell(value));
+      }
     }
     std::vector<size_t> w(t.headers.size());
     for (const auto& row : cells) {

@@ -1,8 +1,11 @@
 // DLProf-style reports over prof's records: kernel, op (per op type), instance (per op
-// instance), module (rolled up the module tree), summary, tc (Tensor Core use of eligible ops).
+// instance), module (rolled up the module tree), summary, tc (Tensor Core use of eligible ops),
+// family (time by op family), phase (forward, backward, optimizer, other).
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -11,7 +14,28 @@
 
 namespace pyprof::prof {
 
-enum class ReportFormat { kText, kCsv, kJson };
+// kText: human units (format_quantity); kRawText: the raw numbers of CSV and JSON, aligned.
+enum class ReportFormat { kText, kRawText, kCsv, kJson };
+
+// What a report cell holds. Cells are raw text (integers of ns, FLOPs, bytes; TFLOP/s and GB/s
+// with fixed decimals), as CSV and JSON print them; text reports print a quantity in human units.
+enum class Unit : uint8_t {
+  kText,      // not a quantity: printed as it is
+  kCount,     // a count: thousands separators
+  kTime,      // ns
+  kFlops,     // FLOPs
+  kBytes,     // bytes
+  kFlopRate,  // the raw cell is in TFLOP/s
+  kByteRate,  // the raw cell is in GB/s
+  kPercent,   // printed as it is
+  kPerRow,    // the row's unit, ReportTable::row_units (the summary's Value column)
+};
+
+// `value` in `unit` for a person: 3 significant digits with a decimal SI prefix ("845 ns",
+// "12.3 µs", "17.3 MFLOP", "1.20 MB", "850 GB/s"), values below 1000 of the base unit as
+// integers, counts with thousands separators. kFlopRate takes TFLOP/s and kByteRate GB/s (the
+// raw cells' units). NaN: "na".
+std::string format_quantity(double value, Unit unit);
 
 // A report's rows before rendering.
 struct ReportTable {
@@ -19,16 +43,30 @@ struct ReportTable {
   std::vector<std::string> headers;
   std::vector<bool> numeric;
   std::vector<std::vector<std::string>> rows;
+  // The members below have initializers, so that a table written {title, headers, numeric,
+  // rows} still compiles without -Wmissing-field-initializers.
+  // Per column, what its cells hold; empty: every cell printed as it is, in every format.
+  std::vector<Unit> units = {};
+  // Per row, the unit of its Unit::kPerRow cell (the summary: one metric per row).
+  std::vector<Unit> row_units = {};
+  // The exact value of a cell whose raw text is rounded (rates), keyed (row, column), so that
+  // human units keep 3 significant digits; other cells' values are read from their text.
+  std::map<std::pair<size_t, size_t>, double> exact = {};
+  // A cell's text in human units where it is no single quantity (the summary's top ops).
+  std::map<std::pair<size_t, size_t>, std::string> human = {};
 };
 
 // The report names prof knows.
 const std::vector<std::string>& report_names();
+// The report names, comma-separated, for messages.
+std::string report_list_text();
 // Builds report `name`; false with `error` for an unknown name. `depth`: module report depth
 // (0 = full paths).
 bool build_report(const std::string& name, const ReadResult& data, int depth,
                   std::vector<ReportTable>& out, std::string& error);
-// Writes `tables`; text cells wider than kMaxTextCellWidth are elided (prof/table.h). A failed
-// write stops it early; out.close() says why.
+// Writes `tables`; kText prints quantities in human units (the raw numbers' unit suffixes,
+// "(ns)", dropped from the headers), kRawText as CSV holds them. Text cells wider than
+// kMaxTextCellWidth are elided (prof/table.h). A failed write stops it early; out.close() says why.
 void write_report(OutputFile& out, const std::vector<ReportTable>& tables, ReportFormat format);
 
 }  // namespace pyprof::prof

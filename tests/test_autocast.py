@@ -70,3 +70,22 @@ def test_autocast_ops_are_costed_in_the_dtype_they_ran_in(autocast_dict):
     # [8, 12] output 2 read and 4 written.
     casts = sum(r["bytes"] for r in records if r["dir"] == "fprop" and r["kernel"] == "aten::to")
     assert casts == (4096 + 864 + 12 + 12 * 768 + 12) * (4 + BF16) + 8 * 12 * (BF16 + 4)
+
+
+def test_op_report_says_where_autocast_costs_are_counted(autocast_dict):
+    """The autocast wrapper of conv2d (fp32 arguments) is modelled but not counted: the bf16
+    call it holds is ("in callee", not "in caller"); the wrapper's and the inner call's callees
+    (aten::convolution) are counted by the inner call ("in caller"). The conv2d row's counted
+    time is the inner call's inclusive time alone."""
+    _, records = testlib.read_dict(autocast_dict)
+    out = testlib.prof("--report", "op", "--formats", "json", autocast_dict).stdout
+    rows = {(r["Op"], r["Direction"]): r for r in map(json.loads, out.splitlines())}
+    conv = rows[("aten::conv2d", "fprop")]
+    assert conv["Modeled"] == "yes/in callee" and conv["Records"] == 2
+    inner = [r for r in records if r["name"] == "aten::conv2d"
+             and r["args"]["input"]["dtype"] == "bfloat16"]
+    assert len(inner) == 1
+    assert conv["Counted time(ns)"] == inner[0]["duration"]
+    assert conv["FLOPs(FMA=2)"] == 2 * 8 * 12 * 8 * 8 * 72
+    assert rows[("aten::convolution", "fprop")]["Modeled"] == "in caller"
+    assert rows[("aten::linear", "fprop")]["Modeled"] == "yes/in callee"

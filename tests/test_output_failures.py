@@ -180,7 +180,8 @@ def test_prof_through_front_into_head(dicts, huge_dict, tmp_path):
 # --- text reports: bounded cells ------------------------------------------------------------
 
 def test_report_text_cells_are_bounded(huge_dict, dicts):
-    text = prof("--report", "op,instance", huge_dict).stdout
+    # Raw numbers: the widths below are those of the cells' text, not of their human units.
+    text = prof("--report", "op,instance", "--raw", huge_dict).stdout
     # Without the bound every row of the op report was padded to 1 MiB.
     assert len(text.encode()) < 16 * 1024, len(text.encode())
     elided = "conv2d_" + "x" * 112 + "…"  # 120 characters, the last one the marker
@@ -188,13 +189,13 @@ def test_report_text_cells_are_bounded(huge_dict, dicts):
     assert len(op_rows) == 3  # op report: conv2d fprop; instance report: its 2 instances
     assert all(elided + " " in row for row in op_rows), op_rows
     # The other rows hold what they held without the long name (in a column 120 wide).
-    plain = prof("--report", "op,instance", dicts["lenet"]).stdout
+    plain = prof("--report", "op,instance", "--raw", dicts["lenet"]).stdout
     assert [line.split() for line in text.splitlines() if "conv2d" not in line] \
         == [line.split() for line in plain.splitlines() if "conv2d" not in line]
-    # The op report's lines: 164 characters with "max_pool2d" the widest op, 110 more now.
+    # The op report's lines: 182 characters with "max_pool2d" the widest op, 110 more now.
     op_report = text.split("\n\n")[0].splitlines()[1:]
-    assert {len(line) for line in plain.split("\n\n")[0].splitlines()[1:]} == {164}
-    assert {len(line) for line in op_report} == {164 - len("max_pool2d") + 120}
+    assert {len(line) for line in plain.split("\n\n")[0].splitlines()[1:]} == {182}
+    assert {len(line) for line in op_report} == {182 - len("max_pool2d") + 120}
     # CSV and JSON keep the whole name.
     csv_text = prof("--report", "op", "--formats", "csv", huge_dict).stdout
     assert '"conv2d_' + "x" * (HUGE - 7) + '"' in csv_text
