@@ -106,8 +106,14 @@ std::string num(double v) { return fmt::format("{:.0f}", v); }
 // FLOPs per ns / 1e3: TFLOP/s; bytes per ns: GB/s.
 double tflops(double flops, int64_t ns) { return flops / static_cast<double>(ns) / 1e3; }
 double gbps(double bytes, int64_t ns) { return bytes / static_cast<double>(ns); }
+// Raw rate text (CSV, JSON, --raw): 3 decimals, or 3 significant digits below 0.1, so that a
+// CPU's rate (0.000638 TFLOP/s) is not rounded away to 0.000 or 0.001.
+std::string rate_text(double v, int decimals) {
+  if (v != 0 && std::abs(v) < 0.1) return fmt::format("{:.3g}", v);
+  return fmt::format("{:.{}f}", v, decimals);
+}
 std::string rate(double flops, int64_t ns) {
-  return ns > 0 ? fmt::format("{:.3f}", tflops(flops, ns)) : "na";
+  return ns > 0 ? rate_text(tflops(flops, ns), 3) : "na";
 }
 std::string pct(double part, double whole) {
   return whole > 0 ? fmt::format("{:.1f}", 100.0 * part / whole) : "na";
@@ -137,7 +143,7 @@ class Row {
   }
   Row& byte_rate(double bytes, int64_t ns) {
     if (ns > 0) t_.exact[{t_.rows.size(), cells_.size()}] = gbps(bytes, ns);
-    return text(ns > 0 ? fmt::format("{:.1f}", gbps(bytes, ns)) : "na");
+    return text(ns > 0 ? rate_text(gbps(bytes, ns), 1) : "na");
   }
   Row& percent(double part, double whole) { return text(pct(part, whole)); }
   void end() { t_.rows.push_back(std::move(cells_)); }

@@ -38,7 +38,8 @@ def test_dry_run_profiles_parses_and_costs_on_the_cpu(tmp_path):
     facts = json.loads((tmp_path / "facts.json").read_text())
     assert facts["torch"] == torch.__version__ and facts["python"]
     smoke = (tmp_path / "smoke.log").read_text()
-    assert "ops by total time" in smoke and "aten::" in smoke, smoke[-3000:]
+    # "ops by self time" on this CPU, "ops by total time" on a GPU.
+    assert "ops by " in smoke and "aten::" in smoke, smoke[-3000:]
     assert (tmp_path / "smoke.sqlite").stat().st_size > 0
     rows = (tmp_path / "rows.md").read_text()
     assert f"torch {torch.__version__}" in rows
