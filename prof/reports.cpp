@@ -8,13 +8,14 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "prof/roofline.h"
 #include "prof/table.h"
 
 namespace pyprof::prof {
 
 const std::vector<std::string>& report_names() {
-  static const std::vector<std::string> kNames = {"kernel", "op",      "instance",
-                                                  "module", "summary", "tc"};
+  static const std::vector<std::string> kNames = {"kernel",  "op", "instance", "module",
+                                                  "summary", "tc", "peaks",    "roofline"};
   return kNames;
 }
 
@@ -340,8 +341,9 @@ ReportTable tc_report(const ReadResult& data) {
 
 }  // namespace
 
-bool build_report(const std::string& name, const ReadResult& data, int depth,
+bool build_report(const std::string& name, const ReadResult& data, const ReportOptions& options,
                   std::vector<ReportTable>& out, std::string& error) {
+  const int depth = options.depth;
   if (name == "kernel") {
     out.push_back(kernel_report(data));
   } else if (name == "op") {
@@ -354,8 +356,13 @@ bool build_report(const std::string& name, const ReadResult& data, int depth,
     out.push_back(summary_report(data));
   } else if (name == "tc") {
     out.push_back(tc_report(data));
+  } else if (name == "peaks") {
+    out.push_back(peaks_report(data, options.peaks));
+  } else if (name == "roofline") {
+    for (ReportTable& t : roofline_report(data, options.peaks)) out.push_back(std::move(t));
   } else {
-    error = "unknown report '" + name + "' (reports: kernel, op, instance, module, summary, tc)";
+    error = "unknown report '" + name +
+            "' (reports: kernel, op, instance, module, summary, tc, peaks, roofline)";
     return false;
   }
   return true;
