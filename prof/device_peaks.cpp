@@ -24,8 +24,8 @@ extern const size_t kGpuPeaksSize;
 namespace {
 
 constexpr std::array<const char*, kModeCount> kModeNames = {
-    "fp64", "fp64_tc", "fp32", "tf32_tc", "fp16_tc", "bf16_tc",
-    "fp8_tc", "int8_tc", "fp4_tc", "fp16", "bf16"};
+    "fp64",   "fp64_tc", "fp32",   "tf32_tc", "fp16_tc", "bf16_tc",
+    "fp8_tc", "int8_tc", "fp4_tc", "fp16",    "bf16"};
 
 // The table's compute columns, in file order.
 constexpr std::array<Mode, 9> kTableModes = {Mode::kFp64,   Mode::kFp64Tc, Mode::kFp32,
@@ -57,8 +57,8 @@ bool parse_value(std::string_view text, double& value, std::string& marks) {
   marks.clear();
   if (text == "-") return true;
   size_t end = 0;
-  while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) ||
-                               text[end] == '.'))
+  while (end < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.'))
     ++end;
   if (end == 0) return false;
   std::string number(text.substr(0, end));
@@ -147,8 +147,7 @@ std::string PeakEntry::describe_source(std::optional<Mode> m) const {
   return out;
 }
 
-std::optional<PeakTable> PeakTable::parse(std::string_view text,
-                                          std::vector<std::string>& errors) {
+std::optional<PeakTable> PeakTable::parse(std::string_view text, std::vector<std::string>& errors) {
   PeakTable table;
   int line_number = 0;
   size_t pos = 0;
@@ -253,8 +252,8 @@ const PeakEntry* PeakTable::find_by_model(std::string_view name, int cc_major, i
   return candidates.front();
 }
 
-std::optional<PeakEntry> derive_peaks(int cc_major, int cc_minor, int64_t sm_count,
-                                      double clock_hz, double memory_bandwidth, bool geforce) {
+std::optional<PeakEntry> derive_peaks(int cc_major, int cc_minor, int64_t sm_count, double clock_hz,
+                                      double memory_bandwidth, bool geforce) {
   // FLOP per clock per SM (reference §3), in kTableModes order; 0 = no such unit.
   struct Rates {
     int major, minor;
@@ -291,11 +290,11 @@ std::optional<PeakEntry> derive_peaks(int cc_major, int cc_minor, int64_t sm_cou
       bool tensor = kTableModes[i] != Mode::kFp64 && kTableModes[i] != Mode::kFp32;
       if (e.flops[m] > 0) e.marks[m] = tensor && r.tensor_unconfirmed ? "du" : "d";
     }
-    e.source = fmt::format(
-        "derived: {} SMs x {:g} MHz x sm_{}{} per-SM rates{} (docs/peaks.md); B/s: {}", sm_count,
-        clock_hz / 1e6, cc_major, cc_minor, geforce ? " (GeForce)" : "",
-        r.tensor_unconfirmed ? ", Tensor rates unconfirmed" : "",
-        memory_bandwidth > 0 ? "trace header" : "not given");
+    e.source =
+        fmt::format("derived: {} SMs x {:g} MHz x sm_{}{} per-SM rates{} (docs/peaks.md); B/s: {}",
+                    sm_count, clock_hz / 1e6, cc_major, cc_minor, geforce ? " (GeForce)" : "",
+                    r.tensor_unconfirmed ? ", Tensor rates unconfirmed" : "",
+                    memory_bandwidth > 0 ? "trace header" : "not given");
     return e;
   }
   return std::nullopt;
@@ -494,24 +493,24 @@ DeviceRoofs resolve_gpu(int64_t id, const DevicePeak* header, const PeaksFile* f
     if (const PeakEntry* e = table.find_by_name(d.name)) {
       d.roof = *e;
     } else if (header) {
-      if (const PeakEntry* e2 = table.find_by_model(
-              d.name, header->cc_major, header->cc_minor, header->sm_count,
-              static_cast<double>(header->total_memory))) {
+      if (const PeakEntry* e2 =
+              table.find_by_model(d.name, header->cc_major, header->cc_minor, header->sm_count,
+                                  static_cast<double>(header->total_memory))) {
         d.roof = *e2;
-        d.roof->source = fmt::format(
-            "'{}' matched to the {} row by model, compute capability {}.{}, {} SMs{}", d.name,
-            e2->gpu, header->cc_major, header->cc_minor, header->sm_count,
-            header->total_memory > 0
-                ? fmt::format(" and {:.0f} GiB", header->total_memory / double(1 << 30))
-                : "");
+        d.roof->source =
+            fmt::format("'{}' matched to the {} row by model, compute capability {}.{}, {} SMs{}",
+                        d.name, e2->gpu, header->cc_major, header->cc_minor, header->sm_count,
+                        header->total_memory > 0
+                            ? fmt::format(" and {:.0f} GiB", header->total_memory / double(1 << 30))
+                            : "");
       }
     }
     if (d.roof) {
       if (d.header_bandwidth > 0 && d.header_bandwidth != d.roof->memory_bandwidth) {
-        d.roof->source += fmt::format("{}trace header memory_bandwidth {:g} B/s (roof uses the "
-                                      "datasheet's {:g})",
-                                      d.roof->source.empty() ? "" : "; ", d.header_bandwidth,
-                                      d.roof->memory_bandwidth);
+        d.roof->source += fmt::format(
+            "{}trace header memory_bandwidth {:g} B/s (roof uses the "
+            "datasheet's {:g})",
+            d.roof->source.empty() ? "" : "; ", d.header_bandwidth, d.roof->memory_bandwidth);
       }
       return d;
     }
@@ -520,8 +519,7 @@ DeviceRoofs resolve_gpu(int64_t id, const DevicePeak* header, const PeaksFile* f
     std::string lower = normalized_gpu_name(d.name);
     bool geforce = lower.find("geforce") != std::string::npos;
     d.roof = derive_peaks(header->cc_major, header->cc_minor, header->sm_count,
-                          static_cast<double>(header->clock_hz), header->memory_bandwidth,
-                          geforce);
+                          static_cast<double>(header->clock_hz), header->memory_bandwidth, geforce);
     if (d.roof) {
       d.roof->gpu = d.roof->name = d.name;
       return d;
@@ -569,15 +567,20 @@ std::vector<DeviceRoofs> resolve_device_roofs(const ReadResult& data, const Peak
     out.push_back(std::move(d));
     return out;
   }
-  std::set<int64_t> ids;
-  for (const DevicePeak& h : data.devices) {
-    if (ids.insert(h.id).second) out.push_back(resolve_gpu(h.id, &h, file));
-  }
-  std::set<int64_t> used;
+  // The GPUs the records ran on (a node's trace lists all its GPUs; one process uses one), or
+  // every GPU of the header when no record names one.
+  std::set<int64_t> used, listed;
   for (const ProfRecord& r : data.records) {
-    if (r.kind == Kind::kKernel && !ids.count(r.device)) used.insert(r.device);
+    if (r.kind != Kind::kOp) used.insert(r.device);
   }
-  for (int64_t id : used) out.push_back(resolve_gpu(id, nullptr, file));
+  for (const DevicePeak& h : data.devices) {
+    if ((used.empty() || used.count(h.id)) && listed.insert(h.id).second) {
+      out.push_back(resolve_gpu(h.id, &h, file));
+    }
+  }
+  for (int64_t id : used) {
+    if (!listed.count(id)) out.push_back(resolve_gpu(id, nullptr, file));
+  }
   return out;
 }
 

@@ -45,12 +45,12 @@ struct PeakEntry {
   int cc_major = 0, cc_minor = 0;  // 0: unknown
   int64_t sm_count = 0;
   double clock_hz = 0;
-  double memory_gb = 0;          // nominal memory size (GB as the datasheet says)
-  double memory_bandwidth = 0;   // bytes/s; 0: unknown (no memory roof)
-  std::string bandwidth_marks;   // "u": unconfirmed
-  std::array<double, kModeCount> flops{};        // FLOP/s (INT8: OP/s); 0: no such unit
-  std::array<std::string, kModeCount> marks{};   // per mode: "d", "u", "h" (see gpu_peaks.txt)
-  std::string identity_sources, compute_sources; // the reference's ids ("N2,N17")
+  double memory_gb = 0;                           // nominal memory size (GB as the datasheet says)
+  double memory_bandwidth = 0;                    // bytes/s; 0: unknown (no memory roof)
+  std::string bandwidth_marks;                    // "u": unconfirmed
+  std::array<double, kModeCount> flops{};         // FLOP/s (INT8: OP/s); 0: no such unit
+  std::array<std::string, kModeCount> marks{};    // per mode: "d", "u", "h" (see gpu_peaks.txt)
+  std::string identity_sources, compute_sources;  // the reference's ids ("N2,N17")
   std::string source;  // derived / peaks file: where the numbers come from, in words
 
   double peak(Mode m) const { return flops[static_cast<size_t>(m)]; }
@@ -89,8 +89,8 @@ std::string normalized_gpu_name(std::string_view name);
 // Peaks from the per-SM rates of an architecture (reference §3): SMs x clock x FLOP/clk/SM per
 // mode, memory bandwidth as given. nullopt when the architecture is not in the rate table.
 // `geforce`: the GeForce rates (half-rate FP32-accumulate Tensor modes).
-std::optional<PeakEntry> derive_peaks(int cc_major, int cc_minor, int64_t sm_count,
-                                      double clock_hz, double memory_bandwidth, bool geforce);
+std::optional<PeakEntry> derive_peaks(int cc_major, int cc_minor, int64_t sm_count, double clock_hz,
+                                      double memory_bandwidth, bool geforce);
 
 // The entries of a `--peaks` file (docs/peaks.md): kind "datasheet" (shown as `override`) or
 // "measured"; `name` is a CUDA device name, "*" (every GPU) or "cpu" (the host CPU).
@@ -108,17 +108,18 @@ bool parse_peaks_json(std::string_view text, const std::string& path, PeaksFile&
 // What prof knows about one device of a profile: its roof (datasheet, derived or override
 // peaks) and its measured roofs, or why it has none.
 struct DeviceRoofs {
-  std::string device;  // the CUDA ordinal as text, or "cpu"
-  int64_t id = -1;     // CUDA ordinal; -1 for the CPU
-  std::string name;    // the header's device name ("" when the header names none)
+  std::string device;                 // the CUDA ordinal as text, or "cpu"
+  int64_t id = -1;                    // CUDA ordinal; -1 for the CPU
+  std::string name;                   // the header's device name ("" when the header names none)
   std::optional<PeakEntry> roof;      // the one the roofline uses
   std::optional<PeakEntry> measured;  // shown beside it
   std::string reason;                 // why there is no roof (empty when there is one)
   double header_bandwidth = 0;        // the header's memory_bandwidth (bytes/s), 0: not given
 };
 
-// The roofs of every device of a profile: the header's GPUs and any device id its records use
-// that the header lacks (GPU profile), or the host CPU (CPU-only profile). `file` may be null.
+// The roofs of the devices of a profile: the GPUs its records ran on (the header's entry, or
+// none for an id the header lacks; every header GPU when no record names one), or the host CPU
+// (CPU-only profile). `file` may be null.
 std::vector<DeviceRoofs> resolve_device_roofs(const ReadResult& data, const PeaksFile* file);
 
 }  // namespace pyprof::prof

@@ -18,14 +18,30 @@ const PeakEntry& by_name(const std::string& cuda_name) {
 }
 
 TEST(PeakTable, BuiltinHasEveryRequiredGpu) {
-  for (const char* name :
-       {"Tesla V100-SXM2-16GB", "Tesla V100-SXM2-32GB", "Tesla V100-PCIE-16GB",
-        "Tesla V100-PCIE-32GB", "Tesla T4", "NVIDIA A10", "NVIDIA A100-SXM4-40GB",
-        "NVIDIA A100-SXM4-80GB", "NVIDIA A100-PCIE-40GB", "NVIDIA A100 80GB PCIe", "NVIDIA A30",
-        "NVIDIA L4", "NVIDIA L40S", "NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA H100 NVL",
-        "NVIDIA H200", "NVIDIA B200", "NVIDIA GB200", "NVIDIA RTX A6000",
-        "NVIDIA RTX 6000 Ada Generation", "NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 4090",
-        "NVIDIA GeForce RTX 5090"}) {
+  for (const char* name : {"Tesla V100-SXM2-16GB",
+                           "Tesla V100-SXM2-32GB",
+                           "Tesla V100-PCIE-16GB",
+                           "Tesla V100-PCIE-32GB",
+                           "Tesla T4",
+                           "NVIDIA A10",
+                           "NVIDIA A100-SXM4-40GB",
+                           "NVIDIA A100-SXM4-80GB",
+                           "NVIDIA A100-PCIE-40GB",
+                           "NVIDIA A100 80GB PCIe",
+                           "NVIDIA A30",
+                           "NVIDIA L4",
+                           "NVIDIA L40S",
+                           "NVIDIA H100 80GB HBM3",
+                           "NVIDIA H100 PCIe",
+                           "NVIDIA H100 NVL",
+                           "NVIDIA H200",
+                           "NVIDIA B200",
+                           "NVIDIA GB200",
+                           "NVIDIA RTX A6000",
+                           "NVIDIA RTX 6000 Ada Generation",
+                           "NVIDIA GeForce RTX 3090",
+                           "NVIDIA GeForce RTX 4090",
+                           "NVIDIA GeForce RTX 5090"}) {
     const PeakEntry* e = PeakTable::builtin().find_by_name(name);
     ASSERT_NE(e, nullptr) << name;
     EXPECT_EQ(e->name, name);  // exact, not a normalised neighbour
@@ -368,7 +384,8 @@ TEST(PeaksFile, BadFilesNameTheProblem) {
       {"not json", "f.json: not a JSON document"},
       {"[1]", "f.json: not a peaks file (the top level is not a JSON object)"},
       {R"({"devices":[]})", "f.json: not a peaks file (no \"pyprof_peaks\": 1)"},
-      {R"({"pyprof_peaks":2,"devices":[]})", "f.json: peaks file version 2 (this prof reads version 1)"},
+      {R"({"pyprof_peaks":2,"devices":[]})",
+       "f.json: peaks file version 2 (this prof reads version 1)"},
       {R"({"pyprof_peaks":1})", "f.json: \"devices\" is missing or not an array"},
       {R"({"pyprof_peaks":1,"devices":[{"name":"X","kind":"guess"}]})",
        "f.json: devices[0] (\"X\"): \"kind\" must be \"datasheet\" or \"measured\""},

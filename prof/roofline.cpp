@@ -64,13 +64,14 @@ const char* dir_name(Dir d) {
 // Rates and peaks keep 10 significant digits: the table's values come out as written.
 std::string number(double v) { return fmt::format("{:.10g}", v); }
 std::string count(double v) { return fmt::format("{:.0f}", v); }
+std::string text_or_dash(std::string_view s) { return s.empty() ? "-" : std::string(s); }
 
 ReportTable make_peaks_table() {
-  return {"device peaks",
-          {"Device", "Name", "Kind", "Source", "Mode", "Peak FLOP/s", "Memory B/s",
-           "Ridge FLOP/Byte"},
-          {false, false, false, false, false, true, true, true},
-          {}};
+  return {
+      "device peaks",
+      {"Device", "Name", "Kind", "Source", "Mode", "Peak FLOP/s", "Memory B/s", "Ridge FLOP/Byte"},
+      {false, false, false, false, false, true, true, true},
+      {}};
 }
 
 void add_entry_rows(ReportTable& t, const DeviceRoofs& d, const PeakEntry& e) {
@@ -148,12 +149,11 @@ std::vector<std::string> point_row(const Point& p, const ReadResult& data, bool 
     bandwidth = e.memory_bandwidth;
   }
   RoofPoint point = place_under_roof(p.flops, p.bytes, seconds, peak, bandwidth);
-  std::string dtype(data.strings.get(p.dtype()));
   return {std::string(data.strings.get(r.op)),
           dir_name(r.dir),
-          instance_row ? std::string(data.strings.get(r.module)) : "-",
-          instance_row ? std::string(data.strings.get(r.shapes)) : "-",
-          dtype.empty() ? "-" : dtype,
+          instance_row ? text_or_dash(data.strings.get(r.module)) : "-",
+          instance_row ? text_or_dash(data.strings.get(r.shapes)) : "-",
+          text_or_dash(data.strings.get(p.dtype())),
           mode ? mode_name(*mode) : "-",
           p.device,
           std::to_string(p.instances.size()),
@@ -170,8 +170,8 @@ std::vector<std::string> point_row(const Point& p, const ReadResult& data, bool 
 ReportTable make_roofline_table(const char* title) {
   return {title,
           {"Op", "Direction", "Module", "Shapes", "DType", "Mode", "Device", "Instances",
-           "Time(ns)", "FLOPs(FMA=2)", "Bytes(ideal DRAM)", "FLOP/Byte", "FLOP/s",
-           "Roof FLOP/s", "% of roof", "Bound"},
+           "Time(ns)", "FLOPs(FMA=2)", "Bytes(ideal DRAM)", "FLOP/Byte", "FLOP/s", "Roof FLOP/s",
+           "% of roof", "Bound"},
           {false, false, false, false, false, false, false, true, true, true, true, true, true,
            true, true, false},
           {}};

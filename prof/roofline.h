@@ -26,9 +26,9 @@ double mode_peak(const PeakEntry& entry, Mode mode);
 // Where a point sits under its roof. FLOPs and bytes are the counted ones, `seconds` the time
 // they ran in; `peak` (FLOP/s) and `bandwidth` (B/s) 0 when unknown.
 struct RoofPoint {
-  bool has_roof = false;    // the roof is known (peak when flops > 0, bandwidth when bytes > 0)
-  double roof = 0;          // FLOP/s: min(peak, flops/bytes x bandwidth)
-  double percent = 0;       // achieved / roof, in %
+  bool has_roof = false;  // the roof is known (peak when flops > 0, bandwidth when bytes > 0)
+  double roof = 0;        // FLOP/s: min(peak, flops/bytes x bandwidth)
+  double percent = 0;     // achieved / roof, in %
   bool memory_bound = false;
 };
 RoofPoint place_under_roof(double flops, double bytes, double seconds, double peak,

@@ -188,8 +188,7 @@ TEST(PeaksReport, RowsPerModeWithRidge) {
   Fixture f;
   ReportTable t = peaks_report(f.data, nullptr);
   ASSERT_EQ(t.headers, (std::vector<std::string>{"Device", "Name", "Kind", "Source", "Mode",
-                                                 "Peak FLOP/s", "Memory B/s",
-                                                 "Ridge FLOP/Byte"}));
+                                                 "Peak FLOP/s", "Memory B/s", "Ridge FLOP/Byte"}));
   // A100: fp64, fp64_tc, fp32, tf32_tc, fp16_tc, bf16_tc, int8_tc.
   ASSERT_EQ(t.rows.size(), 7u);
   const auto& fp16 = t.rows[4];
