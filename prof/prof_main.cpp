@@ -15,6 +15,7 @@
 #include "common/output_file.h"
 #include "common/terminal_text.h"
 #include "models/op_model.h"
+#include "prof/device_peaks.h"
 #include "prof/records.h"
 #include "prof/reports.h"
 #include "prof/table.h"
@@ -93,6 +94,10 @@ int main(int argc, char** argv) {
                "and JSON hold them, instead of human units (12.3 µs, 17.3 MFLOP)");
   app.add_option("--depth", depth, "module report: roll up to this depth (0: full paths)")
       ->check(CLI::NonNegativeNumber);
+  std::string peaks_path;
+  app.add_option("--peaks", peaks_path,
+                 "reports peaks, roofline: a JSON peaks file that adds or overrides device "
+                 "peaks (datasheet) or adds measured roofs (docs/peaks.md)");
   app.add_flag("--no-tf32", no_tf32, "fp32 GEMMs and convolutions are not Tensor Core eligible");
   std::string explain_tc;
   app.add_option("--explain-tc", explain_tc,
@@ -163,6 +168,11 @@ int main(int argc, char** argv) {
     return fail(error, 2);
   }
 
+  PeaksFile peaks_file;
+  if (!peaks_path.empty() && !read_peaks_file(peaks_path, peaks_file, error)) {
+    return fail(error, 1);
+  }
+
   std::FILE* in = stdin;
   if (input != "-") {
     in = std::fopen(input.c_str(), "rb");
@@ -196,26 +206,34 @@ int main(int argc, char** argv) {
 
   if (!report_list.empty()) {
     std::vector<ReportTable> tables;
-    for (const std::string& r : report_list) {
-      if (!build_report(r, data, depth, tables, error)) return fail(error, 2);
+    ReportOptions report_options;
+    report_options.depth = depth;
+    report_options.peaks = peaks_path.empty() ? nullptr : &peaks_file;
+    // The tables of each report (roofline makes two): one file per report and format.
+    std::vector<std::vector<ReportTable>> report_tables(report_list.size());
+    for (size_t k = 0; k < report_list.size(); ++k) {
+      if (!build_report(report_list[k], data, report_options, report_tables[k], error)) {
+        return fail(error, 2);
+      }
+      for (const ReportTable& t : report_tables[k]) tables.push_back(t);
     }
     // Every file is opened first: a later file that cannot be created leaves none written.
-    outputs.reserve(report_formats.size() * tables.size());
+    outputs.reserve(report_formats.size() * report_list.size());
     if (report_formats.size() == 1) {
       if (!open_out(output)) return fail(error, 1);
       write_report(outputs[0], tables, report_formats[0]);
       std::exit(finish_outputs(outputs));
     }
     for (size_t i = 0; i < report_formats.size(); ++i) {
-      for (size_t k = 0; k < tables.size(); ++k) {
+      for (size_t k = 0; k < report_list.size(); ++k) {
         if (!open_out(fmt::format("{}.{}.{}", output, report_list[k], format_list[i]))) {
           return fail(error, 1);
         }
       }
     }
     for (size_t file = 0; file < outputs.size(); ++file) {
-      write_report(outputs[file], {tables[file % tables.size()]},
-                   report_formats[file / tables.size()]);
+      write_report(outputs[file], report_tables[file % report_list.size()],
+                   report_formats[file / report_list.size()]);
       if (outputs[file].failed()) break;  // finish_outputs() removes them all
     }
     std::exit(finish_outputs(outputs));

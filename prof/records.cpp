@@ -139,6 +139,8 @@ DevicePeak read_device(od::object o) {
       if (v.get_string().get(name) == simdjson::SUCCESS) d.name = name;
     } else if (key == "memory_bandwidth" && v.get_int64().get(x) == simdjson::SUCCESS) {
       d.memory_bandwidth = static_cast<double>(std::max<int64_t>(x, 0));
+    } else if (key == "total_memory" && v.get_int64().get(x) == simdjson::SUCCESS) {
+      d.total_memory = std::max<int64_t>(x, 0);
     } else if (key == "sm_count" && v.get_int64().get(x) == simdjson::SUCCESS) {
       sm_count = x;
     } else if (key == "clock_hz" && v.get_int64().get(x) == simdjson::SUCCESS) {
@@ -153,6 +155,10 @@ DevicePeak read_device(od::object o) {
       }
     }
   }
+  d.sm_count = sm_count;
+  d.clock_hz = clock_hz;
+  d.cc_major = static_cast<int>(std::clamp<int64_t>(major, -1, 1000));
+  d.cc_minor = static_cast<int>(std::clamp<int64_t>(minor, 0, 1000));
   if (sm_count > 0 && clock_hz > 0 && major >= 0) {
     d.flops = static_cast<double>(sm_count) * static_cast<double>(clock_hz) *
               max_flops_per_clock_per_sm(major, minor);

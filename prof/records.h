@@ -88,6 +88,11 @@ struct DevicePeak {
   std::string name;
   double memory_bandwidth = 0;  // bytes/s
   double flops = 0;  // FLOP/s: the densest Tensor Core mode of its architecture (upper bound)
+  // The header's facts as given (0, -1: not given), for prof/device_peaks.h.
+  int64_t sm_count = 0;
+  int64_t clock_hz = 0;
+  int64_t total_memory = 0;  // bytes
+  int cc_major = -1, cc_minor = 0;
 };
 
 // A record whose rate exceeds its device's peak by more than this factor is physically

@@ -10,13 +10,15 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "prof/roofline.h"
 #include "prof/table.h"
 
 namespace pyprof::prof {
 
 const std::vector<std::string>& report_names() {
   static const std::vector<std::string> kNames = {"kernel",  "op", "instance", "module",
-                                                  "summary", "tc", "family",   "phase"};
+                                                  "summary", "tc", "family",   "phase",
+                                                  "peaks",   "roofline"};
   return kNames;
 }
 
@@ -734,8 +736,9 @@ ReportTable phase_report(const ReadResult& data) {
 
 }  // namespace
 
-bool build_report(const std::string& name, const ReadResult& data, int depth,
+bool build_report(const std::string& name, const ReadResult& data, const ReportOptions& options,
                   std::vector<ReportTable>& out, std::string& error) {
+  const int depth = options.depth;
   if (name == "kernel") {
     out.push_back(kernel_report(data));
   } else if (name == "op") {
@@ -752,6 +755,10 @@ bool build_report(const std::string& name, const ReadResult& data, int depth,
     out.push_back(family_report(data));
   } else if (name == "phase") {
     out.push_back(phase_report(data));
+  } else if (name == "peaks") {
+    out.push_back(peaks_report(data, options.peaks));
+  } else if (name == "roofline") {
+    for (ReportTable& t : roofline_report(data, options.peaks)) out.push_back(std::move(t));
   } else {
     error = "unknown report '" + name + "' (reports: " + report_list_text() + ")";
     return false;

@@ -56,14 +56,26 @@ struct ReportTable {
   std::map<std::pair<size_t, size_t>, std::string> human = {};
 };
 
+struct PeaksFile;  // prof/device_peaks.h
+
+// What reports read beside the records.
+struct ReportOptions {
+  int depth = 0;                     // module report depth (0 = full paths)
+  const PeaksFile* peaks = nullptr;  // peaks, roofline: --peaks FILE entries (null: none)
+};
+
 // The report names prof knows.
 const std::vector<std::string>& report_names();
 // The report names, comma-separated, for messages.
 std::string report_list_text();
-// Builds report `name`; false with `error` for an unknown name. `depth`: module report depth
-// (0 = full paths).
-bool build_report(const std::string& name, const ReadResult& data, int depth,
+// Builds report `name`; false with `error` for an unknown name.
+bool build_report(const std::string& name, const ReadResult& data, const ReportOptions& options,
                   std::vector<ReportTable>& out, std::string& error);
+// The same with only a module report depth (0 = full paths).
+inline bool build_report(const std::string& name, const ReadResult& data, int depth,
+                         std::vector<ReportTable>& out, std::string& error) {
+  return build_report(name, data, ReportOptions{depth, nullptr}, out, error);
+}
 // Writes `tables`; kText prints quantities in human units (the raw numbers' unit suffixes,
 // "(ns)", dropped from the headers), kRawText as CSV holds them. Text cells wider than
 // kMaxTextCellWidth are elided (prof/table.h). A failed write stops it early; out.close() says why.
