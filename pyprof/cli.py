@@ -16,6 +16,8 @@ commands:
             (pyprof parse DB [-o FILE]; also python -m pyprof.parse DB > net.dict)
   prof      FLOPs, bytes, Tensor Core use per kernel or op, and reports
             (pyprof prof [--csv|--json|-w N] [-c COLS] [--report op,module,...] net.dict)
+  export    a Chrome / Perfetto trace of ops, modules, user ranges, kernels and their flows
+            (pyprof export [--format chrome|perfetto] net.dict|DB|TRACE -o trace.json[.gz])
 
 Run `pyprof <command> --help` for the options of one command.
 """
@@ -41,6 +43,39 @@ def run_tool(name: str, args: list[str]) -> int:
     sys.stderr.flush()
     os.execv(path, [f"pyprof {name.removeprefix('pyprof-')}"] + args)
     return 1  # not reached
+
+
+def _is_dict(path: str) -> bool:
+    """Whether `path` is a net.dict (its first line is parse's header), not a DB or a trace."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(16).startswith(b'{"pyprof_dict"')
+    except OSError:
+        return False  # pyprof-parse names the problem
+
+
+def export(args: list[str]) -> int:
+    """`pyprof export`: pyprof-export on a net.dict; anything else is parsed (with --ranges)
+    into a temporary net.dict first (docs/export.md)."""
+    import subprocess
+    import tempfile
+
+    takes_value = {"-o", "--output", "--format"}
+    inputs = [a for i, a in enumerate(args)
+              if not a.startswith("-") and (i == 0 or args[i - 1] not in takes_value)]
+    if len(inputs) != 1 or any(a in ("-h", "--help") for a in args) or _is_dict(inputs[0]):
+        return run_tool("pyprof-export", args)
+    for name in ("pyprof-parse", "pyprof-export"):
+        if not os.access(tool_path(name), os.X_OK):
+            return run_tool(name, [])  # says what is missing
+    with tempfile.TemporaryDirectory(prefix="pyprof-export-") as tmp:
+        dict_path = os.path.join(tmp, "net.dict")
+        parsed = subprocess.run([tool_path("pyprof-parse"), "--ranges", "-q", inputs[0],
+                                 "-o", dict_path])
+        if parsed.returncode != 0:
+            return 1 if parsed.returncode != 2 else 2
+        rest = [dict_path if a == inputs[0] else a for a in args]
+        return subprocess.run([tool_path("pyprof-export")] + rest).returncode
 
 
 def version_text() -> str:
@@ -77,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_tool("pyprof-parse", rest)
     if command == "prof":
         return run_tool("pyprof-prof", rest)
+    if command == "export":
+        return export(rest)
     print(f"pyprof: error: unknown command '{command}'\n\n{USAGE}", file=sys.stderr, end="")
     return 2
 
