@@ -582,6 +582,7 @@ class KinetoReader::EventReader : public ChromeTraceVisitor {
   // strings) numbered from 2^31 on in order of appearance.
   uint32_t dense_id(const IdValue& v);
   uint32_t intern_name(std::string_view name);
+  uint32_t intern_exported_name(std::string_view name);  // args.pyprof names, events with one
   TextRef store_args(std::string_view json);
   void add_cpu_range(const Event& e, int64_t start, int64_t end, MarkerKind kind);
   void add_module_range(const Event& e, int64_t start, int64_t end);
@@ -665,6 +666,12 @@ uint32_t KinetoReader::EventReader::dense_id(const IdValue& v) {
   auto [it, added] = folded_ids_.emplace(key, next_folded_id_);
   if (added) ++next_folded_id_;
   return it->second;
+}
+
+uint32_t KinetoReader::EventReader::intern_exported_name(std::string_view name) {
+  // A name pyprof already cut to kMaxNameBytes ends "...(+N bytes)": kept as it is, not cut
+  // again, so that an exported trace reads back the same.
+  return name.size() <= kMaxNameBytes + 32 ? trace_.pool.intern(name) : intern_name(name);
 }
 
 uint32_t KinetoReader::EventReader::intern_name(std::string_view name) {
@@ -1183,7 +1190,7 @@ void KinetoReader::EventReader::add_gpu_activity(const Event& e, ActivityKind ki
   a.context = e.context >= 0 && e.context <= INT32_MAX ? static_cast<int32_t>(e.context) : -1;
   a.stream = e.stream >= 0 ? e.stream : tid_number;
   if (kind == ActivityKind::kKernel) {
-    a.long_name = intern_name(e.name);
+    a.long_name = e.pyprof.empty() ? intern_name(e.name) : intern_exported_name(e.name);
     auto it = short_name_of_.find(a.long_name);
     if (it == short_name_of_.end()) {
       it = short_name_of_
@@ -1236,7 +1243,7 @@ void KinetoReader::EventReader::add_pyprof_range(const Event& e, int64_t start, 
   r.tid = dense_id(e.tid);
   r.op_id = e.external_id > 0 ? e.external_id : 0;
   r.seq = e.seq;
-  r.name = intern_name(e.name);
+  r.name = intern_exported_name(e.name);
   r.kind = is(e.cat, "python_function") ? MarkerKind::kModule
            : is(e.cat, "user_annotation") ? MarkerKind::kUser
                                           : MarkerKind::kOp;
@@ -1281,15 +1288,15 @@ void KinetoReader::EventReader::add_pyprof_range(const Event& e, int64_t start, 
                    : text == "trace"  ? MarkerKind::kTrace
                                       : MarkerKind::kUser;
         } else if (key == "name") {
-          r.name = intern_name(text);
+          r.name = intern_exported_name(text);
         } else if (key == "dialect") {
           r.dialect = dialect_of_name(text);
         } else if (key == "domain") {
-          r.domain = intern_name(text);
+          r.domain = intern_exported_name(text);
         } else if (key == "detail") {
-          r.detail = intern_name(text);
+          r.detail = intern_exported_name(text);
         } else if (key == "stack") {
-          r.stack = intern_name(text);
+          r.stack = intern_exported_name(text);
         }
       } else if (value.get_int64().get(v) == simdjson::SUCCESS) {
         if (key == "rf_tid" && v >= 0 && v <= INT32_MAX) r.rf_tid = static_cast<int32_t>(v);
@@ -1313,7 +1320,7 @@ void KinetoReader::EventReader::apply_pyprof_gpu(const Event& e, GpuActivity& a)
     od::value value = field.value();
     if (value.get_string().get(text) == simdjson::SUCCESS) {
       if (key == "name") {
-        a.short_name = intern_name(text);
+        a.short_name = intern_exported_name(text);
       } else if (key == "copy_kind" && copy_kind_of_name(text) >= 0) {
         a.copy_kind = static_cast<uint8_t>(copy_kind_of_name(text));
       } else if (key == "src_kind" && mem_kind_of_name(text) >= 0) {
