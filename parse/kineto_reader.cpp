@@ -1515,7 +1515,8 @@ void KinetoReader::EventReader::resolve_forward_threads() {
     const RangeRecord& r = trace_.ranges[i];
     // Ops of any dialect: an exported pyprof trace keeps its ops' own (args.pyprof).
     if (r.dialect == Dialect::kUser) continue;
-    if (r.kind == MarkerKind::kOp && r.seq >= 0) {
+    // (A legacy PyProf op, which pairs through the emit_nvtx op inside it, has no seq itself.)
+    if (r.kind == MarkerKind::kOp && (r.seq >= 0 || r.dialect != Dialect::kKineto)) {
       ops.push_back({thread_key(r.pid, r.tid), r.start, -r.end, static_cast<int32_t>(i)});
     } else if (r.kind == MarkerKind::kBackwardNode) {
       nodes.push_back({thread_key(r.pid, r.tid), r.start, -r.end, static_cast<int32_t>(i)});

@@ -88,8 +88,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   pyprof::prof::ExportOptions options;
-  options.format =
-      format == "perfetto" ? pyprof::prof::TraceFormat::kPerfetto : pyprof::prof::TraceFormat::kChrome;
+  options.format = format == "perfetto" ? pyprof::prof::TraceFormat::kPerfetto
+                                        : pyprof::prof::TraceFormat::kChrome;
   options.allow_tf32 = !no_tf32;
 
   std::string error;
@@ -133,8 +133,8 @@ int main(int argc, char** argv) {
   if (!ok) return 1;
   if (!quiet) {
     fmt::print(stderr, "pyprof export: {} -> {} ({} records, {} ranges, {} trace events; {})\n",
-               pyprof::terminal_safe(input), output, result.records, result.ranges,
-               result.events, format);
+               pyprof::terminal_safe(input), output, result.records, result.ranges, result.events,
+               format);
     for (const std::string& note : result.notes) {
       fmt::print(stderr, "  note: {}\n", pyprof::terminal_safe(note));
     }

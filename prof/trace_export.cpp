@@ -81,9 +81,9 @@ simdjson::error_code read_line(od::parser& parser, std::string& padded, Line& l)
   l = Line{};
   od::document doc;
   od::object object;
-  if (auto err = parser.iterate(padded.data(), padded.size() - simdjson::SIMDJSON_PADDING,
-                                padded.size())
-                     .get(doc)) {
+  if (auto err =
+          parser.iterate(padded.data(), padded.size() - simdjson::SIMDJSON_PADDING, padded.size())
+              .get(doc)) {
     return err;
   }
   if (auto err = doc.get_object().get(object)) return err;
@@ -330,8 +330,8 @@ void Exporter::cost_args(JsonWriter& w, double flops, double bytes, int64_t coun
   }
 }
 
-void Exporter::flow(const char* cat, int64_t id, bool start, int64_t pid,
-                    std::string_view tid_json, int64_t ts) {
+void Exporter::flow(const char* cat, int64_t id, bool start, int64_t pid, std::string_view tid_json,
+                    int64_t ts) {
   JsonWriter& w = begin_event();
   w.raw_key("ph");
   w.trusted_string(start ? "s" : "f");
@@ -727,8 +727,8 @@ void Exporter::range(const Line& l) {
 
 void Exporter::metadata() {
   // Processes and threads named, CPU processes first, then the GPUs by device.
-  auto meta = [&](const char* name, const std::string& pid, const std::string& tid,
-                  const char* arg, const std::string& value_json) {
+  auto meta = [&](const char* name, const std::string& pid, const std::string& tid, const char* arg,
+                  const std::string& value_json) {
     JsonWriter& w = begin_event();
     w.raw_key("ph");
     w.trusted_string("M");
@@ -892,8 +892,8 @@ bool Exporter::run(std::FILE* in, std::string& error) {
     padded.assign(text);
     padded.append(simdjson::SIMDJSON_PADDING, '\0');
     if (read_line(parser, padded, l) != simdjson::SUCCESS) {
-      error = fmt::format("line {}: not a JSON object (a truncated or damaged net.dict?)",
-                          line_number);
+      error =
+          fmt::format("line {}: not a JSON object (a truncated or damaged net.dict?)", line_number);
       ok = false;
       break;
     }
@@ -939,8 +939,8 @@ bool Exporter::run(std::FILE* in, std::string& error) {
 
 }  // namespace
 
-bool export_trace(const std::string& dict_path, const ExportOptions& options,
-                  const TraceSink& sink, ExportResult& result, std::string& error) {
+bool export_trace(const std::string& dict_path, const ExportOptions& options, const TraceSink& sink,
+                  ExportResult& result, std::string& error) {
   ReadResult costs;
   {
     std::FILE* in = std::fopen(dict_path.c_str(), "rb");
@@ -957,9 +957,9 @@ bool export_trace(const std::string& dict_path, const ExportOptions& options,
       return false;
     }
     if (costs.skipped_lines > 0) {
-      error = fmt::format("{}: {} unreadable lines (a truncated or damaged net.dict?); {}",
-                          dict_path, costs.skipped_lines,
-                          costs.warnings.empty() ? "" : costs.warnings.front());
+      error =
+          fmt::format("{}: {} unreadable lines (a truncated or damaged net.dict?); {}", dict_path,
+                      costs.skipped_lines, costs.warnings.empty() ? "" : costs.warnings.front());
       return false;
     }
     assign_costs(costs);

@@ -17,8 +17,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace pyprof::prof {
@@ -49,8 +49,8 @@ using TraceSink = std::function<bool(std::string_view)>;
 // Exports the dict at `dict_path` into `sink`. False with `error` for an input that is not a
 // readable net.dict (no header, unreadable or truncated lines) or a failed write (`error`
 // empty: the sink knows why).
-bool export_trace(const std::string& dict_path, const ExportOptions& options,
-                  const TraceSink& sink, ExportResult& result, std::string& error);
+bool export_trace(const std::string& dict_path, const ExportOptions& options, const TraceSink& sink,
+                  ExportResult& result, std::string& error);
 
 // ns -> the µs text Chrome traces use, with three decimals so that nanoseconds stay exact
 // ("1234567" -> "1234.567", "-1500" -> "-1.500").
