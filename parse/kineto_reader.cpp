@@ -14,6 +14,7 @@
 #include "common/json_writer.h"
 #include "common/kernel_names.h"
 #include "parse/ascii.h"
+#include "parse/record_writer.h"
 
 namespace pyprof::parse {
 
@@ -557,6 +558,8 @@ class KinetoReader::EventReader : public ChromeTraceVisitor {
     int64_t device = -1, context = -1, stream = -1, registers = -1, shared = -1, bytes = -1;
     int64_t python_id = -1, python_parent = -1;
     int64_t size = -1;  // ROCm copy calls: "size" (a string)
+    // An exported pyprof trace's args.pyprof object (docs/formats.md §4.1), as its JSON text.
+    std::string_view pyprof;
     int32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
     bool has_grid = false;
     bool has_args_lists = false;
@@ -579,6 +582,7 @@ class KinetoReader::EventReader : public ChromeTraceVisitor {
   // strings) numbered from 2^31 on in order of appearance.
   uint32_t dense_id(const IdValue& v);
   uint32_t intern_name(std::string_view name);
+  uint32_t intern_exported_name(std::string_view name);  // args.pyprof names, events with one
   TextRef store_args(std::string_view json);
   void add_cpu_range(const Event& e, int64_t start, int64_t end, MarkerKind kind);
   void add_module_range(const Event& e, int64_t start, int64_t end);
@@ -586,6 +590,10 @@ class KinetoReader::EventReader : public ChromeTraceVisitor {
   void add_call_site(const Event& e, int64_t start, int64_t end);
   void add_gpu_activity(const Event& e, ActivityKind kind, int64_t start, int64_t end);
   void add_flow_point(const Event& e, bool start);
+  // pyprof export's args.pyprof: what Kineto's encoding loses, preferred when present.
+  void add_pyprof_range(const Event& e, int64_t start, int64_t end);
+  void apply_pyprof_gpu(const Event& e, GpuActivity& a);
+  bool iterate_pyprof(const Event& e, od::object& object);
   void read_devices(std::string_view json);
   void read_distributed(std::string_view json);
   // finish() steps
@@ -622,6 +630,10 @@ class KinetoReader::EventReader : public ChromeTraceVisitor {
   std::vector<CallSite> call_sites_;
   int64_t unknown_input_types_ = 0;
   int64_t negative_timestamps_ = 0;
+  od::parser pyprof_parser_;  // args.pyprof, parsed after the event that holds it
+  simdjson::padded_string pyprof_text_;
+  od::document pyprof_doc_;  // outlives the object iterate_pyprof hands out
+  std::vector<std::pair<size_t, uint32_t>> pyprof_gpu_pids_;  // activity -> launching pid
   uint32_t next_folded_id_ = 0x80000000u;
 };
 
@@ -654,6 +666,12 @@ uint32_t KinetoReader::EventReader::dense_id(const IdValue& v) {
   auto [it, added] = folded_ids_.emplace(key, next_folded_id_);
   if (added) ++next_folded_id_;
   return it->second;
+}
+
+uint32_t KinetoReader::EventReader::intern_exported_name(std::string_view name) {
+  // A name pyprof already cut to kMaxNameBytes ends "...(+N bytes)": kept as it is, not cut
+  // again, so that an exported trace reads back the same.
+  return name.size() <= kMaxNameBytes + 32 ? trace_.pool.intern(name) : intern_name(name);
 }
 
 uint32_t KinetoReader::EventReader::intern_name(std::string_view name) {
@@ -708,6 +726,15 @@ error_code KinetoReader::EventReader::read_args(od::object args, Event& e) {
       case 6:
         if (is(key, "device")) target = &e.device;
         if (is(key, "stream")) target = &e.stream;
+        if (is(key, "pyprof")) {
+          od::object object;
+          if (value.get_object().get(object) != simdjson::SUCCESS) {
+            e.pyprof = "null";  // not an object: warned about where it is read
+            continue;
+          }
+          if (error_code err = object.raw_json().get(e.pyprof)) return err;
+          continue;
+        }
         break;
       case 7:
         if (is(key, "context")) target = &e.context;
@@ -936,6 +963,12 @@ void KinetoReader::EventReader::on_event(std::string_view json, int64_t offset) 
   }
 
   const std::string_view cat = e.cat;
+  if (!e.pyprof.empty() &&
+      (is(cat, "cpu_op") || is(cat, "user_annotation") || is(cat, "python_function"))) {
+    add_pyprof_range(e, start, end);
+    count(cat);
+    return;
+  }
   if (is(cat, "cpu_op") || is(cat, "Operator") || is(cat, "operator")) {
     MarkerKind kind = MarkerKind::kOp;
     if (e.name.starts_with(kEvaluateFunctionPrefix) || e.name.starts_with("ProfilerStep#")) {
@@ -1117,6 +1150,18 @@ void KinetoReader::EventReader::add_api_call(const Event& e, int64_t start, int6
   call.pid = dense_id(e.pid);
   call.tid = dense_id(e.tid);
   call.name = intern_name(e.name);
+  od::object pyprof;
+  if (!e.pyprof.empty() && iterate_pyprof(e, pyprof)) {
+    for (auto field_result : pyprof) {
+      od::field field;
+      std::string_view key;
+      int64_t v = 0;
+      if (std::move(field_result).get(field) || field.unescaped_key().get(key)) break;
+      if (key == "negative_duration" && field.value().get_int64().get(v) == simdjson::SUCCESS) {
+        call.end = call.start + v;
+      }
+    }
+  }
   ++trace_.stats.api_calls;
   if (e.has_grid || e.shared >= 0 || e.size >= 0) {
     // ROCm writes the launch dimensions and copy sizes on the call, not on the GPU row.
@@ -1145,7 +1190,7 @@ void KinetoReader::EventReader::add_gpu_activity(const Event& e, ActivityKind ki
   a.context = e.context >= 0 && e.context <= INT32_MAX ? static_cast<int32_t>(e.context) : -1;
   a.stream = e.stream >= 0 ? e.stream : tid_number;
   if (kind == ActivityKind::kKernel) {
-    a.long_name = intern_name(e.name);
+    a.long_name = e.pyprof.empty() ? intern_name(e.name) : intern_exported_name(e.name);
     auto it = short_name_of_.find(a.long_name);
     if (it == short_name_of_.end()) {
       it = short_name_of_
@@ -1172,8 +1217,134 @@ void KinetoReader::EventReader::add_gpu_activity(const Event& e, ActivityKind ki
     a.bytes = e.bytes;
     ++trace_.stats.memsets;
   }
+  if (!e.pyprof.empty()) apply_pyprof_gpu(e, a);
   trace_.activities.push_back(a);
   gpu_external_ids_.push_back(e.external_id);
+}
+
+bool KinetoReader::EventReader::iterate_pyprof(const Event& e, od::object& object) {
+  pyprof_text_ = simdjson::padded_string(e.pyprof);
+  if (pyprof_parser_.iterate(pyprof_text_).get(pyprof_doc_) ||
+      pyprof_doc_.get_object().get(object)) {
+    trace_.warn("pyprof args not understood",
+                std::string(e.name.substr(0, 60)) + ": args.pyprof is not a JSON object");
+    return false;
+  }
+  return true;
+}
+
+void KinetoReader::EventReader::add_pyprof_range(const Event& e, int64_t start, int64_t end) {
+  // The range as the dict's range line described it (prof/trace_export.cpp writes it): kind,
+  // exact name, dialect, thread ids of the pairing, args in pyprof's encoding.
+  RangeRecord r;
+  r.start = start;
+  r.end = std::max(end, start);
+  r.pid = dense_id(e.pid);
+  r.tid = dense_id(e.tid);
+  r.op_id = e.external_id > 0 ? e.external_id : 0;
+  r.seq = e.seq;
+  r.name = intern_exported_name(e.name);
+  r.kind = is(e.cat, "python_function") ? MarkerKind::kModule
+           : is(e.cat, "user_annotation") ? MarkerKind::kUser
+                                          : MarkerKind::kOp;
+  r.dialect = r.kind == MarkerKind::kUser ? Dialect::kUser : Dialect::kKineto;
+  od::object object;
+  if (iterate_pyprof(e, object)) {
+    for (auto field_result : object) {
+      od::field field;
+      std::string_view key;
+      if (std::move(field_result).get(field) || field.unescaped_key().get(key)) break;
+      od::value value = field.value();
+      std::string_view text;
+      int64_t v = 0;
+      if (key == "args") {
+        std::string_view json;
+        od::object args_object;
+        od::array args_array;  // legacy PyProf args are a list
+        if (value.get_object().get(args_object) == simdjson::SUCCESS) {
+          if (args_object.raw_json().get(json)) break;
+        } else if (value.get_array().get(args_array) == simdjson::SUCCESS) {
+          if (args_array.raw_json().get(json)) break;
+        } else {
+          json = value.raw_json_token();
+        }
+        while (!json.empty() && is_json_space(json.back())) json.remove_suffix(1);
+        r.text = store_args(json);
+        r.has_args = true;
+        r.args_offset = 0;
+        r.args_length = static_cast<uint32_t>(std::min<size_t>(json.size(), UINT32_MAX));
+        continue;
+      }
+      if (key == "open") {
+        bool open = false;
+        if (value.get_bool().get(open) == simdjson::SUCCESS && open) r.end = kOpenEnd;
+        continue;
+      }
+      if (value.get_string().get(text) == simdjson::SUCCESS) {
+        if (key == "kind") {
+          r.kind = text == "op"       ? MarkerKind::kOp
+                   : text == "node"   ? MarkerKind::kBackwardNode
+                   : text == "module" ? MarkerKind::kModule
+                   : text == "trace"  ? MarkerKind::kTrace
+                                      : MarkerKind::kUser;
+        } else if (key == "name") {
+          r.name = intern_exported_name(text);
+        } else if (key == "dialect") {
+          r.dialect = dialect_of_name(text);
+        } else if (key == "domain") {
+          r.domain = intern_exported_name(text);
+        } else if (key == "detail") {
+          r.detail = intern_exported_name(text);
+        } else if (key == "stack") {
+          r.stack = intern_exported_name(text);
+        }
+      } else if (value.get_int64().get(v) == simdjson::SUCCESS) {
+        if (key == "rf_tid" && v >= 0 && v <= INT32_MAX) r.rf_tid = static_cast<int32_t>(v);
+        if (key == "fwd_tid" && v >= 0 && v <= INT32_MAX) r.fwd_tid = static_cast<int32_t>(v);
+      }
+    }
+  }
+  if (r.kind == MarkerKind::kUser) r.seq = -1;
+  ++trace_.stats.ranges;
+  trace_.ranges.push_back(r);
+}
+
+void KinetoReader::EventReader::apply_pyprof_gpu(const Event& e, GpuActivity& a) {
+  od::object object;
+  if (!iterate_pyprof(e, object)) return;
+  for (auto field_result : object) {
+    od::field field;
+    std::string_view key, text;
+    int64_t v = 0;
+    if (std::move(field_result).get(field) || field.unescaped_key().get(key)) break;
+    od::value value = field.value();
+    if (value.get_string().get(text) == simdjson::SUCCESS) {
+      if (key == "name") {
+        a.short_name = intern_exported_name(text);
+      } else if (key == "copy_kind" && copy_kind_of_name(text) >= 0) {
+        a.copy_kind = static_cast<uint8_t>(copy_kind_of_name(text));
+      } else if (key == "src_kind" && mem_kind_of_name(text) >= 0) {
+        a.src_kind = static_cast<uint8_t>(mem_kind_of_name(text));
+      } else if ((key == "dst_kind" || key == "mem_kind") && mem_kind_of_name(text) >= 0) {
+        a.dst_kind = static_cast<uint8_t>(mem_kind_of_name(text));
+      }
+    } else if (value.get_int64().get(v) == simdjson::SUCCESS) {
+      const bool fits = v >= INT32_MIN && v <= INT32_MAX;
+      if (key == "shared_static" && fits) {
+        a.static_shared = static_cast<int32_t>(v);
+      } else if (key == "shared_dynamic" && fits) {
+        a.dynamic_shared = static_cast<int32_t>(v);
+      } else if (key == "value") {
+        a.memset_value = v;
+      } else if (key == "graph_node") {
+        a.graph_node_id = v;
+      } else if (key == "negative_duration") {
+        a.end = a.start + v;
+      } else if (key == "pid" && v >= 0 && v <= UINT32_MAX) {
+        pyprof_gpu_pids_.emplace_back(trace_.activities.size(), static_cast<uint32_t>(v));
+      }
+    }
+  }
 }
 
 void KinetoReader::EventReader::add_flow_point(const Event& e, bool start) {
@@ -1245,6 +1416,8 @@ void KinetoReader::EventReader::read_devices(std::string_view json) {
         d.compute_minor = v;
       } else if (key == "clockRate") {  // kHz, as cudaDeviceProp (ROCm traces write it)
         if (auto hz = Trace::Device::in_header_units(v, 1000)) d.clock_hz = *hz;
+      } else if (key == "memoryBandwidth" && v >= 0) {  // bytes/s: pyprof export's own key
+        d.memory_bandwidth = v;
       }
     }
     trace_.devices.push_back(std::move(d));
@@ -1340,8 +1513,10 @@ void KinetoReader::EventReader::resolve_forward_threads() {
   std::vector<OpAt> ops, nodes;
   for (size_t i = 0; i < trace_.ranges.size(); ++i) {
     const RangeRecord& r = trace_.ranges[i];
-    if (r.dialect != Dialect::kKineto) continue;
-    if (r.kind == MarkerKind::kOp && r.seq >= 0) {
+    // Ops of any dialect: an exported pyprof trace keeps its ops' own (args.pyprof).
+    if (r.dialect == Dialect::kUser) continue;
+    // (A legacy PyProf op, which pairs through the emit_nvtx op inside it, has no seq itself.)
+    if (r.kind == MarkerKind::kOp && (r.seq >= 0 || r.dialect != Dialect::kKineto)) {
       ops.push_back({thread_key(r.pid, r.tid), r.start, -r.end, static_cast<int32_t>(i)});
     } else if (r.kind == MarkerKind::kBackwardNode) {
       nodes.push_back({thread_key(r.pid, r.tid), r.start, -r.end, static_cast<int32_t>(i)});
@@ -1422,7 +1597,10 @@ void KinetoReader::EventReader::resolve_forward_threads() {
   for (const auto& [thread, rf] : rf_tid_of_thread) mapped_pids.emplace(thread >> 32, 1);
   int64_t unmapped = 0;
   for (RangeRecord& r : trace_.ranges) {
-    if (r.dialect != Dialect::kKineto || r.kind != MarkerKind::kOp || r.seq < 0) continue;
+    // rf_tid already set: an exported pyprof trace said it (args.pyprof).
+    if (r.dialect != Dialect::kKineto || r.kind != MarkerKind::kOp || r.seq < 0 || r.rf_tid >= 0) {
+      continue;
+    }
     auto it = rf_tid_of_thread.find(thread_key(r.pid, r.tid));
     if (it != rf_tid_of_thread.end()) {
       r.rf_tid = it->second;
@@ -1475,6 +1653,7 @@ void KinetoReader::EventReader::check_external_ids() {
 
 void KinetoReader::EventReader::finish() {
   resolve_launch_processes();
+  for (const auto& [activity, pid] : pyprof_gpu_pids_) trace_.activities[activity].pid = pid;
   resolve_forward_threads();
   resolve_call_sites();
   check_external_ids();

@@ -183,7 +183,7 @@ std::string file_head(const std::string& path) {
   return std::string(head, static_cast<size_t>(in.gcount()));
 }
 
-int run(const std::string& path, const std::string& output, bool quiet) {
+int run(const std::string& path, const std::string& output, bool quiet, bool ranges) {
   PhaseTimer timer;
   SqliteDb db;
   std::string error;
@@ -240,6 +240,7 @@ int run(const std::string& path, const std::string& output, bool quiet) {
   static char out_buffer[1 << 16];
   std::setvbuf(out.stream(), out_buffer, _IOFBF, sizeof out_buffer);
   RecordWriter writer(out.stream(), trace, corr, *reader);
+  writer.set_write_ranges(ranges);
   if (!writer.write(path)) out.fail(errno);
   if (!out.finish(error)) {
     // The reader closed the pipe (`pyprof parse DB | head`): end quietly, like other tools.
@@ -273,7 +274,8 @@ std::string stem_of_trace(const std::string& name) {
 
 // Expands folders (their *.json / *.json.gz files, by name) and checks the outputs: one input
 // writes to -o FILE or standard output; several need -o DIR.
-int run_all(const std::vector<std::string>& inputs, const std::string& output, bool quiet) {
+int run_all(const std::vector<std::string>& inputs, const std::string& output, bool quiet,
+            bool ranges) {
   namespace fs = std::filesystem;
   std::vector<std::string> files;
   for (const std::string& input : inputs) {
@@ -304,7 +306,7 @@ int run_all(const std::vector<std::string>& inputs, const std::string& output, b
     files.insert(files.end(), found.begin(), found.end());
   }
   if (files.size() == 1 && !(inputs.size() == 1 && fs::is_directory(inputs[0]))) {
-    return run(files[0], output, quiet);
+    return run(files[0], output, quiet, ranges);
   }
   if (output.empty() || output == "-") {
     fmt::print(stderr,
@@ -332,7 +334,7 @@ int run_all(const std::vector<std::string>& inputs, const std::string& output, b
     }
     written.push_back(name);
     const std::string target = (fs::path(output) / name).string();
-    int code = run(file, target, quiet);
+    int code = run(file, target, quiet, ranges);
     if (code == pyprof::kBrokenPipeExitStatus) return code;
     if (code != 0) status = 1;
     if (!quiet && code == 0) fmt::print(stderr, "  -> {}\n", target);
@@ -363,6 +365,11 @@ int main(int argc, char** argv) {
                  "write the records to FILE instead of standard output; with several traces, "
                  "the folder DIR that gets one NAME.dict per trace");
   app.add_flag("-q,--quiet", quiet, "no summary on standard error");
+  bool ranges = false;
+  app.add_flag("--ranges", ranges,
+               "also write the spans of the trace's ranges (ops, backward nodes, modules, user "
+               "ranges) as \"kind\":\"range\" lines after the records, for `pyprof export` "
+               "(docs/formats.md §3.1)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -373,7 +380,7 @@ int main(int argc, char** argv) {
   }
   int code = 1;
   try {
-    code = pyprof::parse::run_all(inputs, output, quiet);
+    code = pyprof::parse::run_all(inputs, output, quiet, ranges);
   } catch (const std::bad_alloc&) {
     // A trace whose records do not fit the memory the process may use (ulimit -v, a cgroup).
     fmt::print(stderr,

@@ -6,25 +6,6 @@
 
 namespace pyprof::parse {
 
-namespace {
-
-// Kernel names and user ranges are bounded upstream; nothing in a record is cut here.
-constexpr size_t kNoTruncation = size_t{1} << 30;
-constexpr size_t kFlushBytes = size_t{1} << 20;
-
-const char* copy_kind_name(uint8_t kind) {
-  static const char* const kNames[] = {"unknown", "HtoD",     "DtoH",     "HtoA",    "AtoH",
-                                       "AtoA",    "AtoD",     "DtoA",     "DtoD",    "HtoH",
-                                       "PtoP",    "UVM HtoD", "UVM DtoH", "UVM DtoD"};
-  return kind < std::size(kNames) ? kNames[kind] : "unknown";
-}
-
-const char* mem_kind_name(uint8_t kind) {
-  static const char* const kNames[] = {"pageable", "pinned",        "device",         "array",
-                                       "managed",  "device_static", "managed_static", "unknown"};
-  return kind < std::size(kNames) ? kNames[kind] : "unknown";
-}
-
 const char* dialect_name(Dialect d) {
   switch (d) {
     case Dialect::kPyprof:
@@ -40,6 +21,66 @@ const char* dialect_name(Dialect d) {
   }
   return "user";
 }
+
+
+namespace {
+constexpr const char* kCopyKindNames[] = {"unknown", "HtoD",     "DtoH",     "HtoA",    "AtoH",
+                                          "AtoA",    "AtoD",     "DtoA",     "DtoD",    "HtoH",
+                                          "PtoP",    "UVM HtoD", "UVM DtoH", "UVM DtoD"};
+constexpr const char* kMemKindNames[] = {"pageable", "pinned",        "device",        "array",
+                                         "managed",  "device_static", "managed_static", "unknown"};
+}  // namespace
+
+const char* copy_kind_name(uint8_t kind) {
+  return kind < std::size(kCopyKindNames) ? kCopyKindNames[kind] : "unknown";
+}
+
+const char* mem_kind_name(uint8_t kind) {
+  return kind < std::size(kMemKindNames) ? kMemKindNames[kind] : "unknown";
+}
+
+int copy_kind_of_name(std::string_view name) {
+  for (size_t i = 0; i < std::size(kCopyKindNames); ++i) {
+    if (name == kCopyKindNames[i]) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int mem_kind_of_name(std::string_view name) {
+  for (size_t i = 0; i < std::size(kMemKindNames); ++i) {
+    if (name == kMemKindNames[i]) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+const char* range_kind_name(MarkerKind kind) {
+  switch (kind) {
+    case MarkerKind::kOp:
+      return "op";
+    case MarkerKind::kBackwardNode:
+      return "node";
+    case MarkerKind::kModule:
+      return "module";
+    case MarkerKind::kTrace:
+      return "trace";
+    case MarkerKind::kUser:
+      break;
+  }
+  return "user";
+}
+
+Dialect dialect_of_name(std::string_view name) {
+  for (Dialect d : {Dialect::kPyprof, Dialect::kEmitNvtx, Dialect::kLegacyPyprof, Dialect::kKineto}) {
+    if (name == dialect_name(d)) return d;
+  }
+  return Dialect::kUser;
+}
+
+namespace {
+
+// Kernel names and user ranges are bounded upstream; nothing in a record is cut here.
+constexpr size_t kNoTruncation = size_t{1} << 30;
+constexpr size_t kFlushBytes = size_t{1} << 20;
 
 // "duration": end - start; null when the end precedes the start (the trace's clocks went
 // wrong), with the raw difference in "negative_duration" so that nothing is lost.
@@ -490,6 +531,10 @@ void RecordWriter::write_op_instance(int32_t index, const Attribution& a) {
       w.raw_key("id");
       w.integer(r.op_id);
     }
+    if (write_ranges_) {
+      w.raw_key("range");
+      w.integer(corr_.rank[index]);
+    }
     // The op or backward node this one runs inside, so that a consumer can count a call tree
     // once (aten::linear -> aten::addmm).
     int32_t outer = r.parent >= 0 ? corr_.contexts[r.parent].op_or_node : -1;
@@ -535,6 +580,100 @@ void RecordWriter::write_user_ranges(JsonWriter& w, const Attribution& a) {
   }
 }
 
+void RecordWriter::write_range(int32_t index, int32_t forward_op) {
+  const RangeRecord& r = trace_.ranges[index];
+  {
+    JsonWriter w(record_, kNoTruncation, 0);
+    w.begin_object();
+    w.raw_key("kind");
+    w.trusted_string("range");
+    w.raw_key("range");
+    w.trusted_string(range_kind_name(r.kind));
+    w.raw_key("id");
+    w.integer(corr_.rank[index]);
+    if (r.parent >= 0) {
+      w.raw_key("parent");
+      w.integer(corr_.rank[r.parent]);
+    }
+    w.raw_key("name");
+    pooled(w, r.name);
+    w.raw_key("start");
+    w.integer(r.start);
+    w.raw_key("duration");
+    if (r.end == kOpenEnd) {
+      w.null();
+    } else {
+      w.integer(r.end - r.start);
+    }
+    w.raw_key("pid");
+    w.integer(r.pid);
+    w.raw_key("tid");
+    w.integer(r.tid);
+    w.raw_key("dialect");
+    w.trusted_string(dialect_name(r.dialect));
+    if (r.domain != 0) {
+      w.raw_key("domain");
+      pooled(w, r.domain);
+    }
+    if (r.op_id != 0) {
+      w.raw_key("op_id");
+      w.integer(r.op_id);
+    }
+    if (r.seq >= 0) {
+      w.raw_key("seq");
+      w.integer(r.seq);
+    }
+    if (r.rf_tid >= 0) {
+      w.raw_key("rf_tid");
+      w.integer(r.rf_tid);
+    }
+    if (r.fwd_tid >= 0) {
+      w.raw_key("fwd_tid");
+      w.integer(r.fwd_tid);
+    }
+    if (r.detail != 0) {
+      // Module class, legacy PyProf 'mod', or a legacy trace marker's frames (by `range`).
+      w.raw_key("detail");
+      pooled(w, r.detail);
+    }
+    if (r.stack != 0) {
+      w.raw_key("stack");
+      pooled(w, r.stack);
+    }
+    if (r.has_args) {
+      const std::string& args = args_of(index);
+      if (!args.empty()) {
+        w.raw_key("args");
+        w.raw_value(args);
+      }
+    }
+    if (forward_op >= 0) {
+      w.raw_key("fwd");  // the forward op this backward node was paired with
+      w.integer(corr_.rank[forward_op]);
+    }
+    w.end_object();
+  }
+  end_record();
+}
+
+bool RecordWriter::write_range_lines() {
+  // Which forward op each backward node was paired with, as the records say it.
+  std::vector<int32_t> forward_of_node(trace_.ranges.size(), -1);
+  for (const Attribution& a : corr_.attributions) {
+    if (a.dir == Direction::kBackward && a.paired && a.node >= 0 && a.op >= 0) {
+      forward_of_node[a.node] = a.op;
+    }
+  }
+  // In the trace's own order, which a reader of the exported trace keeps (its ranks, and so
+  // the records' `instance` numbers, then come out the same).
+  for (size_t i = 0; i < trace_.ranges.size(); ++i) {
+    if (trace_.ranges[i].shape == RangeShape::kMark) continue;
+    write_range(static_cast<int32_t>(i), forward_of_node[i]);
+    if (buffer_.size() >= kFlushBytes && !flush()) return false;
+  }
+  return true;
+}
+
 bool RecordWriter::write(const std::string& source) {
   buffer_.reserve(kFlushBytes + (kFlushBytes >> 2));
   write_header(source);
@@ -547,6 +686,7 @@ bool RecordWriter::write(const std::string& source) {
     }
     if (buffer_.size() >= kFlushBytes) ok = flush();
   }
+  if (ok && write_ranges_) ok = write_range_lines();
   ok = ok && flush();
   // Waited for after a failure too: the caller closes the stream once this returns, so no
   // write may still be in flight (errno: the failed write's).

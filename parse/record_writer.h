@@ -46,6 +46,18 @@ class BackgroundOutput {
   std::thread thread_;
 };
 
+// The names a record gives a copy's kind and a memory kind (`copy_kind`, `src_kind`, ...), and
+// back (the Kineto reader reads them from an exported trace's pyprof args). Unknown names: -1.
+const char* copy_kind_name(uint8_t kind);
+const char* mem_kind_name(uint8_t kind);
+int copy_kind_of_name(std::string_view name);
+int mem_kind_of_name(std::string_view name);
+// "op", "node", "module", "user", "trace": a range line's `range` (docs/formats.md §3.1).
+const char* range_kind_name(MarkerKind kind);
+// The Dialect a record's `dialect` names; kUser for an unknown name.
+const char* dialect_name(Dialect d);
+Dialect dialect_of_name(std::string_view name);
+
 class RecordWriter {
  public:
   RecordWriter(std::FILE* out, const Trace& trace, const Correlation& corr, TraceReader& reader)
@@ -54,6 +66,11 @@ class RecordWriter {
   // closed).
   bool write(const std::string& source);
   int64_t args_unavailable() const { return args_unavailable_; }
+  // `pyprof parse --ranges`: after the records, one `"kind":"range"` line per range of the
+  // trace (op, backward node, module, user, legacy trace marker; marks are not ranges), with
+  // its span, thread, parent and what its marker said (docs/formats.md §3.1), and CPU op records
+  // get `"range"`: the id of their own range. For `pyprof export`.
+  void set_write_ranges(bool on) { write_ranges_ = on; }
 
  private:
   void write_header(const std::string& source);
@@ -64,6 +81,8 @@ class RecordWriter {
   void write_activity(int32_t index, const Attribution& a);
   void write_op_instance(int32_t index, const Attribution& a);
   void write_attribution(JsonWriter& w, const Attribution& a);
+  void write_range(int32_t index, int32_t forward_op);
+  bool write_range_lines();
   // The decoded args of range `index` (its message fetched again from the database).
   const std::string& args_of(int32_t index);
   // Writes pool string `id` as a JSON string value.
@@ -82,6 +101,7 @@ class RecordWriter {
   std::string cached_args_[2];
   int next_slot_ = 0;
   int64_t args_unavailable_ = 0;
+  bool write_ranges_ = false;
   std::vector<int32_t> chain_;
   std::vector<std::string> escaped_;  // pool id -> quoted, escaped JSON string
 };

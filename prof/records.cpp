@@ -749,6 +749,9 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
               ": no pyprof_dict header (is this the output of `pyprof parse`?)";
       return false;
     }
+    // `pyprof parse --ranges` appends the spans of the trace's ranges (docs/formats.md §3.1):
+    // not records, and not unreadable either.
+    if (f.kind == "range") continue;
     f.line = out.lines;
     ProfRecord r = make_record(f, out.records.size(), out.strings);
     times.check(f, r);

@@ -18,6 +18,8 @@ commands:
             (pyprof prof [--csv|--json|-w N] [-c COLS] [--report op,module,...] net.dict)
   report    one self-contained HTML page: headline figures, roofline, time breakdowns,
             sortable tables (pyprof report INPUT [-o net.html] [--peaks FILE])
+  export    a Chrome / Perfetto trace of ops, modules, user ranges, kernels and their flows
+            (pyprof export [--format chrome|perfetto] net.dict|DB|TRACE -o trace.json[.gz])
 
 Run `pyprof <command> --help` for the options of one command.
 """
@@ -43,6 +45,39 @@ def run_tool(name: str, args: list[str]) -> int:
     sys.stderr.flush()
     os.execv(path, [f"pyprof {name.removeprefix('pyprof-')}"] + args)
     return 1  # not reached
+
+
+def _is_dict(path: str) -> bool:
+    """Whether `path` is a net.dict (its first line is parse's header), not a DB or a trace."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(16).startswith(b'{"pyprof_dict"')
+    except OSError:
+        return False  # pyprof-parse names the problem
+
+
+def export(args: list[str]) -> int:
+    """`pyprof export`: pyprof-export on a net.dict; anything else is parsed (with --ranges)
+    into a temporary net.dict first (docs/export.md)."""
+    import subprocess
+    import tempfile
+
+    takes_value = {"-o", "--output", "--format"}
+    inputs = [a for i, a in enumerate(args)
+              if not a.startswith("-") and (i == 0 or args[i - 1] not in takes_value)]
+    if len(inputs) != 1 or any(a in ("-h", "--help") for a in args) or _is_dict(inputs[0]):
+        return run_tool("pyprof-export", args)
+    for name in ("pyprof-parse", "pyprof-export"):
+        if not os.access(tool_path(name), os.X_OK):
+            return run_tool(name, [])  # says what is missing
+    with tempfile.TemporaryDirectory(prefix="pyprof-export-") as tmp:
+        dict_path = os.path.join(tmp, "net.dict")
+        parsed = subprocess.run([tool_path("pyprof-parse"), "--ranges", "-q", inputs[0],
+                                 "-o", dict_path])
+        if parsed.returncode != 0:
+            return 1 if parsed.returncode != 2 else 2
+        rest = [dict_path if a == inputs[0] else a for a in args]
+        return subprocess.run([tool_path("pyprof-export")] + rest).returncode
 
 
 def version_text() -> str:
@@ -83,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
         from pyprof.report import main as report_main
 
         return report_main(rest)
+    if command == "export":
+        return export(rest)
     print(f"pyprof: error: unknown command '{command}'\n\n{USAGE}", file=sys.stderr, end="")
     return 2
 

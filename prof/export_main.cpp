@@ -1,0 +1,143 @@
+// pyprof-export: `pyprof export [--format chrome|perfetto] net.dict -o trace.json[.gz]`: a
+// net.dict as a Chrome trace for Perfetto and chrome://tracing (docs/export.md). `pyprof export`
+// (pyprof/cli.py) runs `pyprof parse --ranges` first when given a database or a trace.
+// Exit codes: 0 ok, 1 bad input or unwritable output (no file is left), 2 usage.
+#include <fmt/core.h>
+#include <zlib.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "common/output_file.h"
+#include "common/terminal_text.h"
+#include "prof/trace_export.h"
+
+namespace {
+
+// gzip (a .gz name) on the fly, so that a million-record trace is never held whole.
+class GzipStream {
+ public:
+  explicit GzipStream(std::FILE* out) : out_(out) {
+    ok_ = deflateInit2(&z_, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) ==
+          Z_OK;
+  }
+  ~GzipStream() { deflateEnd(&z_); }
+  bool write(std::string_view text) { return pump(text, Z_NO_FLUSH); }
+  bool finish() { return pump({}, Z_FINISH); }
+
+ private:
+  bool pump(std::string_view text, int flush) {
+    if (!ok_) return false;
+    z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+    z_.avail_in = static_cast<uInt>(text.size());
+    int status = Z_OK;
+    do {
+      z_.next_out = buffer_;
+      z_.avail_out = sizeof buffer_;
+      status = deflate(&z_, flush);
+      if (status == Z_STREAM_ERROR) return ok_ = false;
+      const size_t n = sizeof buffer_ - z_.avail_out;
+      if (n > 0 && std::fwrite(buffer_, 1, n, out_) != n) return ok_ = false;
+    } while (z_.avail_out == 0 || (flush == Z_FINISH && status != Z_STREAM_END));
+    return true;
+  }
+
+  std::FILE* out_;
+  z_stream z_{};
+  Bytef buffer_[1 << 16];
+  bool ok_ = false;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  pyprof::ignore_sigpipe();
+  CLI::App app{
+      "Write a net.dict (pyprof parse's output; with --ranges for op, module and user ranges) "
+      "as a Chrome trace that Perfetto (ui.perfetto.dev) and chrome://tracing load: ranges on "
+      "CPU thread tracks with their FLOPs, bytes and shapes, kernels and copies on GPU stream "
+      "tracks, flows launch -> kernel and forward op -> backward node (docs/export.md). "
+      "`pyprof parse` reads the trace back.",
+      "pyprof export"};
+  std::string input, output, format = "chrome";
+  bool quiet = false, no_tf32 = false;
+  app.add_option("input", input,
+                 "net.dict (`pyprof export` also takes a database or a torch.profiler trace and "
+                 "runs `pyprof parse --ranges` first)")
+      ->required();
+  app.add_option("-o,--output", output,
+                 "the trace file to write (gzip when it ends in .gz); written under a temporary "
+                 "name and renamed when complete")
+      ->required();
+  app.add_option("--format", format,
+                 "chrome: flow events s/f (drawn by chrome://tracing and Perfetto); perfetto: "
+                 "flow v2 (bind_id / flow_in / flow_out on the slices, Perfetto's preferred "
+                 "form)")
+      ->check(CLI::IsMember({"chrome", "perfetto"}));
+  app.add_flag("--no-tf32", no_tf32, "as pyprof prof: fp32 GEMMs are not Tensor Core eligible");
+  app.add_flag("-q,--quiet", quiet, "no summary on standard error");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "pyprof export: error: {}\nRun with --help for usage.\n", e.what());
+    return 2;
+  }
+  pyprof::prof::ExportOptions options;
+  options.format = format == "perfetto" ? pyprof::prof::TraceFormat::kPerfetto
+                                        : pyprof::prof::TraceFormat::kChrome;
+  options.allow_tf32 = !no_tf32;
+
+  std::string error;
+  pyprof::OutputFile out;
+  if (!out.open(output, error)) {
+    fmt::print(stderr, "pyprof export: error: {}\n", error);
+    return 1;
+  }
+  const bool gzip = output.size() > 3 && output.ends_with(".gz");
+  GzipStream gz(out.stream());
+  pyprof::prof::TraceSink sink = [&](std::string_view text) {
+    if (gzip) {
+      if (!gz.write(text)) {
+        out.fail(errno ? errno : EIO);
+        return false;
+      }
+      return true;
+    }
+    if (!out.write(text)) return false;
+    return true;
+  };
+  pyprof::prof::ExportResult result;
+  bool ok = false;
+  try {
+    ok = pyprof::prof::export_trace(input, options, sink, result, error);
+  } catch (const std::bad_alloc&) {
+    error = "out of memory";
+  }
+  if (ok && gzip && !gz.finish()) out.fail(errno ? errno : EIO);
+  if (!ok) {
+    out.discard();
+    if (!error.empty()) {
+      fmt::print(stderr, "pyprof export: error: {}\n", pyprof::terminal_safe(error));
+      return 1;
+    }
+  }
+  if (!out.finish(error)) {
+    fmt::print(stderr, "pyprof export: error: {}\n", error);
+    return 1;
+  }
+  if (!ok) return 1;
+  if (!quiet) {
+    fmt::print(stderr, "pyprof export: {} -> {} ({} records, {} ranges, {} trace events; {})\n",
+               pyprof::terminal_safe(input), output, result.records, result.ranges, result.events,
+               format);
+    for (const std::string& note : result.notes) {
+      fmt::print(stderr, "  note: {}\n", pyprof::terminal_safe(note));
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,59 @@
+// `pyprof export`: a net.dict (docs/formats.md §3) as a Chrome trace that Perfetto and
+// chrome://tracing load (docs/export.md). Written in torch.profiler's (Kineto's) dialect: the same
+// categories and arg names, so that `pyprof parse` reads the export back with its Kineto reader;
+// what Kineto's encoding cannot hold (exact args, module paths, dialects, thread ids of the
+// pairing) rides along in each event's `args.pyprof` object, which that reader prefers.
+//
+//   op / node / user / module ranges (the dict's range lines, `pyprof parse --ranges`)
+//       -> X events on (pid, tid): cpu_op, user_annotation, python_function; op ranges carry
+//          their op's FLOPs, bytes, shapes and rate from prof's cost models
+//   GPU records -> X events on (pid = device, tid = stream): kernel, gpu_memcpy, gpu_memset;
+//          their launch calls -> cuda_runtime X events on the launching thread
+//   flows: launch -> GPU record (ac2g), forward op -> backward node (fwdbwd)
+//
+// A million-record dict is streamed line by line; what is kept is per op instance.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pyprof::prof {
+
+enum class TraceFormat : uint8_t {
+  kChrome,    // flow events `s`/`f` with `id` and `bp:"e"` (what chrome://tracing draws)
+  kPerfetto,  // flow v2: `bind_id` with `flow_out`/`flow_in` on the slices themselves
+};
+
+struct ExportOptions {
+  TraceFormat format = TraceFormat::kChrome;
+  bool allow_tf32 = true;  // as prof's --no-tf32: fp32 GEMMs Tensor Core eligible
+};
+
+struct ExportResult {
+  int64_t records = 0;
+  int64_t ranges = 0;  // range lines drawn
+  int64_t events = 0;  // trace events written
+  bool had_ranges = false;
+  bool cpu_only = false;
+  std::vector<std::string> notes;  // for standard error (quoting the dict: terminal_safe them)
+};
+
+// Where the JSON text goes, a megabyte at a time (the caller compresses it and writes it
+// atomically); false stops the export (a failed write).
+using TraceSink = std::function<bool(std::string_view)>;
+
+// Exports the dict at `dict_path` into `sink`. False with `error` for an input that is not a
+// readable net.dict (no header, unreadable or truncated lines) or a failed write (`error`
+// empty: the sink knows why).
+bool export_trace(const std::string& dict_path, const ExportOptions& options, const TraceSink& sink,
+                  ExportResult& result, std::string& error);
+
+// ns -> the µs text Chrome traces use, with three decimals so that nanoseconds stay exact
+// ("1234567" -> "1234.567", "-1500" -> "-1.500").
+void append_microseconds(std::string& out, int64_t ns);
+
+}  // namespace pyprof::prof
