@@ -45,9 +45,11 @@ else
   $PYTHON -m pip install -q --disable-pip-version-check --root-user-action=ignore "$TORCH_SPEC"
 fi
 
+# Import name:pip name (pandas and pyarrow: pyprof.read_dict/read_report and Parquet output,
+# the `report` extra of pyproject.toml).
 pip_missing=()
-for mod in pytest numpy; do
-  $PYTHON -c "import $mod" 2>/dev/null || pip_missing+=("$mod")
+for mod in pytest numpy pandas pyarrow; do
+  $PYTHON -c "import ${mod%%:*}" 2>/dev/null || pip_missing+=("${mod##*:}")
 done
 if ((${#pip_missing[@]})); then
   echo "setup: pip install ${pip_missing[*]}"
