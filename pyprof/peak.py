@@ -348,7 +348,7 @@ def main(argv: list[str]) -> int:
             results.append(measure_matmul(torch, mode, device, args))
         except Skipped as exc:
             skipped.append((mode, str(exc)))
-        except (RuntimeError, TypeError, ValueError, NotImplementedError) as exc:
+        except (RuntimeError, TypeError, ValueError, AttributeError, NotImplementedError) as exc:
             skipped.append((mode, f"{type(exc).__name__}: {str(exc).splitlines()[0]}"))
         if device.type == "cuda":
             torch.cuda.empty_cache()
