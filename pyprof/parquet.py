@@ -241,6 +241,8 @@ def prof_command(args: list[str]) -> int:
             raise UsageError("--parquet needs -o FILE (a Parquet file is not written to a "
                              "terminal or pipe)" if opts.parquet else
                              "--formats parquet needs -o PREFIX (files PREFIX.REPORT.parquet)")
+        if opts.values["output"] == "-":
+            raise UsageError("-o -: a Parquet file is not written to standard output; name a file")
         unknown = [f for f in formats if f not in ("text", "csv", "json", "parquet")]
         if unknown:
             raise UsageError(f"unknown format '{unknown[0]}' (formats: text, csv, json, parquet)")

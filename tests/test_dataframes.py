@@ -246,6 +246,17 @@ def test_records_parquet_equals_json(dicts, name, tmp_path):
     pd.testing.assert_frame_equal(frames.to_frame(table), pyprof.read_dict(dicts[name]))
 
 
+def test_records_parquet_from_standard_input(dicts, tmp_path):
+    out = tmp_path / "stdin.parquet"
+    with open(dicts["mlp"]) as f:
+        res = subprocess.run([testlib.PY, "-m", "pyprof", "prof", "--parquet", "-o", str(out),
+                              "-"], stdin=f, capture_output=True, text=True,
+                             env=testlib.pyprof_env(), timeout=120)
+    assert res.returncode == 0, res.stderr
+    pd.testing.assert_frame_equal(frames.to_frame(pq.read_table(out)),
+                                  pyprof.read_dict(dicts["mlp"]))
+
+
 def test_records_parquet_selected_columns(dicts, tmp_path):
     out = tmp_path / "some.parquet"
     res = cli("--parquet", "-c", "op,flops,tflops,device", "-o", out, dicts["kineto"])
@@ -375,6 +386,7 @@ def test_write_failure_leaves_nothing(dicts, tmp_path, monkeypatch, capsys):
     (["--report", "op", "--formats", "parquet", "IN"], "needs -o PREFIX"),
     (["--report", "op", "--formats", "parquet,xml", "-o", "x", "IN"], "unknown format 'xml'"),
     (["--parquet", "-c", "op,op", "-o", "x", "IN"], "named twice"),
+    (["--parquet", "-o", "-", "IN"], "not written to standard output"),
 ])
 def test_usage_errors(dicts, tmp_path, args, message):
     args = [str(dicts["mlp"]) if a == "IN" else a for a in args]
