@@ -270,22 +270,26 @@ def test_records_parquet_selected_columns(dicts, tmp_path):
 def test_report_parquet_and_csv(dicts, tmp_path):
     prefix = tmp_path / "out" / "net"
     prefix.parent.mkdir()
-    res = cli("--report", "op,summary,module", "--formats", "csv,parquet", "-o", prefix,
-              dicts["lenet"])
+    res = cli("--report", "op,summary,kernel", "--formats", "csv,parquet", "-o", prefix,
+              dicts["kineto"])
     assert res.returncode == 0, res.stderr
     assert sorted(os.listdir(prefix.parent)) == sorted(
-        f"net.{r}.{f}" for r in ("op", "summary", "module") for f in ("csv", "parquet"))
-    for report in ("op", "summary", "module"):
+        f"net.{r}.{f}" for r in ("op", "summary", "kernel") for f in ("csv", "parquet"))
+    for report in ("op", "summary", "kernel"):
         # The CSV is prof's own, byte for byte.
         with open(f"{prefix}.{report}.csv") as f:
             assert f.read() == testlib.prof("--report", report, "--formats", "csv",
-                                            dicts["lenet"]).stdout
-        rows = prof_json("--report", report, "--formats", "json", dicts["lenet"])
+                                            dicts["kineto"]).stdout
+        rows = prof_json("--report", report, "--formats", "json", dicts["kineto"])
         table = pq.read_table(f"{prefix}.{report}.parquet")
         assert table.column_names == list(rows[0])
         kinds = {k: frames._column_kind([r.get(k) for r in rows]) for k in rows[0]}
         assert table.to_pylist() == [{k: report_cell(v, kinds[k]) for k, v in r.items()}
                                      for r in rows]
+    # aten::copy_ has no op instances: its Min/instance is `-` in the JSON, a null here.
+    ops = pq.read_table(f"{prefix}.op.parquet")
+    assert ops.schema.field("Min/instance(ns)").type == pa.int64()
+    assert ops.column("Min/instance(ns)").null_count >= 1
     # Only parquet: still PREFIX.REPORT.parquet.
     res = cli("--report", "tc", "--formats", "parquet", "-o", tmp_path / "only", dicts["mlp"])
     assert res.returncode == 0, res.stderr
