@@ -17,12 +17,11 @@ command was written; on any failure nothing is left.
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
+
+# json, shutil, subprocess, tempfile and pyarrow are imported where used: every `pyprof prof`
+# command line passes through handles(), and most are exec'ed to pyprof-prof untouched.
 
 PARQUET_HELP = """Parquet (pyprof's Python front, needs pyarrow: pip install 'pyprof[report]'):
   --parquet                   the per-record table as a Parquet file (needs -o FILE); every
@@ -105,6 +104,8 @@ class _Staging:
     place together by commit(); abort() (or an exception) leaves nothing."""
 
     def __init__(self, destination: str):
+        import tempfile
+
         folder = os.path.dirname(os.path.realpath(destination)) or "."
         base = os.path.basename(destination) or "out"
         try:
@@ -129,6 +130,8 @@ class _Staging:
             os.replace(staged, target)
 
     def abort(self) -> None:
+        import shutil
+
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
@@ -139,6 +142,8 @@ def _umask() -> int:
 
 
 def _run_prof(args: list[str]) -> int:
+    import subprocess
+
     from pyprof.cli import tool_path
 
     path = tool_path("pyprof-prof")
@@ -157,6 +162,8 @@ def _run_prof(args: list[str]) -> int:
 
 
 def write_table(table, path: str, metadata: dict) -> None:
+    import json
+
     import pyarrow.parquet as pq
 
     meta = dict(table.schema.metadata or {})
