@@ -15,11 +15,14 @@ commands:
   parse     attribute every kernel to its op, module and direction; JSON Lines out
             (pyprof parse DB [-o FILE]; also python -m pyprof.parse DB > net.dict)
   prof      FLOPs, bytes, Tensor Core use per kernel or op, and reports
-            (pyprof prof [--csv|--json|-w N] [-c COLS] [--report op,module,...] net.dict)
+            (pyprof prof [--csv|--json|--parquet|-w N] [-c COLS] [--report op,module,...]
+            [--formats text,csv,json,parquet] net.dict)
   report    one self-contained HTML page: headline figures, roofline, time breakdowns,
             sortable tables (pyprof report INPUT [-o net.html] [--peaks FILE])
   export    a Chrome / Perfetto trace of ops, modules, user ranges, kernels and their flows
             (pyprof export [--format chrome|perfetto] net.dict|DB|TRACE -o trace.json[.gz])
+  peak      measure this machine's matmul FLOP/s per dtype and its copy bandwidth; -o FILE
+            writes a peaks file for --peaks (pyprof peak [-o FILE] [--device cpu|cuda[:N]])
 
 Run `pyprof <command> --help` for the options of one command.
 """
@@ -113,6 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     if command == "parse":
         return run_tool("pyprof-parse", rest)
     if command == "prof":
+        from pyprof import parquet  # light: pyarrow is imported only when Parquet is asked for
+
+        if parquet.handles(rest):
+            return parquet.prof_command(rest)
         return run_tool("pyprof-prof", rest)
     if command == "report":
         from pyprof.report import main as report_main
@@ -120,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
         return report_main(rest)
     if command == "export":
         return export(rest)
+    if command == "peak":
+        from pyprof import peak
+
+        return peak.main(rest)
     print(f"pyprof: error: unknown command '{command}'\n\n{USAGE}", file=sys.stderr, end="")
     return 2
 

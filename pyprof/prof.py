@@ -6,7 +6,7 @@ profile), as PyProf's columns or DLProf-style reports. `--help` lists the option
 
 import sys
 
-from pyprof.cli import run_tool
+from pyprof.cli import main
 
 if __name__ == "__main__":
-    sys.exit(run_tool("pyprof-prof", sys.argv[1:]))
+    sys.exit(main(["prof", *sys.argv[1:]]))

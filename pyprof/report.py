@@ -22,8 +22,8 @@ import tempfile
 from pyprof.cli import tool_path
 
 # The reports the page is made of, in one prof run.
-PAGE_REPORTS = ["summary", "op", "instance", "kernel", "module", "tc",  # DEV "family", "phase", "peaks",
-                ]  # DEV "roofline"]
+PAGE_REPORTS = ["summary", "op", "instance", "kernel", "module", "tc", "family", "phase", "peaks",
+                "roofline"]
 # Rows beyond these are left out of the page's tables (the CSV/JSON reports keep every row).
 MAX_TABLE_ROWS = 2000
 MAX_INSTANCE_POINTS = 3000

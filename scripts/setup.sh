@@ -46,11 +46,13 @@ else
   $PYTHON -m pip install -q --disable-pip-version-check --root-user-action=ignore "$TORCH_SPEC"
 fi
 
+# Import name:pip name (pandas and pyarrow: pyprof.read_dict/read_report and Parquet output,
+# the `report` extra of pyproject.toml).
 pip_missing=()
 # plotly draws the HTML report's charts (its plotly.js is inlined in the page); selenium drives
 # chromium in the report's tests.
-for mod in pytest numpy plotly selenium; do
-  $PYTHON -c "import $mod" 2>/dev/null || pip_missing+=("$mod")
+for mod in pytest numpy pandas pyarrow plotly selenium; do
+  $PYTHON -c "import ${mod%%:*}" 2>/dev/null || pip_missing+=("${mod##*:}")
 done
 if ((${#pip_missing[@]})); then
   echo "setup: pip install ${pip_missing[*]}"

@@ -1,0 +1,345 @@
+"""pandas DataFrames and Parquet files of prof's per-record table and reports (docs/dataframes.md).
+
+    import pyprof
+    records = pyprof.read_dict("net.dict")          # one row per record, every prof column
+    ops = pyprof.read_report("net.dict", "op")      # a report's table
+    modules = pyprof.read_report("trace.json.gz", "module", depth=2)
+
+The numbers come from the C++ tool (`pyprof-prof --json`), so a frame holds exactly what
+`pyprof prof` prints; this module only types its JSON Lines. Input that is not a net.dict (a
+pyprof database, an nsys or nvprof export, a torch.profiler trace) goes through `pyprof-parse`
+first, into a temporary file.
+
+pandas and pyarrow are imported on first use, never by `import pyprof`: a training script that
+calls pyprof.init() pays nothing for them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import warnings
+
+__all__ = ["read_dict", "read_report", "ProfError", "ProfWarning", "RECORD_COLUMNS"]
+
+# prof's per-record columns (prof/table.cpp all_columns(), docs/prof.md §2) in their order, with
+# the type each has in a frame and a Parquet file: "int" (int64), "float" (float64) or "str".
+# `seq` is written by prof's JSON as a string (PyProf's column was text); it is always an
+# integer or `-`, so it is typed as one here.
+RECORD_COLUMNS: dict[str, str] = {
+    "idx": "int", "seq": "int", "altseq": "str", "tid": "int", "layer": "str", "trace": "str",
+    "dir": "str", "sub": "int", "mod": "str", "op": "str", "kernel": "str", "params": "str",
+    "sil": "int", "tc": "int", "device": "int", "stream": "int", "grid": "str", "block": "str",
+    "flops": "int", "bytes": "int", "duration": "int", "tflops": "float", "gbps": "float",
+    "ai": "float", "tc_eligible": "int", "module": "str", "dtype": "str", "shapes": "str",
+    "family": "str", "op_flops": "int", "op_bytes": "int", "flag": "str",
+}
+
+# Values that mean "no value" in a numeric column of a report's JSON: prof writes `na` as null
+# but leaves `-` (and an empty cell) as a string there.
+_REPORT_NULLS = ("-", "", "na")
+
+
+class ProfError(RuntimeError):
+    """A pyprof tool (pyprof-prof, pyprof-parse) failed; the message is the tool's own."""
+
+    def __init__(self, message: str, returncode: int, command: list[str]):
+        super().__init__(message)
+        self.returncode = returncode
+        self.command = command
+
+
+class ProfWarning(UserWarning):
+    """A warning pyprof-prof printed (records above device peak, impossible times, ...)."""
+
+
+def missing_dependency(what: str, exc: ImportError) -> ImportError:
+    return ImportError(f"{what} needs pandas and pyarrow ({exc}); install them with "
+                       f"pip install 'pyprof[report]' (docs/install.md)")
+
+
+def _require_pyarrow(what: str):
+    try:
+        import pyarrow
+    except ImportError as exc:
+        raise missing_dependency(what, exc) from exc
+    return pyarrow
+
+
+def _require_pandas(what: str):
+    try:
+        import pandas
+    except ImportError as exc:
+        raise missing_dependency(what, exc) from exc
+    _require_pyarrow(what)
+    return pandas
+
+
+# ---- running the tools --------------------------------------------------------------------
+
+def option_args(options: dict) -> list[str]:
+    """Keyword options as prof's command-line options: depth=2 -> --depth 2, no_tf32=True ->
+    --no-tf32, peaks="h100.json" -> --peaks h100.json; False and None leave an option out."""
+    args = []
+    for key, value in options.items():
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            args.append(flag)
+        elif value is False or value is None:
+            continue
+        elif isinstance(value, (list, tuple)):
+            args += [flag, ",".join(map(str, value))]
+        else:
+            args += [flag, os.fspath(value) if isinstance(value, os.PathLike) else str(value)]
+    return args
+
+
+def run_checked(tool: str, args: list[str]) -> str:
+    """Runs one of pyprof's executables; returns its standard error, or raises ProfError with
+    it when the tool fails."""
+    from pyprof.cli import tool_path
+
+    path = tool_path(tool)
+    if not os.access(path, os.X_OK):
+        raise ProfError(f"{path} is missing: the C++ part of pyprof is not built "
+                        "(run `pip install --no-build-isolation .`)", 1, [path, *args])
+    command = [path, *args]
+    res = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
+    err = res.stderr.decode("utf-8", "replace")
+    if res.returncode != 0:
+        if res.returncode < 0:
+            message = f"{tool} was killed by signal {-res.returncode}"
+            if err.strip():
+                message += ": " + err.strip()
+        else:
+            message = err.strip() or f"{tool} failed with exit status {res.returncode}"
+        raise ProfError(message, res.returncode, command)
+    return err
+
+
+def is_net_dict(path: str) -> bool:
+    """True when the file starts like parse's output (its header line, docs/formats.md §3)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+    except OSError:
+        return False  # the tool reading it says why
+    return head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b'{"pyprof_dict"')
+
+
+def _prof_json(path, args: list[str], workdir: str) -> str:
+    """Runs parse (when `path` is not a net.dict) and pyprof-prof with `args` and `-o` a file in
+    `workdir`; returns that file's path. prof's warnings become ProfWarning."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path}: no such file")
+    if not is_net_dict(path):
+        parsed = os.path.join(workdir, "net.dict")
+        run_checked("pyprof-parse", [path, "-o", parsed])
+        path = parsed
+    out = os.path.join(workdir, "prof.json")
+    err = run_checked("pyprof-prof", [*args, "-o", out, path])
+    for line in err.splitlines():
+        if "warning:" in line:
+            warnings.warn(line, ProfWarning, stacklevel=3)
+    return out
+
+
+# ---- JSON Lines -> Arrow tables -------------------------------------------------------------
+
+def _arrow_type(pa, kind: str):
+    return {"int": pa.int64(), "float": pa.float64(), "str": pa.string()}[kind]
+
+
+def records_schema(columns: list[str] | None = None):
+    """The Arrow schema of prof's per-record table (all columns, or `columns` in that order)."""
+    pa = _require_pyarrow("the records schema")
+    keys = list(RECORD_COLUMNS) if columns is None else columns
+    for key in keys:
+        if key not in RECORD_COLUMNS:
+            raise ValueError(f"unknown column '{key}' (columns: {','.join(RECORD_COLUMNS)})")
+    return pa.schema([pa.field(key, _arrow_type(pa, RECORD_COLUMNS[key])) for key in keys])
+
+
+def records_table(json_path: str, columns: list[str] | None = None):
+    """prof's `--json` records (JSON Lines) as an Arrow table typed by RECORD_COLUMNS."""
+    pa = _require_pyarrow("reading prof's records")
+    schema = records_schema(columns)
+    if os.path.getsize(json_path) == 0:
+        return schema.empty_table()
+    import pyarrow.json as pa_json
+
+    # seq arrives as a JSON string: read as one, then cast.
+    as_written = pa.schema([pa.field(f.name, pa.string()) if f.name == "seq" else f
+                            for f in schema])
+    try:
+        table = pa_json.read_json(
+            json_path,
+            read_options=pa_json.ReadOptions(block_size=16 << 20),
+            parse_options=pa_json.ParseOptions(explicit_schema=as_written,
+                                               unexpected_field_behavior="error"))
+    except pa.ArrowInvalid:
+        # A line longer than a block (names of megabytes) or anything else Arrow's reader
+        # refuses: the json module reads what Arrow cannot.
+        return _records_table_by_json(json_path, schema)
+    if "seq" in table.column_names:
+        table = table.set_column(table.column_names.index("seq"), "seq",
+                                 table.column("seq").cast(pa.int64()))
+    return table.select(schema.names).cast(schema)
+
+
+def _records_table_by_json(json_path: str, schema):
+    pa = _require_pyarrow("reading prof's records")
+    values: dict[str, list] = {name: [] for name in schema.names}
+    with open(json_path, encoding="utf-8") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            for name, column in values.items():
+                v = row.get(name)
+                if name == "seq" and v is not None:
+                    v = int(v)
+                column.append(v)
+    return pa.table({name: pa.array(column, type=schema.field(name).type)
+                     for name, column in values.items()}, schema=schema)
+
+
+def report_rows(json_path: str) -> list[dict]:
+    with open(json_path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _column_kind(values: list) -> str:
+    """A report column's type from its JSON values: numeric when every value is a number or a
+    no-value marker (null, `-`, empty) and at least one is a number."""
+    numbers = [v for v in values if _is_number(v)]
+    if not numbers or any(not _is_number(v) and v is not None and v not in _REPORT_NULLS
+                          for v in values):
+        return "str"
+    return "int" if all(isinstance(v, int) for v in numbers) else "float"
+
+
+def rows_table(rows: list[dict], keys: list[str]):
+    """Report rows (dicts from prof's report JSON) as an Arrow table with columns `keys`, each
+    typed by _column_kind; a numeric column's `-` and empty cells become nulls."""
+    pa = _require_pyarrow("reading prof's reports")
+    arrays = {}
+    for key in keys:
+        values = [row.get(key) for row in rows]
+        kind = _column_kind(values)
+        if kind == "str":
+            cells = [None if v is None else v if isinstance(v, str) else json.dumps(v)
+                     for v in values]
+        else:
+            cells = [v if _is_number(v) else None for v in values]
+        arrays[key] = pa.array(cells, type=_arrow_type(pa, kind))
+    return pa.table(arrays) if keys else pa.table({"report": pa.array([], pa.string())})
+
+
+def _ordered_keys(rows: list[dict], skip=()) -> list[str]:
+    keys: dict[str, None] = {}
+    for row in rows:
+        for key in row:
+            if key not in skip:
+                keys.setdefault(key)
+    return list(keys)
+
+
+def report_tables(json_path: str) -> dict:
+    """A report's JSON Lines as {table title: Arrow table}, in the order prof wrote them."""
+    by_title: dict[str, list[dict]] = {}
+    for row in report_rows(json_path):
+        by_title.setdefault(str(row.get("report")), []).append(row)
+    return {title: rows_table(rows, _ordered_keys(rows, skip=("report",)))
+            for title, rows in by_title.items()}
+
+
+def report_file_table(json_path: str):
+    """A report's JSON Lines as one Arrow table for a Parquet file: the `report` column (the
+    table's title) first, then the union of the tables' columns (null where a table has none)."""
+    rows = report_rows(json_path)
+    keys = _ordered_keys(rows)
+    if "report" in keys:
+        keys.remove("report")
+    return rows_table(rows, ["report", *keys])
+
+
+# ---- Arrow -> pandas --------------------------------------------------------------------------
+
+def to_frame(table):
+    """An Arrow table as a DataFrame: int64/float64 columns stay numpy int64/float64 when they
+    have no nulls and become pandas' nullable Int64/Float64 (nulls as pd.NA) when they do;
+    text is the `string` dtype."""
+    pd = _require_pandas("a DataFrame")
+    pa = _require_pyarrow("a DataFrame")
+    mapping = {pa.int64(): pd.Int64Dtype(), pa.float64(): pd.Float64Dtype(),
+               pa.string(): pd.StringDtype()}
+    frame = table.to_pandas(types_mapper=mapping.get)
+    for name, column in zip(table.column_names, table.columns):
+        if column.null_count == 0 and len(column) > 0:
+            if pa.types.is_int64(column.type):
+                frame[name] = frame[name].astype("int64")
+            elif pa.types.is_float64(column.type):
+                frame[name] = frame[name].astype("float64")
+    return frame
+
+
+# ---- the API ------------------------------------------------------------------------------
+
+def read_dict(path, **options):
+    """One row per record as prof sees it: every column of `pyprof prof --json -c all`
+    (docs/dataframes.md lists them with their types and units).
+
+    path: a net.dict, or anything `pyprof parse` reads (parsed first into a temporary file).
+    options: pyprof-prof options, e.g. no_tf32=True (--no-tf32), peaks="h100.json".
+    Raises ProfError with the tool's message when parse or prof fails.
+    """
+    _require_pandas("pyprof.read_dict")
+    with tempfile.TemporaryDirectory(prefix="pyprof-frames-") as workdir:
+        out = _prof_json(path, ["--json", "-c", "all", *option_args(options)], workdir)
+        frame = to_frame(records_table(out))
+    frame.attrs["source"] = os.fspath(path)
+    return frame
+
+
+def read_report(path, name: str, **options):
+    """A prof report (`pyprof prof --report NAME --formats json`) as a DataFrame, or, for a
+    report made of several tables, a dict {table title: DataFrame}.
+
+    path: a net.dict, or anything `pyprof parse` reads. name: one report (summary, op,
+    instance, kernel, module, tc, ...). options: pyprof-prof options, e.g. depth=2,
+    no_tf32=True, peaks="h100.json". A frame's title is in frame.attrs["title"]. Numeric
+    columns are typed as in read_dict; a `-` in one (no value) is a null.
+    Raises ProfError with the tool's message when parse or prof fails.
+    """
+    _require_pandas("pyprof.read_report")
+    if not isinstance(name, str) or not name or "," in name:
+        raise ValueError(f"read_report takes one report name, not {name!r}")
+    with tempfile.TemporaryDirectory(prefix="pyprof-frames-") as workdir:
+        out = _prof_json(path, ["--report", name, "--formats", "json", *option_args(options)],
+                         workdir)
+        tables = report_tables(out)
+    frames = {}
+    for title, table in tables.items():
+        frame = to_frame(table)
+        frame.attrs["title"] = title
+        frame.attrs["report"] = name
+        frame.attrs["source"] = os.fspath(path)
+        frames[title] = frame
+    if len(frames) == 1:
+        return next(iter(frames.values()))
+    if not frames:
+        import pandas as pd
+
+        frame = pd.DataFrame()
+        frame.attrs.update(report=name, source=os.fspath(path))
+        return frame
+    return frames
