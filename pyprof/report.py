@@ -249,6 +249,11 @@ def roofline_figure(types: list[dict], instances: list[dict], peaks: list[dict],
     max_time = max((_number(r.get("Time(ns)")) or 0) for r in type_pts + inst_pts) or 1
 
     dash = {"datasheet": "solid", "derived": "dot", "override": "solid", "measured": "dash"}
+    # One colour per math mode, shared by its roof and the op types that ran in it.
+    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
+               "#17becf", "#bcbd22", "#7f7f7f"]
+    modes = sorted({str(p.get("Mode")) for p in roofs} | {str(r.get("Mode")) for r in type_pts})
+    colour = {m: palette[i % len(palette)] for i, m in enumerate(modes)}
     for p in roofs:
         peak = _number(p["Peak FLOP/s"])
         bw = _number(p.get("Memory B/s")) or 0
@@ -261,7 +266,8 @@ def roofline_figure(types: list[dict], instances: list[dict], peaks: list[dict],
         kind = str(p.get("Kind", "datasheet"))
         fig.add_trace(go.Scatter(
             x=x, y=y, mode="lines", name=f"{p.get('Mode')} {kind}: {_si(peak, 'FLOP/s')}",
-            line={"dash": dash.get(kind, "solid"), "width": 1.5}, hoverinfo="name",
+            line={"dash": dash.get(kind, "solid"), "width": 1.5,
+                  "color": colour[str(p.get("Mode"))]}, hoverinfo="name",
             meta={"role": "roof", "mode": p.get("Mode"), "kind": kind, "peak": peak,
                   "bandwidth": bw, "device": str(device)}))
 
@@ -295,8 +301,9 @@ def roofline_figure(types: list[dict], instances: list[dict], peaks: list[dict],
             meta={"role": "points", "level": "op instance"}))
     fig.add_trace(go.Scatter(
         x=[_number(r["FLOP/Byte"]) for r in type_pts],
-        y=[_number(r["FLOP/s"]) for r in type_pts], mode="markers", name="op types",
+        y=[_number(r["FLOP/s"]) for r in type_pts], mode="markers", name="op types (colour: math mode)",
         marker={"size": [size(r, 34) for r in type_pts], "opacity": 0.8,
+                "color": [colour[str(r.get("Mode"))] for r in type_pts],
                 "line": {"width": 1, "color": "#1d2330"}},
         hovertext=[hover(r, "op type") for r in type_pts], hoverinfo="text",
         meta={"role": "points", "level": "op type"}))

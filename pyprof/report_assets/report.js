@@ -37,7 +37,7 @@ function formatValue(v, unit) {
   if (v === null || v === undefined || v === "") return "–";
   if (typeof v === "number") {
     if (!Number.isFinite(v)) return "–";
-    if (v === 0 && unit !== "text") return "0";
+    if (v === 0 && unit !== "text" && unit !== "pct") return "0";
     return (FORMAT[unit] || FORMAT.text)(v);
   }
   return String(v);
