@@ -83,6 +83,12 @@ std::string format_quantity(double value, Unit unit) {
                     {"FLOP/s", "kFLOP/s", "MFLOP/s", "GFLOP/s", "TFLOP/s", "PFLOP/s", "EFLOP/s"});
     case Unit::kByteRate:
       return scaled(value * 1e9, {"B/s", "kB/s", "MB/s", "GB/s", "TB/s", "PB/s", "EB/s"});
+    case Unit::kFlopsPerSecond:
+      return format_quantity(value / 1e12, Unit::kFlopRate);
+    case Unit::kBytesPerSecond:
+      return format_quantity(value / 1e9, Unit::kByteRate);
+    case Unit::kRatio:
+      return std::abs(value) >= 1000 ? fmt::format("{:.0f}", value) : fmt::format("{:.3g}", value);
     case Unit::kPercent:
       return fmt::format("{:.1f}", value);
     case Unit::kText:
@@ -788,6 +794,8 @@ std::string human_header(std::string header, Unit unit) {
     replace("TFLOP/s", "FLOP/s");
   } else if (unit == Unit::kByteRate) {
     replace("GB/s", "Bytes/s");
+  } else if (unit == Unit::kBytesPerSecond) {
+    replace("B/s", "bandwidth");
   }
   return header;
 }

@@ -27,6 +27,9 @@ enum class Unit : uint8_t {
   kBytes,     // bytes
   kFlopRate,  // the raw cell is in TFLOP/s
   kByteRate,  // the raw cell is in GB/s
+  kFlopsPerSecond,  // the raw cell is in FLOP/s (peaks, roofline)
+  kBytesPerSecond,  // the raw cell is in B/s (peaks, roofline)
+  kRatio,           // a plain ratio (FLOP/Byte): 3 significant digits
   kPercent,   // printed as it is
   kPerRow,    // the row's unit, ReportTable::row_units (the summary's Value column)
 };

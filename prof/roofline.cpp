@@ -71,7 +71,9 @@ ReportTable make_peaks_table() {
       "device peaks",
       {"Device", "Name", "Kind", "Source", "Mode", "Peak FLOP/s", "Memory B/s", "Ridge FLOP/Byte"},
       {false, false, false, false, false, true, true, true},
-      {}};
+      {},
+      {Unit::kText, Unit::kText, Unit::kText, Unit::kText, Unit::kText, Unit::kFlopsPerSecond,
+       Unit::kBytesPerSecond, Unit::kRatio}};
 }
 
 void add_entry_rows(ReportTable& t, const DeviceRoofs& d, const PeakEntry& e) {
@@ -174,7 +176,10 @@ ReportTable make_roofline_table(const char* title) {
            "% of roof", "Bound"},
           {false, false, false, false, false, false, false, true, true, true, true, true, true,
            true, true, false},
-          {}};
+          {},
+          {Unit::kText, Unit::kText, Unit::kText, Unit::kText, Unit::kText, Unit::kText,
+           Unit::kText, Unit::kCount, Unit::kTime, Unit::kFlops, Unit::kBytes, Unit::kRatio,
+           Unit::kFlopsPerSecond, Unit::kFlopsPerSecond, Unit::kPercent, Unit::kText}};
 }
 
 // Points in order of first appearance, then by time, longest first.

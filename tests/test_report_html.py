@@ -266,3 +266,71 @@ def test_broken_input_is_a_clear_error_and_leaves_no_page(tmp_path, content, mes
     assert res.stderr.startswith("pyprof report: error:") and message in res.stderr
     assert not out.exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.html")] == []
+
+
+def test_measured_roofs_are_drawn_beside_the_datasheet_ones(driver, tmp_path):
+    """--peaks with a measured entry (what `pyprof peak` writes) adds dashed roofs; the
+    datasheet ones stay, and % of peak stays against the datasheet."""
+    peaks = tmp_path / "measured.json"
+    peaks.write_text(json.dumps({"pyprof_peaks": 1, "devices": [{
+        "name": "Tesla V100-SXM2-16GB", "kind": "measured", "source": "a test's numbers",
+        "memory_bandwidth": 8.0e11, "flops": {"fp32": 1.4e13, "fp16_tc": 1.0e14}}]}))
+    out = tmp_path / "v100m.html"
+    report(V100_TRACE, "--peaks", peaks, "-o", out)
+    page = Page(driver, out)
+    assert page.errors == []
+    roofs = {(m["mode"], m["kind"]): m for m in
+             (t["meta"] for t in page.traces("roofline") if (t["meta"] or {}).get("role") == "roof")}
+    assert roofs[("fp32", "measured")]["peak"] == pytest.approx(1.4e13)
+    assert roofs[("fp32", "measured")]["bandwidth"] == pytest.approx(8.0e11)
+    assert roofs[("fp16_tc", "measured")]["peak"] == pytest.approx(1.0e14)
+    assert roofs[("fp32", "datasheet")]["peak"] == pytest.approx(15.7e12)
+    dashes = page.js("return document.getElementById('fig-roofline').data"
+                     ".filter(t => t.meta && t.meta.role === 'roof')"
+                     ".map(t => [t.meta.kind, t.line.dash])")
+    assert {k: d for k, d in dashes} == {"datasheet": "solid", "measured": "dash"}
+    sub = page.js("return document.querySelector('[data-metric=pct_of_peak] .sub').textContent")
+    assert "(datasheet)" in sub
+
+
+def test_cpu_profile_with_roofs_measured_by_pyprof_peak(driver, lenet_dict, tmp_path):
+    """`pyprof peak` measures this CPU; the report of a CPU profile draws those roofs."""
+    peaks = tmp_path / "cpu.json"
+    res = subprocess.run([testlib.PY, "-m", "pyprof", "peak", "-o", peaks, "--dtypes", "fp32",
+                          "--size", "256", "--repeat", "2", "--warmup", "1", "--copy-mb", "16"],
+                         capture_output=True, text=True, timeout=300, env=testlib.pyprof_env())
+    assert res.returncode == 0, res.stderr
+    measured = json.loads(peaks.read_text())["devices"][0]
+    out = tmp_path / "cpu.html"
+    report(lenet_dict, "--peaks", peaks, "-o", out)
+    page = Page(driver, out)
+    assert page.errors == []
+    roofs = [t["meta"] for t in page.traces("roofline") if (t["meta"] or {}).get("role") == "roof"]
+    assert [(m["device"], m["mode"], m["kind"]) for m in roofs] == [("cpu", "fp32", "measured")]
+    assert roofs[0]["peak"] == pytest.approx(measured["flops"]["fp32"])
+    assert roofs[0]["bandwidth"] == pytest.approx(measured["memory_bandwidth"])
+    # conv2d runs in fp32 on the CPU: % of peak is measured against the measured fp32 roof.
+    pct = float(page.cards()["pct_of_peak"][0])
+    assert 0 < pct
+
+
+def test_unknown_gpu_without_facts_says_why_it_has_no_roofs(driver, tmp_path):
+    """A GPU the table does not know, with no compute capability or clock to derive peaks from:
+    the page renders, without roofs, and says why."""
+    src = tmp_path / "v100.dict"
+    testlib.parse_to(V100_TRACE, src)
+    lines = src.read_text().splitlines(keepends=True)
+    header = json.loads(lines[0])
+    header["devices"] = [{"id": 0, "name": "Imaginary GPU X1", "sm_count": 0, "clock_hz": 0,
+                          "memory_bandwidth": 0, "total_memory": 0,
+                          "compute_capability": [0, 0]}]
+    unknown = tmp_path / "unknown.dict"
+    unknown.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
+    out = tmp_path / "unknown.html"
+    report(unknown, "-o", out)
+    page = Page(driver, out)
+    assert page.errors == []
+    assert any("Imaginary GPU X1" in n and "unknown GPU" in n for n in page.notes())
+    assert [t for t in page.traces("roofline") if (t["meta"] or {}).get("role") == "roof"] == []
+    assert page.cards()["device"][1] == "Imaginary GPU X1"
+    assert page.cards()["pct_of_peak"][1] == "–"
