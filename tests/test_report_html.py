@@ -334,3 +334,47 @@ def test_unknown_gpu_without_facts_says_why_it_has_no_roofs(driver, tmp_path):
     assert [t for t in page.traces("roofline") if (t["meta"] or {}).get("role") == "roof"] == []
     assert page.cards()["device"][1] == "Imaginary GPU X1"
     assert page.cards()["pct_of_peak"][1] == "–"
+
+
+def test_tables_sort_and_filter_and_charts_equal_prof(driver, lenet_dict, tmp_path):
+    """The ops table sorts on a header click (numbers by value) and keeps the rows a filter
+    matches; the phase and family bars are prof's phase and family reports."""
+    from selenium.webdriver.common.by import By
+
+    out = tmp_path / "lenet.html"
+    report(lenet_dict, "-o", out)
+    page = Page(driver, out)
+    tables = prof_json(lenet_dict, "op", "phase", "family")
+    ops = tables[next(t for t in tables if t.startswith("ops"))]
+    headers = driver.find_elements(By.CSS_SELECTOR, "table[data-table=ops] th")
+    labels = [h.text for h in headers]
+    col = labels.index("Inclusive")
+    headers[col].click()  # numbers sort largest first
+    shown = page.js("return [...document.querySelectorAll('table[data-table=ops] tbody tr')]"
+                    f".map(tr => tr.children[0].textContent + '|' + tr.children[1].textContent)")
+    expected = sorted(ops, key=lambda r: -r["Inclusive(ns)"])
+    assert [s.split("|")[0] for s in shown][:5] == \
+        [r["Op"] or "(unattributed)" for r in expected][:5]
+    headers[col].click()  # and smallest first on a second click
+    first = page.js("return document.querySelector('table[data-table=ops] tbody tr td')"
+                    ".textContent")
+    assert first == (min(ops, key=lambda r: r["Inclusive(ns)"])["Op"] or "(unattributed)")
+    box = driver.find_element(By.CSS_SELECTOR, "#table-ops input[type=search]")
+    box.send_keys("conv")
+    visible = page.js("return [...document.querySelectorAll('table[data-table=ops] tbody tr')]"
+                      ".filter(tr => tr.style.display !== 'none')"
+                      ".map(tr => tr.children[0].textContent)")
+    assert visible and all("conv" in v for v in visible)
+    assert len(visible) == sum("conv" in (r["Op"] or "") for r in ops)
+    # The bar charts: prof's times, in ms.
+    phase = {r["Phase"]: r["Time(ns)"] / 1e6 for r in tables["time by phase"] if r["Time(ns)"]}
+    bars = page.js("const t = document.getElementById('fig-phase').data[0];"
+                   "return [Array.from(t.y), Array.from(t.x)]")
+    assert dict(zip(*bars)) == pytest.approx(phase)
+    assert set(phase) >= {"forward", "backward", "optimizer"}
+    family_title = next(t for t in tables if "famil" in t)
+    family = {r["Family"]: r["Time(ns)"] / 1e6 for r in tables[family_title] if r["Time(ns)"]}
+    bars = page.js("const t = document.getElementById('fig-family').data[0];"
+                   "return [Array.from(t.y), Array.from(t.x)]")
+    assert dict(zip(*bars)) == pytest.approx(family)
+    assert "conv" in family
