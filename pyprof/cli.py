@@ -38,11 +38,19 @@ def collector_path() -> str:
     return os.path.join(_PKG_DIR, "lib", "libpyprof_collect.so")
 
 
+def missing_tool(path: str) -> str | None:
+    """Why the C++ executable at `path` cannot run (None when it can): one message for every
+    front that runs the tools."""
+    if os.access(path, os.X_OK):
+        return None
+    return (f"{path} is missing: the C++ part of pyprof is not built "
+            "(run `pip install --no-build-isolation .`)")
+
+
 def run_tool(name: str, args: list[str]) -> int:
     path = tool_path(name)
-    if not os.access(path, os.X_OK):
-        print(f"pyprof: error: {path} is missing: the C++ part of pyprof is not built "
-              "(run `pip install --no-build-isolation .`)", file=sys.stderr)
+    if why := missing_tool(path):
+        print(f"pyprof: error: {why}", file=sys.stderr)
         return 1
     sys.stdout.flush()
     sys.stderr.flush()

@@ -99,12 +99,11 @@ def option_args(options: dict) -> list[str]:
 def run_checked(tool: str, args: list[str]) -> str:
     """Runs one of pyprof's executables; returns its standard error, or raises ProfError with
     it when the tool fails."""
-    from pyprof.cli import tool_path
+    from pyprof.cli import missing_tool, tool_path
 
     path = tool_path(tool)
-    if not os.access(path, os.X_OK):
-        raise ProfError(f"{path} is missing: the C++ part of pyprof is not built "
-                        "(run `pip install --no-build-isolation .`)", 1, [path, *args])
+    if why := missing_tool(path):
+        raise ProfError(why, 1, [path, *args])
     command = [path, *args]
     res = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE)

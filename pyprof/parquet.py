@@ -144,12 +144,11 @@ def _umask() -> int:
 def _run_prof(args: list[str]) -> int:
     import subprocess
 
-    from pyprof.cli import tool_path
+    from pyprof.cli import missing_tool, tool_path
 
     path = tool_path("pyprof-prof")
-    if not os.access(path, os.X_OK):
-        print(f"pyprof: error: {path} is missing: the C++ part of pyprof is not built "
-              "(run `pip install --no-build-isolation .`)", file=sys.stderr)
+    if why := missing_tool(path):
+        print(f"pyprof: error: {why}", file=sys.stderr)
         return 1
     sys.stdout.flush()
     sys.stderr.flush()

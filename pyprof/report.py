@@ -19,7 +19,8 @@ import subprocess
 import sys
 import tempfile
 
-from pyprof.cli import tool_path
+from pyprof.cli import missing_tool, tool_path
+from pyprof.frames import is_net_dict
 
 # The reports the page is made of, in one prof run.
 PAGE_REPORTS = ["summary", "op", "instance", "kernel", "module", "tc", "family", "phase", "peaks",
@@ -38,20 +39,9 @@ class ReportError(Exception):
 # Running parse and prof
 
 
-def _is_dict(path: str) -> bool:
-    try:
-        with open(path, "rb") as f:
-            head = f.read(64)
-    except OSError as e:
-        raise ReportError(f"cannot read {path}: {e.strerror}") from None
-    return head.lstrip().startswith(b'{"pyprof_dict"')
-
-
 def _run(args: list[str], what: str) -> subprocess.CompletedProcess:
-    exe = args[0]
-    if not os.access(exe, os.X_OK):
-        raise ReportError(f"{exe} is missing: the C++ part of pyprof is not built "
-                          "(run `pip install --no-build-isolation .`)")
+    if why := missing_tool(args[0]):
+        raise ReportError(why)
     res = subprocess.run(args, capture_output=True, text=True, errors="replace")
     if res.returncode != 0:
         msg = res.stderr.strip().splitlines()
@@ -66,7 +56,11 @@ def ensure_dict(path: str, workdir: str) -> tuple[str, list[str]]:
         raise ReportError(f"{path}: no such file")
     if os.path.isdir(path):
         raise ReportError(f"{path} is a folder: give one trace or net.dict")
-    if _is_dict(path):
+    try:
+        is_dict = is_net_dict(path)
+    except OSError as e:
+        raise ReportError(f"cannot read {path}: {e.strerror}") from None
+    if is_dict:
         return path, []
     out = os.path.join(workdir, "input.dict")
     res = _run([tool_path("pyprof-parse"), path, "-o", out], f"pyprof parse {path}")
