@@ -209,11 +209,16 @@ def test_report_frame_equals_json(dicts, name, report):
 def test_report_numeric_columns(dicts):
     ops = pyprof.read_report(dicts["kineto"], "op")
     assert str(ops["Total(ns)"].dtype) == "int64"
-    assert str(ops["TFLOP/s"].dtype) == "float64"
-    # aten::copy_ has no instances: its min/max per instance are `-` in prof's JSON, null here.
-    assert str(ops["Min/instance(ns)"].dtype) == "Int64"
+    # Ops without counted time have no rate: `null` in prof's JSON, NA here.
+    assert str(ops["TFLOP/s"].dtype) == "Float64"
     copy = ops[ops["Op"] == "aten::copy_"].iloc[0]
-    assert copy["Min/instance(ns)"] is pd.NA and copy["Total(ns)"] == 55503000
+    assert copy["Total(ns)"] == 55503000 and copy["GB/s"] == pytest.approx(4.4)
+    assert ops["TFLOP/s"].isna().sum() == sum(
+        r["TFLOP/s"] is None for r in prof_json("--report", "op", "--formats", "json",
+                                                dicts["kineto"]))
+    # The one op instance without a sequence number: `-` in prof's JSON, NA in an Int64 column.
+    inst = pyprof.read_report(dicts["kineto"], "instance")
+    assert str(inst["Seq"].dtype) == "Int64" and inst["Seq"].isna().sum() == 1
 
 
 def test_report_options_pass_through(dicts):
@@ -270,12 +275,12 @@ def test_records_parquet_selected_columns(dicts, tmp_path):
 def test_report_parquet_and_csv(dicts, tmp_path):
     prefix = tmp_path / "out" / "net"
     prefix.parent.mkdir()
-    res = cli("--report", "op,summary,kernel", "--formats", "csv,parquet", "-o", prefix,
+    res = cli("--report", "op,summary,kernel,instance", "--formats", "csv,parquet", "-o", prefix,
               dicts["kineto"])
     assert res.returncode == 0, res.stderr
     assert sorted(os.listdir(prefix.parent)) == sorted(
-        f"net.{r}.{f}" for r in ("op", "summary", "kernel") for f in ("csv", "parquet"))
-    for report in ("op", "summary", "kernel"):
+        f"net.{r}.{f}" for r in ("op", "summary", "kernel", "instance") for f in ("csv", "parquet"))
+    for report in ("op", "summary", "kernel", "instance"):
         # The CSV is prof's own, byte for byte.
         with open(f"{prefix}.{report}.csv") as f:
             assert f.read() == testlib.prof("--report", report, "--formats", "csv",
@@ -286,10 +291,14 @@ def test_report_parquet_and_csv(dicts, tmp_path):
         kinds = {k: frames._column_kind([r.get(k) for r in rows]) for k in rows[0]}
         assert table.to_pylist() == [{k: report_cell(v, kinds[k]) for k, v in r.items()}
                                      for r in rows]
-    # aten::copy_ has no op instances: its Min/instance is `-` in the JSON, a null here.
+    # One op instance of the trace has no sequence number: its Seq is `-` in the JSON (a numeric
+    # column), a null here; and rates without counted time are null.
+    inst = pq.read_table(f"{prefix}.instance.parquet")
+    assert inst.schema.field("Seq").type == pa.int64()
+    assert inst.column("Seq").null_count == 1
     ops = pq.read_table(f"{prefix}.op.parquet")
-    assert ops.schema.field("Min/instance(ns)").type == pa.int64()
-    assert ops.column("Min/instance(ns)").null_count >= 1
+    assert ops.schema.field("TFLOP/s").type == pa.float64()
+    assert ops.column("TFLOP/s").null_count >= 1
     # Only parquet: still PREFIX.REPORT.parquet.
     res = cli("--report", "tc", "--formats", "parquet", "-o", tmp_path / "only", dicts["mlp"])
     assert res.returncode == 0, res.stderr
