@@ -92,6 +92,11 @@ int main(int argc, char** argv) {
   app.add_flag("--raw", raw,
                "text reports: raw numbers (integer ns, FLOPs and bytes, TFLOP/s, GB/s) as CSV "
                "and JSON hold them, instead of human units (12.3 µs, 17.3 MFLOP)");
+  int64_t top = 0;
+  app.add_option("--top", top,
+                 "reports instance, kernel, roofline: only the N op instances or kernels with the "
+                 "most time (0, the default: all)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--depth", depth, "module report: roll up to this depth (0: full paths)")
       ->check(CLI::NonNegativeNumber);
   std::string peaks_path;
@@ -209,6 +214,7 @@ int main(int argc, char** argv) {
     ReportOptions report_options;
     report_options.depth = depth;
     report_options.peaks = peaks_path.empty() ? nullptr : &peaks_file;
+    report_options.top = static_cast<size_t>(top);
     // The tables of each report (roofline makes two): one file per report and format.
     std::vector<std::vector<ReportTable>> report_tables(report_list.size());
     for (size_t k = 0; k < report_list.size(); ++k) {

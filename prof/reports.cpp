@@ -231,7 +231,7 @@ std::string cost_places_text(unsigned places) {
   return out;
 }
 
-ReportTable kernel_report(const ReadResult& data) {
+ReportTable kernel_report(const ReadResult& data, size_t top) {
   const bool cpu = data.cpu_only;
   ReportTable t;
   t.title = cpu ? "kernels by self time (CPU: op records per name)" : "kernels by total time";
@@ -252,7 +252,9 @@ ReportTable kernel_report(const ReadResult& data) {
     groups[r.name].add(r, time_of(r, cpu));
     tc[r.name] = r.tc;
   }
-  for (const auto& [name, a] : sorted_by_time(groups)) {
+  auto kernels = sorted_by_time(groups);
+  if (top > 0 && kernels.size() > top) kernels.resize(top);
+  for (const auto& [name, a] : kernels) {
     Row row(t);
     row.text(std::string(data.strings.get(name)))
         .integer(a.count)
@@ -369,7 +371,7 @@ ReportTable op_report(const ReadResult& data) {
   return t;
 }
 
-ReportTable instance_report(const ReadResult& data) {
+ReportTable instance_report(const ReadResult& data, size_t top) {
   const bool cpu = data.cpu_only;
   ReportTable t;
   t.title = cpu ? "op instances by self time" : "op instances by total time";
@@ -407,6 +409,7 @@ ReportTable instance_report(const ReadResult& data) {
   }
   std::stable_sort(order.begin(), order.end(),
                    [&](int64_t a, int64_t b) { return groups[a].agg.total > groups[b].agg.total; });
+  if (top > 0 && order.size() > top) order.resize(top);
   for (int64_t id : order) {
     const Inst& i = groups[id];
     const ProfRecord& r = *i.first;
@@ -746,11 +749,11 @@ bool build_report(const std::string& name, const ReadResult& data, const ReportO
                   std::vector<ReportTable>& out, std::string& error) {
   const int depth = options.depth;
   if (name == "kernel") {
-    out.push_back(kernel_report(data));
+    out.push_back(kernel_report(data, options.top));
   } else if (name == "op") {
     out.push_back(op_report(data));
   } else if (name == "instance") {
-    out.push_back(instance_report(data));
+    out.push_back(instance_report(data, options.top));
   } else if (name == "module") {
     out.push_back(module_report(data, depth));
   } else if (name == "summary") {
@@ -764,7 +767,7 @@ bool build_report(const std::string& name, const ReadResult& data, const ReportO
   } else if (name == "peaks") {
     out.push_back(peaks_report(data, options.peaks));
   } else if (name == "roofline") {
-    for (ReportTable& t : roofline_report(data, options.peaks)) out.push_back(std::move(t));
+    for (ReportTable& t : roofline_report(data, options.peaks, options.top)) out.push_back(std::move(t));
   } else {
     error = "unknown report '" + name + "' (reports: " + report_list_text() + ")";
     return false;

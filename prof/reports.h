@@ -65,6 +65,9 @@ struct PeaksFile;  // prof/device_peaks.h
 struct ReportOptions {
   int depth = 0;                     // module report depth (0 = full paths)
   const PeaksFile* peaks = nullptr;  // peaks, roofline: --peaks FILE entries (null: none)
+  // instance, kernel, roofline's op instances: only the `top` rows with the most time (0: all).
+  // A profile of a million kernels has as many op instances: a page or a reader wants the top.
+  size_t top = 0;
 };
 
 // The report names prof knows.

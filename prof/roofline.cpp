@@ -216,7 +216,8 @@ ReportTable peaks_report(const ReadResult& data, const PeaksFile* file) {
   return t;
 }
 
-std::vector<ReportTable> roofline_report(const ReadResult& data, const PeaksFile* file) {
+std::vector<ReportTable> roofline_report(const ReadResult& data, const PeaksFile* file,
+                                         size_t top) {
   std::vector<DeviceRoofs> devices = resolve_device_roofs(data, file);
   std::map<std::string, const DeviceRoofs*> roofs;
   for (const DeviceRoofs& d : devices) roofs[d.device] = &d;
@@ -264,6 +265,7 @@ std::vector<ReportTable> roofline_report(const ReadResult& data, const PeaksFile
   }
   out.push_back(make_roofline_table("roofline: op instances"));
   for (const Point* p : by_time(instance_order, instances)) {
+    if (top > 0 && out.back().rows.size() >= top) break;
     if (wanted(*p)) out.back().rows.push_back(point_row(*p, data, true, roofs));
   }
   return out;

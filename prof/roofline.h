@@ -37,6 +37,7 @@ RoofPoint place_under_roof(double flops, double bytes, double seconds, double pe
 // Table "device peaks" (report `peaks`).
 ReportTable peaks_report(const ReadResult& data, const PeaksFile* file);
 // Tables "roofline: op types" and "roofline: op instances" (report `roofline`).
-std::vector<ReportTable> roofline_report(const ReadResult& data, const PeaksFile* file);
+std::vector<ReportTable> roofline_report(const ReadResult& data, const PeaksFile* file,
+                                         size_t top = 0);
 
 }  // namespace pyprof::prof

@@ -25,9 +25,9 @@ from pyprof.frames import is_net_dict
 # The reports the page is made of, in one prof run.
 PAGE_REPORTS = ["summary", "op", "instance", "kernel", "module", "tc", "family", "phase", "peaks",
                 "roofline"]
-# Rows beyond these are left out of the page's tables (the CSV/JSON reports keep every row).
+# The page holds the op instances and kernels with the most time, at most this many (prof's
+# --top: a million-kernel profile has as many instances); `pyprof prof --report` gives all.
 MAX_TABLE_ROWS = 2000
-MAX_INSTANCE_POINTS = 3000
 ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report_assets")
 
 
@@ -85,7 +85,7 @@ def run_prof_reports(dict_path: str, workdir: str, peaks: str | None, no_tf32: b
     """prof's rows for PAGE_REPORTS, grouped by table title, in prof's order; and its warnings."""
     out = os.path.join(workdir, "reports.json")
     args = [tool_path("pyprof-prof"), "--report", ",".join(PAGE_REPORTS), "--formats", "json",
-            "--depth", "0", "-o", out, dict_path]
+            "--depth", "0", "--top", str(MAX_TABLE_ROWS), "-o", out, dict_path]
     if peaks:
         args[1:1] = ["--peaks", peaks]
     if no_tf32:
@@ -184,8 +184,9 @@ def table_spec(rows: list[dict] | None, empty: str, limit: int = MAX_TABLE_ROWS)
             continue
     body = [[_cell(r.get(h), c["unit"]) for h, c in zip(headers, cols)] for r in rows[:limit]]
     spec = {"columns": cols, "rows": body}
-    if len(rows) > limit:
-        spec["note"] = f"the top {limit} of {len(rows)} rows (all in `pyprof prof --report`)"
+    if len(rows) >= limit:
+        spec["note"] = (f"the {limit} rows with the most time; `pyprof prof --report` lists "
+                        "them all")
     return spec
 
 
@@ -218,7 +219,7 @@ def roofline_figure(types: list[dict], instances: list[dict], peaks: list[dict],
 
     type_pts, type_skipped = points(types)
     inst_rows = sorted(instances, key=lambda r: -(_number(r.get("Time(ns)")) or 0))
-    inst_pts, inst_skipped = points(inst_rows[:MAX_INSTANCE_POINTS])
+    inst_pts, inst_skipped = points(inst_rows)
     facts = {"type_points": len(type_pts), "type_rows": len(types), "type_skipped": type_skipped,
              "instance_points": len(inst_pts), "instance_rows": len(instances)}
     if not type_pts and not inst_pts:

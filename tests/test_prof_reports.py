@@ -6,6 +6,7 @@ The CPU profiles are tests/scripts/flops_oracle.py's: one training step under py
 the same step under torch.utils.flop_counter.FlopCounterMode, the independent FLOP count."""
 
 import collections
+import os
 import json
 import re
 
@@ -276,3 +277,32 @@ def test_raw_needs_a_report_and_is_documented(cpu_profile):
     assert "--raw" in prof("--help").stdout
     res = prof("--report", "nope", cpu_profile[2], check=False)
     assert res.returncode == 2 and "family, phase" in res.stderr
+
+
+def test_top_keeps_the_rows_with_the_most_time(tmp_path):
+    """--top N: the instance, kernel and roofline-instance tables are the first N rows of the
+    full ones (sorted by time); the other reports do not change."""
+    src = os.path.join(testlib.DATA, "nvprof-cuda10.1_pytorch-lm_apex-pyprof.sql")
+    dict_path = tmp_path / "lm.dict"
+    testlib.parse_to(src, dict_path)
+
+    def tables(*extra):
+        res = testlib.run_tool(testlib.PROF, "--report", "instance,kernel,roofline,op",
+                               "--formats", "json", *extra, dict_path)
+        assert res.returncode == 0, res.stderr
+        out = {}
+        for line in res.stdout.splitlines():
+            row = json.loads(line)
+            out.setdefault(row.pop("report"), []).append(row)
+        return out
+
+    full, top = tables(), tables("--top", "3")
+    for title, rows in full.items():
+        if title.startswith(("op instances", "kernels", "roofline: op instances")):
+            assert len(rows) > 3 and top[title] == rows[:3], title
+            times = [r.get("Total(ns)", r.get("Time(ns)")) for r in rows]
+            assert times == sorted(times, reverse=True)
+        else:
+            assert top[title] == rows, title
+    bad = testlib.run_tool(testlib.PROF, "--report", "instance", "--top", "-1", dict_path)
+    assert bad.returncode == 2
