@@ -94,7 +94,8 @@ def test_dry_run_profiles_parses_and_costs_on_the_cpu(tmp_path):
     assert check_lines(log, "roofline") and check_lines(log, "roofline")[0].startswith("ok")
     assert "roofline: op types" in log and "device peaks" in log
     # Export round trip: the counts the check printed are the dicts' own, counted here.
-    ranges, reparsed = kinds(tmp_path / "smoke.ranges.dict"), kinds(tmp_path / "smoke.reparsed.dict")
+    ranges = kinds(tmp_path / "smoke.ranges.dict")
+    reparsed = kinds(tmp_path / "smoke.reparsed.dict")
     assert ranges == reparsed and ranges["op"] == kinds(tmp_path / "smoke.dict")["op"] > 0
     assert ranges["range"] > 0  # parse --ranges: module and user ranges too
     (export,) = check_lines(log, "export")
@@ -308,8 +309,9 @@ shift
 for pkg; do
   root=$(mktemp -d)
   mkdir -p "$root/DEBIAN" "$root/usr/include" "$root/usr/share/doc/$pkg"
-  printf 'Package: %s\nVersion: 1.0-test\nArchitecture: all\nMaintainer: t <t@t>\nDescription: t\n' \
-    "$pkg" >"$root/DEBIAN/control"
+  printf 'Package: %s\nVersion: 1.0-test\nArchitecture: all\nMaintainer: t <t@t>\n' "$pkg" \
+    >"$root/DEBIAN/control"
+  echo "Description: t" >>"$root/DEBIAN/control"
   echo "/* $pkg */" >"$root/usr/include/$pkg.h"
   dpkg-deb --build "$root" "${pkg}_1.0-test_all.deb" >/dev/null || exit 1
   rm -rf "$root"
