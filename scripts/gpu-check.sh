@@ -2,27 +2,31 @@
 # The GPU validation in one command (docs/gpu-validation.md), for a GPU machine with no network.
 #
 #   bash scripts/gpu-check.sh --pack DIR      # beforehand, on a networked Debian machine: put what a
-#                                             # bare GPU machine lacks into DIR (a few MB)
-#   bash scripts/gpu-check.sh --deps DIR      # on the GPU machine: build, smoke-test, run
+#                                             # bare GPU machine lacks into DIR (about 20 MB)
+#   bash scripts/gpu-check.sh --deps DIR      # on the GPU machine: build, smoke-test, check report,
+#                                             # export and peaks on the smoke capture, run
 #                                             # tests/test_gpu_capture.py and the overhead benchmark,
 #                                             # print the rows for docs/gpu-validation.md
 #
 # The GPU machines have Python, torch, CMake, ninja, nvcc, pytest and the nvidia-* wheels, but no
-# apt, SQLite headers, simdjson, CLI11, fmt or zlib headers. --pack fetches Debian's packages of those and
-# unpacks them into DIR/prefix (plus the Python headers of a local python3.12, in case the
-# machine's interpreter has none); --deps points the build at them. Nothing is fetched at run
-# time. Each phase has a time cap inside --budget, writes its output under --out as it goes, and
-# a phase that fails or runs out of time is reported while the later phases still run.
+# apt, SQLite headers, simdjson, CLI11, fmt or zlib headers, and no plotly. --pack fetches Debian's
+# packages of those and unpacks them into DIR/prefix (plus the Python headers of a local
+# python3.12, in case the machine's interpreter has none), and the pure-Python wheels `pyprof
+# report` needs into DIR/wheels; --deps points the build at them and installs the wheels whose
+# packages the machine lacks into OUT/wheels-site. Nothing is fetched at run time. Each phase has
+# a time cap inside --budget, writes its output under --out as it goes, and a phase that fails or
+# runs out of time is reported while the later phases still run.
 #
 # Options (run mode):
 #   --deps DIR     the folder --pack made (omit if the machine has the libraries itself)
 #   --out DIR      where logs, databases and results go (default ./gpu-check-out); when $OUT is
 #                  set (the device tool's folder that comes back), the eight files worth
-#                  reading are copied there after every phase: gpu-check.log, rows.md,
-#                  facts.json and the build, smoke, tests (+ tests.xml) and overhead logs
+#                  reading are copied there after every phase: gpu-check.log (every phase's
+#                  log and the facts), rows.md, the build, smoke, tests and overhead logs,
+#                  smoke.html (pyprof report of the smoke capture) and peaks.json (pyprof peak)
 #   --budget S     seconds for everything (default 540: one device call is at most 600)
 #   --runs N       overhead benchmark runs per mode (default 3)
-#   --skip LIST    comma-separated phases to skip: build,smoke,tests,overhead
+#   --skip LIST    comma-separated phases to skip: build,smoke,report,tests,overhead
 #   --cpu-ok       exit 0 when no CUDA device is visible (the offline dry run on a CPU machine)
 # Exit status: 0 when every phase that ran passed, 1 otherwise, 2 for usage errors.
 set -uo pipefail
@@ -32,6 +36,10 @@ PYTHON=${PYTHON:-python3}
 
 PACK_DEBS=(libsqlite3-dev libsqlite3-0 libsimdjson-dev libsimdjson14 libfmt-dev libfmt9
            libcli11-dev zlib1g-dev libisal-dev libisal2)
+# plotly 7 (pyprof report) and its runtime needs, all pure Python (py3-none-any): narwhals and
+# packaging. Its optional dataframe back ends (pandas, pyarrow) are far too big to carry and not
+# needed for the report.
+PACK_WHEELS=(plotly narwhals packaging)
 PACK_LIMIT_BYTES=$((60 * 1024 * 1024))  # the device tool carries at most 64 MiB in all
 
 # The usage is this file's opening comment block.
@@ -52,6 +60,20 @@ pack() {
   for deb in "$dir"/debs/*.deb; do dpkg-deb -x "$deb" "$dir/prefix" || exit 1; done
   # Docs and changelogs only make the folder heavier.
   rm -rf "$dir/prefix/usr/share/doc" "$dir/prefix/usr/share/lintian"
+
+  # One version of each wheel: an earlier pack's older ones would make pip refuse the install.
+  # PYPROF_PACK_PIP_ARGS adds pip options (a local mirror: --no-index --find-links DIR).
+  rm -rf "$dir/wheels"
+  echo "gpu-check --pack: wheels ${PACK_WHEELS[*]} into $dir/wheels"
+  # shellcheck disable=SC2086  # the options are meant to split
+  if ! "$PYTHON" -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
+         --disable-pip-version-check ${PYPROF_PACK_PIP_ARGS:-} -d "$dir/wheels" "${PACK_WHEELS[@]}" \
+         >"$dir/pip.log" 2>&1; then
+    tail -n 5 "$dir/pip.log" >&2
+    echo "gpu-check --pack: pip download failed (see $dir/pip.log)" >&2
+    exit 1
+  fi
+  rm -f "$dir/pip.log"
 
   # The GPU machines run Python 3.12; if their interpreter lacks Python.h, these headers stand in
   # (same minor version, same ABI). Any local 3.12 will do: PYPROF_PACK_PYTHON names one.
@@ -77,6 +99,8 @@ pack() {
   {
     echo "# made by: bash scripts/gpu-check.sh --pack $dir  ($(date -u +%FT%TZ), $(uname -m))"
     for deb in "$dir"/debs/*.deb; do dpkg-deb -W --showformat='${Package} ${Version}\n' "$deb"; done
+    local whl
+    for whl in "$dir"/wheels/*.whl; do echo "wheel $(basename "$whl")"; done
     [ -d "$dir/python3.12-include" ] && echo "python3.12-include from $py312"
   } >"$dir/MANIFEST"
   rm -rf "$dir/debs"
@@ -111,14 +135,20 @@ mkdir -p "$OUT_DIR" || exit 2
 OUT_DIR=$(cd "$OUT_DIR" && pwd)
 LOG=$OUT_DIR/gpu-check.log
 # A skipped phase must not leave an earlier run's output to be reported or published as this one's.
-rm -f "$OUT_DIR"/{build,smoke,tests,overhead}.log "$OUT_DIR"/{rows.md,facts.json,tests.xml} \
-      "$OUT_DIR"/nvidia-smi.txt "$OUT_DIR"/smoke.{sqlite,dict} "$OUT_DIR"/smoke-prof.txt
+rm -f "$OUT_DIR"/{build,smoke,report,tests,overhead}.log "$OUT_DIR"/{rows.md,facts.json,tests.xml} \
+      "$OUT_DIR"/nvidia-smi.txt "$OUT_DIR"/smoke.{sqlite,dict} "$OUT_DIR"/smoke-prof.txt \
+      "$OUT_DIR"/smoke.{html,trace.json.gz,ranges.dict,reparsed.dict} \
+      "$OUT_DIR"/smoke-{roofline.txt,peaks.jsonl} "$OUT_DIR"/peaks.json
+rm -rf "$OUT_DIR/wheels-site"
 : >"$LOG"
 START=$SECONDS
 FAILED=()
 say() { echo "$*" | tee -a "$LOG"; }
-# The device tool brings back at most 8 files from $OUT: the results, not the databases.
-RESULT_FILES=(gpu-check.log rows.md facts.json build.log smoke.log tests.log tests.xml overhead.log)
+# The device tool brings back at most 8 files from $OUT: the results, not the databases. Each
+# phase's log is also in gpu-check.log (and the facts in its "facts:" line, tests.xml's verdicts in
+# tests.log and rows.md), so the report phase's log, facts.json and tests.xml stay behind to make
+# room for the report page and the measured peaks.
+RESULT_FILES=(gpu-check.log rows.md build.log smoke.log tests.log overhead.log smoke.html peaks.json)
 publish() {
   [ -n "${OUT:-}" ] && [ -d "$OUT" ] && [ "$(cd "$OUT" && pwd)" != "$OUT_DIR" ] || return 0
   local f
@@ -164,6 +194,34 @@ if [ -n "$DEPS" ]; then
     say "gpu-check: $PYTHON has no Python.h: using the packed Python $pyver headers"
   fi
   export PYPROF_CMAKE_ARGS="$cmake_args${PYPROF_CMAKE_ARGS:+ $PYPROF_CMAKE_ARGS}"
+
+  # The packed wheels whose packages this Python lacks (plotly, on the GPU machines), installed
+  # offline into a folder of this run's output that leads PYTHONPATH from here on. A package the
+  # machine has is left alone: a second copy on PYTHONPATH would shadow it for every phase.
+  if compgen -G "$DEPS/wheels/*.whl" >/dev/null; then
+    mapfile -t missing_wheels < <($PYTHON - "$DEPS/wheels" <<'EOF'
+import glob, os, sys
+from importlib import metadata
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.whl"))):
+    try:
+        metadata.version(os.path.basename(path).split("-")[0])
+    except metadata.PackageNotFoundError:
+        print(path)
+EOF
+    )
+    if ((${#missing_wheels[@]})); then
+      names=$(for w in "${missing_wheels[@]}"; do basename "$w" | cut -d- -f1,2; done | paste -sd' ')
+      if $PYTHON -m pip install --no-index --no-deps --no-compile --disable-pip-version-check -q \
+           --target "$OUT_DIR/wheels-site" "${missing_wheels[@]}" >>"$LOG" 2>&1; then
+        export PYTHONPATH="$OUT_DIR/wheels-site${PYTHONPATH:+:$PYTHONPATH}"
+        say "gpu-check: packed wheels installed into $OUT_DIR/wheels-site (on PYTHONPATH): $names"
+      else
+        say "gpu-check: installing the packed wheels failed (see the log): $names"
+      fi
+    else
+      say "gpu-check: the packed wheels' packages are all installed here: none used"
+    fi
+  fi
 fi
 
 # ---- facts ---------------------------------------------------------------------------------
@@ -171,9 +229,23 @@ say "gpu-check: $(date -u +%FT%TZ) on $(hostname) ($(uname -sr), $(nproc) CPUs)"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
   >"$OUT_DIR/nvidia-smi.txt" 2>&1 || echo "nvidia-smi: not available" >"$OUT_DIR/nvidia-smi.txt"
 say "nvidia-smi: $(head -n1 "$OUT_DIR/nvidia-smi.txt")"
+# The report's Python packages and the packed wheels' ones, as the phases will see them.
+GPU_CHECK_PACKAGES="${PACK_WHEELS[*]}"
+for whl in ${DEPS:+"$DEPS"/wheels/*.whl}; do
+  [ -f "$whl" ] && GPU_CHECK_PACKAGES+=" $(basename "$whl" | cut -d- -f1)"
+done
+export GPU_CHECK_PACKAGES
 $PYTHON - >"$OUT_DIR/facts.json" 2>>"$LOG" <<'EOF'
-import json, platform, shutil, subprocess
+import json, os, platform, shutil, subprocess
+from importlib import metadata
 facts = {"python": platform.python_version()}
+packages = {}
+for name in os.environ["GPU_CHECK_PACKAGES"].split():
+    try:
+        packages[name] = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        packages[name] = None
+facts["python_packages"] = packages
 try:
     import torch
     facts.update(torch=torch.__version__, cuda=torch.version.cuda,
@@ -203,7 +275,8 @@ if ! skipped build; then
     $PYTHON -m pyprof --version 2>&1 | tee -a "$LOG"
   else
     say "gpu-check: the build failed: nothing else can run"
-    skipped smoke || SKIP+=",smoke"; skipped tests || SKIP+=",tests"; skipped overhead || SKIP+=",overhead"
+    skipped smoke || SKIP+=",smoke"; skipped report || SKIP+=",report"
+    skipped tests || SKIP+=",tests"; skipped overhead || SKIP+=",overhead"
   fi
 fi
 
@@ -219,6 +292,99 @@ if ! skipped smoke; then
     $PYTHON -m pyprof parse "$OUT_DIR/smoke.sqlite" -o "$OUT_DIR/smoke.dict"
     $PYTHON -m pyprof prof --report summary,op --depth 1 "$OUT_DIR/smoke.dict" >"$OUT_DIR/smoke-prof.txt"
     head -n 40 "$OUT_DIR/smoke-prof.txt"'
+fi
+
+# ---- report: pyprof report, export and peaks on the smoke capture (issue 13) ----------------
+# Runs as one timed phase (bash -c report_phase). Each step prints a line
+# "check NAME: ok|skipped|FAILED: ..." that scripts/gpu_check_report.py turns into rows; a failed
+# step fails the phase and the later steps still run.
+report_phase() {
+  local db=$OUT_DIR/smoke.sqlite dict=$OUT_DIR/smoke.dict failed=0 rc plotly_error=""
+  local -a peak_args peaks_args=()
+  step_failed() { echo "check $1: FAILED: $2"; failed=1; }
+  bytes() { stat -c %s "$1"; }
+
+  # The datasheet peaks matched to the captured device and the roofline over them.
+  echo "\$ pyprof prof --report peaks,roofline smoke.dict (the first 30 lines)"
+  $PYTHON -m pyprof prof --report peaks,roofline "$dict" >"$OUT_DIR/smoke-roofline.txt"; rc=$?
+  head -n 30 "$OUT_DIR/smoke-roofline.txt"
+  ((rc == 0)) && echo "check roofline: ok: $(grep -c . "$OUT_DIR/smoke-roofline.txt") lines" \
+    || step_failed roofline "pyprof prof --report peaks,roofline exit $rc"
+
+  # Export the database, read the trace back: the same records, kind by kind.
+  echo; echo "\$ pyprof export smoke.sqlite -o smoke.trace.json.gz; pyprof parse --ranges of both"
+  local trace=$OUT_DIR/smoke.trace.json.gz failed_step="" status=0
+  $PYTHON -m pyprof export "$db" -o "$trace" || { status=$?; failed_step="pyprof export"; }
+  [ -n "$failed_step" ] || $PYTHON -m pyprof parse --ranges "$db" -o "$OUT_DIR/smoke.ranges.dict" \
+    || { status=$?; failed_step="pyprof parse --ranges smoke.sqlite"; }
+  [ -n "$failed_step" ] || $PYTHON -m pyprof parse --ranges "$trace" -o "$OUT_DIR/smoke.reparsed.dict" \
+    || { status=$?; failed_step="pyprof parse --ranges smoke.trace.json.gz"; }
+  if [ -n "$failed_step" ]; then
+    step_failed export "$failed_step exit $status"
+  else
+    local counts
+    counts=$($PYTHON scripts/gpu_check_report.py records "$OUT_DIR/smoke.ranges.dict" \
+             "$OUT_DIR/smoke.reparsed.dict" 2>&1); rc=$?
+    ((rc == 0)) && echo "check export: ok: smoke.trace.json.gz $(bytes "$OUT_DIR/smoke.trace.json.gz") bytes; $counts" \
+      || step_failed export "smoke.trace.json.gz $(bytes "$OUT_DIR/smoke.trace.json.gz") bytes; $counts"
+  fi
+
+  # The report page (plotly: the machine's, or the packed wheel installed above).
+  echo; echo "\$ pyprof report smoke.sqlite -o smoke.html"
+  # What pyprof/report.py imports: a plotly too new for the machine's narwhals fails here.
+  local plotly_import="import plotly.graph_objects, plotly.offline"
+  if ! $PYTHON -c "$plotly_import" 2>/dev/null; then
+    plotly_error=$($PYTHON -c "$plotly_import" 2>&1 | tail -n 1)
+    echo "check report: skipped: plotly does not import here ($plotly_error); --pack packs its" \
+         "wheels and --deps installs them"
+  elif $PYTHON -m pyprof report "$db" -o "$OUT_DIR/smoke.html"; then
+    echo "check report: ok: smoke.html $(bytes "$OUT_DIR/smoke.html") bytes (datasheet roofs)"
+  else
+    step_failed report "pyprof report exit $?"
+  fi
+
+  # Measured roofs: a modest run on the GPU, a tiny one on the CPU (the dry run's path).
+  if [ "$DEVICE" = cuda ]; then peak_args=(--device cuda --repeat 3)
+  else peak_args=(--device cpu --size 256 --repeat 2 --warmup 1 --copy-mb 16); fi
+  echo; echo "\$ pyprof peak ${peak_args[*]} -o peaks.json"
+  if $PYTHON -m pyprof peak "${peak_args[@]}" -o "$OUT_DIR/peaks.json"; then
+    echo "check peak: ok: peaks.json (pyprof peak ${peak_args[*]})"
+    peaks_args=(--peaks "$OUT_DIR/peaks.json")
+  else
+    step_failed peak "pyprof peak ${peak_args[*]} exit $?"
+  fi
+
+  # Which device the datasheet peaks were matched to, and measured / datasheet per mode.
+  echo; echo "\$ pyprof prof --report peaks ${peaks_args[*]:+--peaks peaks.json} --formats json smoke.dict"
+  if $PYTHON -m pyprof prof --report peaks "${peaks_args[@]}" --formats json "$dict" \
+       >"$OUT_DIR/smoke-peaks.jsonl"; then
+    $PYTHON scripts/gpu_check_report.py peaks "$OUT_DIR/smoke-peaks.jsonl" \
+      ${peaks_args[1]:+"${peaks_args[1]}"} || failed=1
+  else
+    step_failed peaks "pyprof prof --report peaks exit $?"
+  fi
+
+  if ((${#peaks_args[@]})) && [ -z "$plotly_error" ] && [ -f "$OUT_DIR/smoke.html" ]; then
+    echo; echo "\$ pyprof report smoke.sqlite --peaks peaks.json -o smoke.html"
+    if $PYTHON -m pyprof report "$db" --peaks "$OUT_DIR/peaks.json" -o "$OUT_DIR/smoke.html"; then
+      echo "check report-measured: ok: smoke.html rewritten with the measured roofs beside the" \
+           "datasheet ones, $(bytes "$OUT_DIR/smoke.html") bytes"
+    else
+      step_failed report-measured "pyprof report --peaks peaks.json exit $?"
+    fi
+  fi
+  return $failed
+}
+
+if ! skipped report; then
+  if [ -s "$OUT_DIR/smoke.sqlite" ] && [ -s "$OUT_DIR/smoke.dict" ]; then
+    export PYTHON OUT_DIR DEVICE
+    export -f report_phase  # the phase's bash runs it (timeout runs programs, not functions)
+    run_phase report 120 bash -c report_phase
+  else
+    # Not a failure of its own: a failed smoke phase is one already, a skipped one was asked for.
+    say ""; say "== report: skipped: the smoke phase left no smoke.sqlite and smoke.dict"
+  fi
 fi
 
 # ---- the GPU tests and the overhead benchmark ----------------------------------------------

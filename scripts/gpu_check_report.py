@@ -1,16 +1,27 @@
 #!/usr/bin/env python3
 """Turns what scripts/gpu-check.sh left in its output folder into the rows of
-docs/gpu-validation.md's two result tables, ready to paste.
+docs/gpu-validation.md's result tables, ready to paste.
 
     python scripts/gpu_check_report.py gpu-check-out
 
 Reads facts.json and nvidia-smi.txt (the machine), tests.xml and tests.log (pytest -rP output of
-tests/test_gpu_capture.py) and overhead.log (benchmarks/gpu_overhead.py's table). A phase that
-did not run is said to be missing rather than left blank.
+tests/test_gpu_capture.py), overhead.log (benchmarks/gpu_overhead.py's table) and report.log
+(the report phase's "check NAME: ..." lines). A phase that did not run is said to be missing
+rather than left blank.
+
+Two helpers the report phase runs (their lines land in report.log):
+
+    python scripts/gpu_check_report.py records A.dict B.dict
+        records by kind in two net.dicts; exit 1 when they differ (the export round trip)
+    python scripts/gpu_check_report.py peaks PEAKS.jsonl [MEASURED.json]
+        from `pyprof prof --report peaks [--peaks MEASURED.json] --formats json`: which peaks each
+        device got (datasheet, derived, none) and measured / datasheet per mode; exit 1 when the
+        measured file's devices matched no device of the profile
 """
 
 from __future__ import annotations
 
+import collections
 import datetime
 import json
 import os
@@ -71,7 +82,145 @@ def printed(log: str, pattern: str) -> str:
     return "; ".join(dict.fromkeys(found)) or "-"
 
 
+# ---- the report phase's helpers -----------------------------------------------------------
+
+def record_kinds(path: str) -> collections.Counter:
+    """Records by kind in a net.dict (JSON Lines; the header line has no kind)."""
+    kinds: collections.Counter = collections.Counter()
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                record = json.loads(line)
+                if "pyprof_dict" not in record:
+                    kinds[record.get("kind", "?")] += 1
+    return kinds
+
+
+def records_check(original: str, reparsed: str) -> tuple[str, bool]:
+    """'records by kind: ... : equal' for the export round trip, and whether they are."""
+    a, b = record_kinds(original), record_kinds(reparsed)
+
+    def spell(kinds):
+        return ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items())) or "none"
+    verdict = "equal" if a == b else "DIFFER"
+    return (f"records by kind: parse --ranges of the database {spell(a)}; the export parsed back "
+            f"{spell(b)}: {verdict}"), a == b
+
+
+def si(value: float, unit: str) -> str:
+    """3 significant digits with an SI prefix: 989 TFLOP/s, 3.35 TB/s."""
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{value / factor:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+SHEET_KINDS = ("datasheet", "derived", "override")
+
+
+def peaks_check(jsonl: str, measured_file: str | None) -> tuple[list[str], bool]:
+    """Lines 'check peaks: ...' (which peaks each device got) and 'check ratio: DEVICE | MODE |
+    measured | datasheet | measured/datasheet' from prof's peaks report in JSON."""
+    devices: dict[str, dict] = {}
+    for line in read(jsonl).splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        device = devices.setdefault(row["Device"], {"name": row["Name"], "sheet": None,
+                                                    "measured": None, "none": None})
+        kind = row["Kind"]
+        if kind in SHEET_KINDS or kind == "measured":
+            slot = "sheet" if kind in SHEET_KINDS else "measured"
+            if device[slot] is None:
+                device[slot] = {"kind": kind, "source": row["Source"], "modes": {},
+                                "bandwidth": row["Memory B/s"]}
+            if row["Mode"] not in (None, "-") and row["Peak FLOP/s"] is not None:
+                device[slot]["modes"][row["Mode"]] = row["Peak FLOP/s"]
+        else:
+            device["none"] = row["Source"]
+    lines, ok = [], True
+    if not devices:
+        return ["check peaks: FAILED: the peaks report listed no device"], False
+    for key, device in devices.items():
+        name, sheet, measured = device["name"], device["sheet"], device["measured"]
+        if sheet:
+            lines.append(f"check peaks: device {key} '{name}': {sheet['kind']}: {sheet['source']}")
+        else:
+            why = device["none"] or ("only the measured ones" if measured else "no reason given")
+            lines.append(f"check peaks: device {key} '{name}': no datasheet peaks: {why}")
+        if not measured:
+            continue
+        sheet_modes = sheet["modes"] if sheet else {}
+        for mode, flops in measured["modes"].items():
+            reference = sheet_modes.get(mode)
+            ratio = f"{100 * flops / reference:.1f} %" if reference else "-"
+            # cuBLAS runs fp64 GEMMs on the FP64 Tensor Cores where there are some (sm_80+):
+            # the fp64_tc figure is then the one to compare with.
+            if mode == "fp64" and sheet_modes.get("fp64_tc"):
+                ratio += f" (of fp64_tc {si(sheet_modes['fp64_tc'], 'FLOP/s')}: " \
+                         f"{100 * flops / sheet_modes['fp64_tc']:.1f} %)"
+            lines.append(f"check ratio: {name} | {mode} | {si(flops, 'FLOP/s')} | "
+                         f"{si(reference, 'FLOP/s') if reference else '-'} | {ratio}")
+        bandwidth = measured["bandwidth"]
+        reference = sheet["bandwidth"] if sheet else None
+        if bandwidth:
+            lines.append(f"check ratio: {name} | copy (memory B/s) | {si(bandwidth, 'B/s')} | "
+                         f"{si(reference, 'B/s') if reference else '-'} | "
+                         f"{f'{100 * bandwidth / reference:.1f} %' if reference else '-'}")
+    if measured_file:
+        try:
+            entries = json.loads(read(measured_file) or "{}").get("devices", [])
+        except ValueError as exc:
+            return lines + [f"check peaks: FAILED: {measured_file}: {exc}"], False
+        if entries and not any(device["measured"] for device in devices.values()):
+            names = ", ".join(repr(entry.get("name")) for entry in entries)
+            profiled = ", ".join(f"{key} {device['name']!r}" for key, device in devices.items())
+            lines.append(f"check peaks: FAILED: the measured peaks of {names} matched no device "
+                         f"of the profile ({profiled}): `--peaks` matches by the CUDA device name")
+            ok = False
+    return lines, ok
+
+
+def checks(out: str) -> dict[str, list[str]]:
+    """The report phase's 'check NAME: TEXT' lines, TEXTs by NAME in their order."""
+    found: dict[str, list[str]] = {}
+    for line in read(os.path.join(out, "report.log")).splitlines():
+        match = re.match(r"check ([\w-]+): (.*)$", line)
+        if match:
+            found.setdefault(match.group(1), []).append(match.group(2).strip())
+    return found
+
+
+def report_rows(out: str, date: str, gpu: str) -> None:
+    found = checks(out)
+    print("Report, export and peaks (third table):")
+    if not found:
+        print("(the report phase did not run)")
+        return
+
+    def cell(*names: str) -> str:
+        return "; ".join(text.replace("|", "/") for name in names for text in found.get(name, [])) \
+            or "-"
+    print(f"| {date} | {gpu.split(',')[0]} | {cell('report', 'report-measured')} "
+          f"| {cell('export')} | {cell('peaks')} | {cell('peak')} |")
+    print()
+    print("Measured vs datasheet (fourth table):")
+    ratios = found.get("ratio", [])
+    if not ratios:
+        print("(no measured peaks)")
+    for text in ratios:
+        print(f"| {date} | {text} |")
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) == 3 and argv[0] == "records":
+        text, equal = records_check(argv[1], argv[2])
+        print(text)
+        return 0 if equal else 1
+    if len(argv) in (2, 3) and argv[0] == "peaks":
+        lines, ok = peaks_check(argv[1], argv[2] if len(argv) == 3 else None)
+        print("\n".join(lines))
+        return 0 if ok else 1
     if len(argv) != 1:
         print(__doc__, file=sys.stderr)
         return 2
@@ -99,6 +248,8 @@ def main(argv: list[str]) -> int:
              if line.startswith(("machine:", "note:"))]
     for note in notes:
         print(note)
+    print()
+    report_rows(out, date, gpu)
     return 0
 
 
