@@ -85,8 +85,8 @@ class Page:
         if shot:
             driver.save_screenshot(str(shot))
 
-    def js(self, script):
-        return self.d.execute_script(script)
+    def js(self, script, *args):
+        return self.d.execute_script(script, *args)
 
     def sections(self):
         return self.js("return [...document.querySelectorAll('main > section')].map(s => s.id)")
@@ -378,3 +378,22 @@ def test_tables_sort_and_filter_and_charts_equal_prof(driver, lenet_dict, tmp_pa
                    "return [Array.from(t.y), Array.from(t.x)]")
     assert dict(zip(*bars)) == pytest.approx(family)
     assert "conv" in family
+
+
+def test_page_number_formats(driver, tmp_path):
+    """The page's one formatter: 3 significant digits with an SI prefix, rounding up a unit
+    (999.6 ns reads 1.00 µs), whole numbers below the first prefix, no value as a dash."""
+    empty = tmp_path / "empty.dict"
+    empty.write_text('{"pyprof_dict":1,"source":"x","format":"pyprof","records":"op"}\n')
+    out = tmp_path / "fmt.html"
+    report(empty, "-o", out)
+    page = Page(driver, out)
+    cases = [(845, "ns", "845 ns"), (999.6, "ns", "1.00 µs"), (12345, "ns", "12.3 µs"),
+             (95043532, "ns", "95.0 ms"), (1.5e9, "ns", "1.50 s"), (0, "ns", "0"),
+             (72, "flop", "72 FLOP"), (17.3e6, "flop", "17.3 MFLOP"),
+             (2.5e12, "flop", "2.50 TFLOP"), (1.2e6, "byte", "1.20 MB"),
+             (0.000638, "tflops", "638 MFLOP/s"), (989.4e12, "flops", "989 TFLOP/s"),
+             (4.4, "gbps", "4.40 GB/s"), (3.35e12, "bps", "3.35 TB/s"), (0, "pct", "0.0 %"),
+             (27.91, "pct", "27.9 %"), (1234567, "int", "1,234,567"), (None, "ns", "–")]
+    got = page.js("return arguments[0].map(c => formatValue(c[0], c[1]))", cases)
+    assert got == [c[2] for c in cases]

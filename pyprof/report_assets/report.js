@@ -18,10 +18,11 @@ function scaled(v, steps, base) {
   for (const [limit, div, suffix] of steps) {
     if (Math.abs(v) >= limit * 0.9995) return sig3(v / div) + " " + suffix;
   }
-  return sig3(v) + " " + base;
+  // Below the first prefix a count of the base unit (ns, FLOP, B) is a whole number.
+  return (Number.isInteger(v) ? String(v) : sig3(v)) + " " + base;
 }
 const FORMAT = {
-  ns: (v) => scaled(v, [[1e9, 1e9, "s"], [1e6, 1e6, "ms"], [1e3, 1e3, "µs"]], "ns").replace(/^(-?\d+)\.00 ns$/, "$1 ns"),
+  ns: (v) => scaled(v, [[1e9, 1e9, "s"], [1e6, 1e6, "ms"], [1e3, 1e3, "µs"]], "ns"),
   flop: (v) => scaled(v, [[1e15, 1e15, "PFLOP"], [1e12, 1e12, "TFLOP"], [1e9, 1e9, "GFLOP"], [1e6, 1e6, "MFLOP"], [1e3, 1e3, "kFLOP"]], "FLOP"),
   byte: (v) => scaled(v, [[1e12, 1e12, "TB"], [1e9, 1e9, "GB"], [1e6, 1e6, "MB"], [1e3, 1e3, "kB"]], "B"),
   flops: (v) => scaled(v, [[1e15, 1e15, "PFLOP/s"], [1e12, 1e12, "TFLOP/s"], [1e9, 1e9, "GFLOP/s"], [1e6, 1e6, "MFLOP/s"], [1e3, 1e3, "kFLOP/s"]], "FLOP/s"),
