@@ -634,7 +634,9 @@ def main(argv: list[str] | None = None) -> int:
         prog="pyprof report",
         description="One self-contained HTML page of a profile (works offline): headline figures, "
                     "a roofline, time by op family, module and phase, and sortable tables of "
-                    "ops, instances, kernels and Tensor Core use. docs/report.md")
+                    "ops, instances, kernels and Tensor Core use. docs/report.md",
+        epilog="Exit status: 0 the page was written, 1 it could not be (the input, parse or "
+               "prof failed: the message says why; no page is left), 2 usage.")
     p.add_argument("input", help="net.dict, or anything `pyprof parse` reads (parsed first)")
     p.add_argument("-o", "--output", help="the HTML file (default: INPUT's name + .html)")
     p.add_argument("--peaks", metavar="FILE",
