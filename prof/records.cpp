@@ -95,7 +95,8 @@ struct Fields {
   bool header = false;
   int64_t version = 0;
   std::string_view records, source, kind, dir, name, long_name, op, legacy_mod, module, stack,
-      bwd_op, args, bwd_args;
+      bwd_op, args, bwd_args, src_kind, dst_kind;
+  int64_t launch_start = -1;  // the launch call's start (GPU records); -1: none
   int64_t device = -1, stream = -1, start = 0, duration = 0, self_duration = 0, tid = -1, seq = -1,
           sub = 0, parent_id = 0, pid = 0, op_id = 0, fwd_op_id = 0, fwd_instance = 0, instance = 0,
           id = 0, bytes = -1;
@@ -238,6 +239,8 @@ bool read_object_fields(od::object o, Fields& f) {
       case 'd':
         if (key == "dir")
           str(f.dir);
+        else if (key == "dst_kind")
+          str(f.dst_kind);
         else if (key == "duration")
           time(f.duration, "duration");
         else if (key == "device")
@@ -271,7 +274,18 @@ bool read_object_fields(od::object o, Fields& f) {
         if (key == "kind") str(f.kind);
         break;
       case 'l':
-        if (key == "long_name")
+        if (key == "launch") {
+          od::object launch;
+          if (v.get_object().get(launch) == simdjson::SUCCESS) {
+            for (auto lf : launch) {
+              std::string_view lkey;
+              int64_t x;
+              if (lf.unescaped_key().get(lkey) == simdjson::SUCCESS && lkey == "start" &&
+                  lf.value().get_int64().get(x) == simdjson::SUCCESS)
+                f.launch_start = x;
+            }
+          }
+        } else if (key == "long_name")
           str(f.long_name);
         else if (key == "legacy_mod")
           str(f.legacy_mod);
@@ -316,6 +330,8 @@ bool read_object_fields(od::object o, Fields& f) {
           str(f.stack);
         else if (key == "source")
           str(f.source);
+        else if (key == "src_kind")
+          str(f.src_kind);
         break;
       case 't':
         if (key == "tid")
@@ -390,6 +406,15 @@ Kind kind_of(std::string_view kind) {
                             : Kind::kOp;
 }
 
+MemoryKind memory_kind_of(std::string_view kind) {
+  return kind.empty()            ? MemoryKind::kUnknown
+         : kind == "pageable"    ? MemoryKind::kPageable
+         : kind == "pinned"      ? MemoryKind::kPinned
+         : kind == "device"      ? MemoryKind::kDevice
+         : kind == "managed"     ? MemoryKind::kManaged
+                                 : MemoryKind::kOther;
+}
+
 Dir dir_of(std::string_view dir) {
   return dir == "fprop" ? Dir::kFprop : dir == "bprop" ? Dir::kBprop : Dir::kNone;
 }
@@ -409,6 +434,9 @@ ProfRecord make_record(const Fields& f, size_t index, Strings& s) {
   std::copy(f.block, f.block + 3, r.block);
   r.start = f.start;
   r.duration = f.duration;
+  r.launch_start = f.launch_start;
+  r.src_memory = memory_kind_of(f.src_kind);
+  r.dst_memory = memory_kind_of(f.dst_kind);
   r.self_duration = f.has_self_duration ? f.self_duration : f.duration;
   r.tid = f.tid;
   r.seq = f.seq;

@@ -19,6 +19,8 @@ using Strings = pyprof::StringPool;  // common/string_pool.h
 
 enum class Kind : uint8_t { kKernel, kMemcpy, kMemset, kOp };
 enum class Dir : uint8_t { kNone, kFprop, kBprop };
+// A memcpy's source or destination memory (net.dict `src_kind`, `dst_kind`); kUnknown: not given.
+enum class MemoryKind : uint8_t { kUnknown, kPageable, kPinned, kDevice, kManaged, kOther };
 
 struct ProfRecord {
   Kind kind = Kind::kKernel;
@@ -46,6 +48,10 @@ struct ProfRecord {
   int64_t duration = 0;  // ns; CPU records: self time is in self_duration
   int64_t self_duration = 0;
   int64_t tid = -1;
+  // GPU records: the start of the API call that launched it (net.dict `launch.start`); -1: none.
+  int64_t launch_start = -1;
+  MemoryKind src_memory = MemoryKind::kUnknown;  // memcpy: the source's memory kind
+  MemoryKind dst_memory = MemoryKind::kUnknown;  // and the destination's
   int64_t seq = -1;
   int32_t sub = 0;
   int64_t op_id = 0;  // fprop: op_id; bprop: the forward op's id

@@ -10,7 +10,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "prof/advice.h"
 #include "prof/roofline.h"
+#include "prof/time_model.h"
 #include "prof/table.h"
 
 namespace pyprof::prof {
@@ -18,7 +20,7 @@ namespace pyprof::prof {
 const std::vector<std::string>& report_names() {
   static const std::vector<std::string> kNames = {"kernel",  "op", "instance", "module",
                                                   "summary", "tc", "family",   "phase",
-                                                  "peaks",   "roofline"};
+                                                  "peaks",   "roofline", "advice", "timemodel"};
   return kNames;
 }
 
@@ -98,6 +100,12 @@ std::string format_quantity(double value, Unit unit) {
   return fmt::format("{}", value);
 }
 
+void column(ReportTable& t, std::string header, Unit unit) {
+  t.headers.push_back(std::move(header));
+  t.units.push_back(unit);
+  t.numeric.push_back(unit != Unit::kText && unit != Unit::kPerRow);
+}
+
 namespace {
 
 // The time a record adds to a report's time columns: a GPU record's duration (kernel or copy);
@@ -127,12 +135,6 @@ std::string pct(double part, double whole) {
   return whole > 0 ? fmt::format("{:.1f}", 100.0 * part / whole) : "na";
 }
 
-// Appends a column: its header, what its cells hold, and whether JSON writes them as numbers.
-void column(ReportTable& t, std::string header, Unit unit) {
-  t.headers.push_back(std::move(header));
-  t.units.push_back(unit);
-  t.numeric.push_back(unit != Unit::kText && unit != Unit::kPerRow);
-}
 
 // Builds one row of `t`: every cell's raw text, and for a rate also its exact value (the raw
 // text keeps 3 or 1 decimals of TFLOP/s or GB/s, too few for a CPU's rate in human units).
@@ -768,6 +770,10 @@ bool build_report(const std::string& name, const ReadResult& data, const ReportO
     out.push_back(peaks_report(data, options.peaks));
   } else if (name == "roofline") {
     for (ReportTable& t : roofline_report(data, options.peaks, options.top)) out.push_back(std::move(t));
+  } else if (name == "advice") {
+    out.push_back(advice_report(data));
+  } else if (name == "timemodel") {
+    for (ReportTable& t : timemodel_report(data, options.top)) out.push_back(std::move(t));
   } else {
     error = "unknown report '" + name + "' (reports: " + report_list_text() + ")";
     return false;

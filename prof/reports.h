@@ -59,6 +59,10 @@ struct ReportTable {
   std::map<std::pair<size_t, size_t>, std::string> human = {};
 };
 
+// Appends a column to `t`: its header, what its cells hold, and whether JSON writes them as
+// numbers (every unit but kText and kPerRow).
+void column(ReportTable& t, std::string header, Unit unit);
+
 struct PeaksFile;  // prof/device_peaks.h
 
 // What reports read beside the records.

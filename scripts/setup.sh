@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-python3}
-APT_PACKAGES=(cmake ninja-build g++ libsqlite3-dev sqlite3 zlib1g-dev libisal-dev libgtest-dev libgmock-dev
+APT_PACKAGES=(cmake ninja-build g++ libsqlite3-dev sqlite3 zlib1g-dev libeigen3-dev libisal-dev libgtest-dev libgmock-dev
               libcli11-dev libfmt-dev libsimdjson-dev clang-format
               chromium chromium-driver)  # the last two: the HTML report's browser tests
 
