@@ -1,1 +1,211 @@
+// Each advice rule fires on a synthetic profile built to trigger it, with the time at stake
+// computed by hand, and stays silent on a clean one.
+#include "prof/advice.h"
+
 #include <gtest/gtest.h>
+
+namespace pyprof::prof {
+namespace {
+
+struct Builder {
+  ReadResult d;
+  int64_t clock = 0;
+  ProfRecord& add(Kind kind, std::string_view op, int64_t ns, int64_t gap = 0) {
+    ProfRecord r;
+    r.kind = kind;
+    r.op = d.strings.intern(op);
+    r.name = d.strings.intern(kind == Kind::kMemcpy ? "[CUDA memcpy HtoD]" : "kernel");
+    clock += gap;
+    r.start = clock;
+    r.duration = r.self_duration = ns;
+    clock += ns;
+    r.dir = Dir::kFprop;
+    d.records.push_back(r);
+    return d.records.back();
+  }
+  const Advice* find(const std::vector<Advice>& v, std::string_view rule) {
+    for (const Advice& a : v)
+      if (a.rule == rule) return &a;
+    return nullptr;
+  }
+};
+
+ProfRecord& gemm(Builder& b, std::string_view dtype, std::string_view shapes, int8_t tc,
+                 int64_t ns) {
+  ProfRecord& r = b.add(Kind::kKernel, "aten::mm", ns);
+  r.tc_eligible = true;
+  r.tc = tc;
+  r.family = b.d.strings.intern("matmul");
+  r.dtype = b.d.strings.intern(dtype);
+  r.shapes = b.d.strings.intern(shapes);
+  return r;
+}
+
+TEST(Advice, Fp32GemmFiresWithDefaultSpeedup) {
+  Builder b;
+  gemm(b, "float32", "[64,128],[128,256]", 0, 80'000);
+  b.add(Kind::kKernel, "aten::relu", 20'000);
+  auto v = advise(b.d);
+  const Advice* a = b.find(v, "fp32-tensor-cores");
+  ASSERT_NE(a, nullptr);
+  // No device in the header: speed-up 8, so 80 µs x (1 - 1/8) = 70 µs at stake.
+  EXPECT_DOUBLE_EQ(a->at_stake_ns, 70'000);
+  EXPECT_NE(a->evidence.find("aten::mm [64,128],[128,256]"), std::string::npos);
+  EXPECT_NE(a->fix.find("allow_tf32 = True"), std::string::npos);
+}
+
+TEST(Advice, TensorCoreGemmIsClean) {
+  Builder b;
+  gemm(b, "float32", "[64,128],[128,256]", 1, 80'000);
+  gemm(b, "float16", "[64,128],[128,256]", 1, 80'000);
+  EXPECT_TRUE(advise(b.d).empty());
+}
+
+TEST(Advice, MisalignedHalfGemmBlamesTheShape) {
+  Builder b;
+  gemm(b, "float16", "[64,100],[100,256]", 0, 50'000);
+  gemm(b, "float16", "[64,128],[128,256]", 0, 50'000);
+  auto v = advise(b.d);
+  const Advice* shape = b.find(v, "shapes-not-aligned");
+  ASSERT_NE(shape, nullptr);
+  EXPECT_DOUBLE_EQ(shape->at_stake_ns, 50'000 * (1 - 1.0 / 8));
+  EXPECT_NE(shape->evidence.find("dim 100"), std::string::npos);
+  const Advice* tc = b.find(v, "tc-not-used");
+  ASSERT_NE(tc, nullptr);  // the aligned one
+  EXPECT_NE(tc->evidence.find("[64,128]"), std::string::npos);
+}
+
+TEST(Advice, IdleAfterItemIsSynchronisation) {
+  Builder b;
+  b.add(Kind::kKernel, "aten::mm", 100'000);
+  ProfRecord& copy = b.add(Kind::kMemcpy, "aten::_local_scalar_dense", 2'000);
+  copy.name = b.d.strings.intern("[CUDA memcpy DtoH]");
+  b.add(Kind::kKernel, "aten::mm", 100'000, 50'000);  // 50 µs idle after the copy
+  auto v = advise(b.d);
+  const Advice* a = b.find(v, "gpu-idle-sync");
+  ASSERT_NE(a, nullptr);
+  EXPECT_DOUBLE_EQ(a->at_stake_ns, 50'000);
+  EXPECT_NE(a->evidence.find("after aten::_local_scalar_dense"), std::string::npos);
+  EXPECT_EQ(b.find(v, "gpu-idle-cpu-bound"), nullptr);
+}
+
+TEST(Advice, IdleCausesLaunchBoundAndCpuBound) {
+  Builder b;
+  for (int i = 0; i < 20; ++i) b.add(Kind::kKernel, "aten::add", 3'000, 5'000);  // tiny kernels
+  b.add(Kind::kKernel, "aten::mm", 100'000, 200'000);  // the CPU was late by 200 µs
+  auto v = advise(b.d);
+  const Advice* launch = b.find(v, "gpu-idle-launch-bound");
+  ASSERT_NE(launch, nullptr);
+  EXPECT_DOUBLE_EQ(launch->at_stake_ns, 19 * 5'000);  // the first gap is before the first kernel
+  const Advice* cpu = b.find(v, "gpu-idle-cpu-bound");
+  ASSERT_NE(cpu, nullptr);
+  EXPECT_DOUBLE_EQ(cpu->at_stake_ns, 200'000);
+  EXPECT_NE(cpu->evidence.find("before aten::mm"), std::string::npos);
+}
+
+TEST(Advice, BusyGpuIsClean) {
+  Builder b;
+  for (int i = 0; i < 20; ++i) b.add(Kind::kKernel, "aten::mm", 50'000, 100);
+  EXPECT_TRUE(advise(b.d).empty());
+}
+
+TEST(Advice, PageableCopies) {
+  Builder b;
+  b.add(Kind::kKernel, "aten::mm", 100'000);
+  ProfRecord& c = b.add(Kind::kMemcpy, "aten::copy_", 40'000);
+  c.src_memory = MemoryKind::kPageable;
+  c.dst_memory = MemoryKind::kDevice;
+  auto v = advise(b.d);
+  const Advice* p = b.find(v, "pageable-copies");
+  ASSERT_NE(p, nullptr);
+  EXPECT_DOUBLE_EQ(p->at_stake_ns, 20'000);
+  const Advice* hd = b.find(v, "host-device-copies");
+  ASSERT_NE(hd, nullptr);
+  EXPECT_DOUBLE_EQ(hd->at_stake_ns, 40'000);
+  c.src_memory = MemoryKind::kPinned;
+  EXPECT_EQ(b.find(advise(b.d), "pageable-copies"), nullptr);
+}
+
+TEST(Advice, BackwardForwardRatio) {
+  Builder b;
+  b.d.cpu_only = true;
+  b.add(Kind::kOp, "aten::conv2d", 10'000);
+  ProfRecord& bw = b.add(Kind::kOp, "aten::conv2d", 50'000);
+  bw.dir = Dir::kBprop;
+  auto v = advise(b.d);
+  const Advice* a = b.find(v, "backward-forward-ratio");
+  ASSERT_NE(a, nullptr);
+  EXPECT_DOUBLE_EQ(a->at_stake_ns, 50'000 - 2 * 10'000);
+  EXPECT_NE(a->evidence.find("aten::conv2d"), std::string::npos);
+  bw.duration = bw.self_duration = 20'000;  // 2x: clean
+  EXPECT_EQ(b.find(advise(b.d), "backward-forward-ratio"), nullptr);
+}
+
+TEST(Advice, GpuRulesSayNothingOnCpuProfiles) {
+  Builder b;
+  b.d.cpu_only = true;
+  ProfRecord& r = gemm(b, "float32", "[64,100],[100,256]", -1, 80'000);
+  r.kind = Kind::kOp;
+  b.add(Kind::kOp, "aten::relu", 20'000, 500'000);
+  for (const Advice& a : advise(b.d)) {
+    EXPECT_EQ(a.rule.find("gpu-"), std::string::npos) << a.rule;
+    EXPECT_NE(a.rule, "fp32-tensor-cores");
+    EXPECT_NE(a.rule, "shapes-not-aligned");
+  }
+}
+
+TEST(Advice, ContiguousAndRepeatedCasts) {
+  Builder b;
+  b.d.cpu_only = true;
+  b.add(Kind::kOp, "aten::mm", 100'000);
+  b.add(Kind::kOp, "aten::contiguous", 10'000);
+  for (int i = 0; i < 3; ++i) {
+    ProfRecord& c = b.add(Kind::kOp, "aten::_to_copy", 6'000);
+    c.shapes = b.d.strings.intern("[64,128]");
+  }
+  auto v = advise(b.d);
+  const Advice* layout = b.find(v, "contiguous-copies");
+  ASSERT_NE(layout, nullptr);
+  EXPECT_DOUBLE_EQ(layout->at_stake_ns, 10'000);
+  const Advice* casts = b.find(v, "dtype-casts");
+  ASSERT_NE(casts, nullptr);
+  EXPECT_DOUBLE_EQ(casts->at_stake_ns, 18'000 - 6'000);  // all but one of the 3
+  EXPECT_NE(casts->evidence.find("[64,128]  x3"), std::string::npos) << casts->evidence;
+}
+
+TEST(Advice, OptimizerWithoutForeach) {
+  Builder b;
+  b.d.cpu_only = true;
+  b.add(Kind::kOp, "aten::mm", 100'000);
+  for (int i = 0; i < 24; ++i) {
+    ProfRecord& r = b.add(Kind::kOp, "aten::add_", 1'000);
+    r.layer = b.d.strings.intern("Optimizer.step#SGD.step");
+  }
+  auto v = advise(b.d);
+  const Advice* a = b.find(v, "optimizer-not-foreach");
+  ASSERT_NE(a, nullptr);
+  EXPECT_DOUBLE_EQ(a->at_stake_ns, 24'000);  // no bytes counted: all of it is per-call cost
+  ProfRecord& f = b.add(Kind::kOp, "aten::_foreach_add_", 1'000);
+  f.layer = b.d.strings.intern("Optimizer.step#SGD.step");
+  EXPECT_EQ(b.find(advise(b.d), "optimizer-not-foreach"), nullptr);
+}
+
+TEST(Advice, SortedByTimeAtStake) {
+  Builder b;
+  b.d.cpu_only = true;
+  b.add(Kind::kOp, "aten::mm", 100'000);
+  b.add(Kind::kOp, "aten::contiguous", 10'000);
+  b.add(Kind::kOp, "aten::clone", 30'000);
+  ProfRecord& d = b.add(Kind::kOp, "aten::add", 40'000);
+  d.layer = b.d.strings.intern("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
+  auto v = advise(b.d);
+  ASSERT_GE(v.size(), 2u);
+  // contiguous-copies (clone + contiguous) and dataloader-wait both hold 40 µs: a stable sort
+  // keeps the rules in the order they run.
+  EXPECT_EQ(v[0].rule, "contiguous-copies");
+  for (size_t i = 1; i < v.size(); ++i) EXPECT_GE(v[i - 1].at_stake_ns, v[i].at_stake_ns);
+  EXPECT_NE(b.find(v, "dataloader-wait"), nullptr);
+}
+
+}  // namespace
+}  // namespace pyprof::prof
