@@ -166,8 +166,9 @@ std::vector<ReportTable> timemodel_report(const ReadResult& data, size_t top) {
       note += std::string(note.empty() ? "" : "; ") + "no byte term (time does not grow with bytes)";
     }
     fits.rows.push_back({f->family, std::to_string(f->points), fmt::format("{:.0f}", f->time_ns),
-                         f->fitted ? number(f->flops_per_second()) : "na",
-                         f->fitted ? number(f->bytes_per_second()) : "na",
+                         // No term (a or b = 0): na, and the note says so (JSON has no inf).
+                         f->fitted && f->ns_per_flop > 0 ? number(f->flops_per_second()) : "na",
+                         f->fitted && f->ns_per_byte > 0 ? number(f->bytes_per_second()) : "na",
                          f->fitted ? fmt::format("{:.0f}", f->fixed_ns) : "na",
                          f->fitted ? number(f->r2) : "na", note});
   }
