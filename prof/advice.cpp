@@ -26,7 +26,8 @@ std::string ns_text(double ns) { return format_quantity(ns, Unit::kTime); }
 // "a (1.2 ms), b (300 µs), c (20 µs)": the 3 keys with the most time.
 std::string top3(const std::map<std::string, double>& by_key, std::string_view what = "") {
   std::vector<std::pair<std::string, double>> v(by_key.begin(), by_key.end());
-  std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::stable_sort(v.begin(), v.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
   std::string out;
   for (size_t i = 0; i < v.size() && i < 3; ++i) {
     out += fmt::format("{}{} ({}{})", i ? "; " : "", v[i].first.empty() ? "(no op)" : v[i].first,
@@ -84,7 +85,8 @@ int64_t misaligned_dim(std::string_view family, std::string_view shapes, int64_t
 }
 
 int64_t alignment_for(std::string_view dtype) {
-  return dtype.find("float8") != std::string_view::npos || dtype.find("int8") != std::string_view::npos
+  return dtype.find("float8") != std::string_view::npos ||
+                 dtype.find("int8") != std::string_view::npos
              ? 16
              : 8;
 }
@@ -144,8 +146,9 @@ class Advisor {
     backward_forward();
     copies_of_tensors();
     dataloader();
-    std::stable_sort(out_.begin(), out_.end(),
-                     [](const Advice& a, const Advice& b) { return a.at_stake_ns > b.at_stake_ns; });
+    std::stable_sort(out_.begin(), out_.end(), [](const Advice& a, const Advice& b) {
+      return a.at_stake_ns > b.at_stake_ns;
+    });
     return out_;
   }
 
@@ -229,7 +232,7 @@ class Advisor {
     const int64_t first = gpu.front()->start;
     int64_t busy_end = gpu.front()->start + gpu.front()->duration;
     const ProfRecord* last = gpu.front();  // the record whose end is busy_end
-    double idle[3] = {0, 0, 0};           // sync, launch-bound, cpu-bound
+    double idle[3] = {0, 0, 0};            // sync, launch-bound, cpu-bound
     std::map<std::string, double> ev[3];
     int64_t short_kernels = 0, kernels = 0;
     for (const ProfRecord* r : gpu) {
@@ -243,9 +246,7 @@ class Advisor {
         bool sync = (last->kind == Kind::kMemcpy &&
                      data_.strings.get(last->name).find("DtoH") != std::string_view::npos) ||
                     before == "aten::_local_scalar_dense" || before == "aten::item";
-        int cause = sync                                                             ? 0
-                    : last->duration < kShortKernelNs && gap < kShortKernelNs ? 1
-                                                                                     : 2;
+        int cause = sync ? 0 : last->duration < kShortKernelNs && gap < kShortKernelNs ? 1 : 2;
         idle[cause] += gap;
         ev[cause][cause == 2 ? "before " + op_name(data_, *r) : "after " + before] += gap;
       }
@@ -280,7 +281,8 @@ class Advisor {
       add("gpu-idle-cpu-bound",
           fmt::format("The GPU sat idle {} ({} of the GPU span) waiting for the CPU to launch the "
                       "next work (gaps of {} or more).",
-                      ns_text(idle[2]), idle_share(idle[2]), ns_text(static_cast<double>(kShortKernelNs))),
+                      ns_text(idle[2]), idle_share(idle[2]),
+                      ns_text(static_cast<double>(kShortKernelNs))),
           idle[2], top3(ev[2]),
           "move CPU work out of the step (data preparation into DataLoader workers), or overlap "
           "it: torch.compile, CUDA graphs, a larger batch");
@@ -309,8 +311,8 @@ class Advisor {
     }
     if (share(hd) >= kMinShare) {
       add("host-device-copies",
-          fmt::format("Host-device copies took {} ({} of GPU time).", ns_text(hd), pct(hd)),
-          hd, top3(hd_ev),
+          fmt::format("Host-device copies took {} ({} of GPU time).", ns_text(hd), pct(hd)), hd,
+          top3(hd_ev),
           "keep tensors on the GPU across steps; load batches with pin_memory=True and "
           "copy with .to(device, non_blocking=True) so that the copy overlaps compute");
     }
@@ -329,7 +331,8 @@ class Advisor {
   void optimizer() {
     double best_rate = 0;  // bytes per ns: the profile's best achieved bandwidth
     for (const ProfRecord& r : data_.records) {
-      if (counted_time(r) > 0) best_rate = std::max(best_rate, r.bytes / static_cast<double>(counted_time(r)));
+      if (counted_time(r) > 0)
+        best_rate = std::max(best_rate, r.bytes / static_cast<double>(counted_time(r)));
     }
     int64_t per_param = 0, fused = 0;
     double time = 0, stake = 0;
@@ -414,7 +417,8 @@ class Advisor {
       // CPU: the outermost call, with its callees' time (the copy runs in aten::copy_).
       double t = static_cast<double>(r.duration);
       if (is_cast(r) && !(cpu_ && inside_match(data_, r, is_cast))) {
-        auto& c = casts[fmt::format("{} {}", data_.strings.get(r.shapes), data_.strings.get(r.dtype))];
+        auto& c =
+            casts[fmt::format("{} {}", data_.strings.get(r.shapes), data_.strings.get(r.dtype))];
         ++c.first;
         c.second += t;
       } else if (is_layout_copy(r) && !(cpu_ && inside_match(data_, r, is_layout_copy))) {
@@ -495,8 +499,7 @@ ReportTable advice_report(const ReadResult& data) {
   column(t, "Fix", Unit::kText);
   for (const Advice& a : advise(data)) {
     t.rows.push_back({a.rule, a.finding, fmt::format("{:.0f}", a.at_stake_ns),
-                      fmt::format("{:.1f}", a.percent),
-                      a.evidence, a.fix});
+                      fmt::format("{:.1f}", a.percent), a.evidence, a.fix});
   }
   return t;
 }

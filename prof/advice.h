@@ -12,8 +12,8 @@
 namespace pyprof::prof {
 
 struct Advice {
-  std::string rule;      // id, e.g. "fp32-gemm-tf32"
-  std::string finding;   // one sentence with numbers
+  std::string rule;     // id, e.g. "fp32-gemm-tf32"
+  std::string finding;  // one sentence with numbers
   double at_stake_ns = 0;
   // at_stake_ns over the profile's wall time: the GPU span (first GPU start to last end), or
   // on a CPU-only profile the ops' total self time.

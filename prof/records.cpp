@@ -407,12 +407,12 @@ Kind kind_of(std::string_view kind) {
 }
 
 MemoryKind memory_kind_of(std::string_view kind) {
-  return kind.empty()            ? MemoryKind::kUnknown
-         : kind == "pageable"    ? MemoryKind::kPageable
-         : kind == "pinned"      ? MemoryKind::kPinned
-         : kind == "device"      ? MemoryKind::kDevice
-         : kind == "managed"     ? MemoryKind::kManaged
-                                 : MemoryKind::kOther;
+  return kind.empty()         ? MemoryKind::kUnknown
+         : kind == "pageable" ? MemoryKind::kPageable
+         : kind == "pinned"   ? MemoryKind::kPinned
+         : kind == "device"   ? MemoryKind::kDevice
+         : kind == "managed"  ? MemoryKind::kManaged
+                              : MemoryKind::kOther;
 }
 
 Dir dir_of(std::string_view dir) {

@@ -145,8 +145,9 @@ std::string number(double v) {
 std::vector<ReportTable> timemodel_report(const ReadResult& data, size_t top) {
   TimeModel model = fit_time_model(data);
   ReportTable fits;
-  fits.title = data.cpu_only ? "time model per op family (counted ops: time ≈ FLOPs/P + bytes/B + c)"
-                             : "time model per op family (counted kernels: time ≈ FLOPs/P + bytes/B + c)";
+  fits.title = data.cpu_only
+                   ? "time model per op family (counted ops: time ≈ FLOPs/P + bytes/B + c)"
+                   : "time model per op family (counted kernels: time ≈ FLOPs/P + bytes/B + c)";
   column(fits, "Family", Unit::kText);
   column(fits, "Points", Unit::kCount);
   column(fits, "Time(ns)", Unit::kTime);
@@ -163,7 +164,8 @@ std::vector<ReportTable> timemodel_report(const ReadResult& data, size_t top) {
     std::string note = f->reason;
     if (f->fitted && f->ns_per_flop == 0) note = "no FLOP term (time does not grow with FLOPs)";
     if (f->fitted && f->ns_per_byte == 0) {
-      note += std::string(note.empty() ? "" : "; ") + "no byte term (time does not grow with bytes)";
+      note +=
+          std::string(note.empty() ? "" : "; ") + "no byte term (time does not grow with bytes)";
     }
     fits.rows.push_back({f->family, std::to_string(f->points), fmt::format("{:.0f}", f->time_ns),
                          // No term (a or b = 0): na, and the note says so (JSON has no inf).
@@ -198,7 +200,8 @@ std::vector<ReportTable> timemodel_report(const ReadResult& data, size_t top) {
     if (!p || *p <= 0) continue;
     double actual = static_cast<double>(counted_time(r));
     double ratio = actual / *p;
-    if ((ratio > 2 || ratio < 0.5) && std::fabs(actual - *p) >= min_excess) rows.push_back({&r, *p});
+    if ((ratio > 2 || ratio < 0.5) && std::fabs(actual - *p) >= min_excess)
+      rows.push_back({&r, *p});
   }
   auto excess = [](const Far& f) {
     return std::fabs(static_cast<double>(counted_time(*f.r)) - f.predicted);
@@ -208,12 +211,11 @@ std::vector<ReportTable> timemodel_report(const ReadResult& data, size_t top) {
   if (top > 0 && rows.size() > top) rows.resize(top);
   for (const Far& f : rows) {
     double actual = static_cast<double>(counted_time(*f.r));
-    far.rows.push_back({std::string(data.strings.get(f.r->family)),
-                        std::string(data.strings.get(f.r->op)),
-                        std::string(data.strings.get(f.r->name)),
-                        std::string(data.strings.get(f.r->shapes)), fmt::format("{:.0f}", actual),
-                        fmt::format("{:.0f}", f.predicted), number(actual / f.predicted),
-                        fmt::format("{:.0f}", actual - f.predicted)});
+    far.rows.push_back(
+        {std::string(data.strings.get(f.r->family)), std::string(data.strings.get(f.r->op)),
+         std::string(data.strings.get(f.r->name)), std::string(data.strings.get(f.r->shapes)),
+         fmt::format("{:.0f}", actual), fmt::format("{:.0f}", f.predicted),
+         number(actual / f.predicted), fmt::format("{:.0f}", actual - f.predicted)});
   }
   return {fits, far};
 }

@@ -22,14 +22,14 @@ inline constexpr int64_t kMinFitPoints = 6;
 
 struct FamilyFit {
   std::string family;
-  int64_t points = 0;          // the counted records fitted
-  bool fitted = false;         // false: `reason` says why not
-  std::string reason;          // why there is no fit ("" when fitted)
-  double ns_per_flop = 0;      // a >= 0
-  double ns_per_byte = 0;      // b >= 0
-  double fixed_ns = 0;         // c >= 0
-  double r2 = 0;               // 1 - SS_res/SS_tot on the points; NaN when all times are equal
-  double time_ns = 0;          // the points' total time
+  int64_t points = 0;      // the counted records fitted
+  bool fitted = false;     // false: `reason` says why not
+  std::string reason;      // why there is no fit ("" when fitted)
+  double ns_per_flop = 0;  // a >= 0
+  double ns_per_byte = 0;  // b >= 0
+  double fixed_ns = 0;     // c >= 0
+  double r2 = 0;           // 1 - SS_res/SS_tot on the points; NaN when all times are equal
+  double time_ns = 0;      // the points' total time
   // 1/a, 1/b in per-second units; infinity when the term is 0 (time does not grow with it).
   double flops_per_second() const;
   double bytes_per_second() const;

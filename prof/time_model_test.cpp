@@ -76,8 +76,8 @@ TEST(TimeModel, FlagsFarPoints) {
   ReadResult d;
   for (int i = 1; i <= 12; ++i) {
     double flops = 1e9 * i, bytes = 1e6 * ((i * 7) % 5 + 1);
-    d.records.push_back(point(d, "matmul", flops, bytes,
-                              static_cast<int64_t>(flops * 1e-5 + bytes * 1e-3 + 2000)));
+    d.records.push_back(
+        point(d, "matmul", flops, bytes, static_cast<int64_t>(flops * 1e-5 + bytes * 1e-3 + 2000)));
   }
   d.records[5].duration *= 10;  // one slow call
   auto tables = timemodel_report(d);
