@@ -16,6 +16,7 @@
 #include "common/terminal_text.h"
 #include "models/op_model.h"
 #include "prof/device_peaks.h"
+#include "prof/iterations.h"
 #include "prof/records.h"
 #include "prof/reports.h"
 #include "prof/table.h"
@@ -73,7 +74,7 @@ int main(int argc, char** argv) {
       "reports. Conventions: a multiply-add is 2 FLOPs; bytes are the ideal DRAM traffic "
       "(docs/ops.md).",
       "pyprof prof"};
-  std::string input = "-", columns, reports, formats = "text", output;
+  std::string input = "-", columns, reports, formats = "text", output, error_text;
   int width = 0, depth = 0;
   bool csv = false, json = false, no_tf32 = false, raw = false;
   app.add_option("dict", input, "parse output (JSON Lines); - or nothing: standard input");
@@ -103,6 +104,13 @@ int main(int argc, char** argv) {
   app.add_option("--peaks", peaks_path,
                  "reports peaks, roofline: a JSON peaks file that adds or overrides device "
                  "peaks (datasheet) or adds measured roofs (docs/peaks.md)");
+  std::string iterations;
+  app.add_option("--iterations", iterations,
+                 "which of the profile's iterations (steps parse detected) every report and the "
+                 "table cover: A:B, A:, :B or N (step indices, negative from the end, as a Python "
+                 "slice), or all (every record); default: all but a warm-up step 0 (over 1.25x "
+                 "the median of the others, with 3 steps or more); records outside the selected "
+                 "steps are left out (docs/prof.md, Iterations)");
   app.add_flag("--no-tf32", no_tf32, "fp32 GEMMs and convolutions are not Tensor Core eligible");
   std::string explain_tc;
   app.add_option("--explain-tc", explain_tc,
@@ -139,6 +147,11 @@ int main(int argc, char** argv) {
   }
   if ((csv ? 1 : 0) + (json ? 1 : 0) + (width > 0 ? 1 : 0) > 1) {
     return fail("--csv, --json and -w are mutually exclusive", 2);
+  }
+  IterationRequest iteration_request;
+  if (app.count("--iterations") &&
+      !parse_iteration_request(iterations, iteration_request, error_text)) {
+    return fail(error_text, 2);
   }
   std::vector<std::string> report_list = split(reports);
   std::vector<std::string> format_list = split(formats);
@@ -190,6 +203,7 @@ int main(int argc, char** argv) {
   if (in != stdin) std::fclose(in);
   if (!ok) return fail((input == "-" ? std::string("standard input") : input) + ": " + error, 1);
   assign_costs(data);
+  if (!select_iterations(data, iteration_request, error)) return fail(error, 2);
   // Warnings quote the trace's names, whatever bytes the profiled program wrote: escaped, so
   // that none reaches the terminal as a control sequence.
   for (const std::string& w : data.warnings) {
@@ -197,6 +211,10 @@ int main(int argc, char** argv) {
   }
   if (data.skipped_lines > 0) {
     fmt::print(stderr, "pyprof prof: warning: {} unreadable lines skipped\n", data.skipped_lines);
+  }
+  // Every number below covers the selected iterations only: said once, where a person sees it.
+  if (std::string note = iteration_note(data); !note.empty()) {
+    fmt::print(stderr, "pyprof prof: note: {}\n", pyprof::terminal_safe(note));
   }
 
   // The outputs, each written under a temporary name (common/output_file.h). exit() below

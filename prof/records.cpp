@@ -109,6 +109,13 @@ struct Fields {
   std::string layer;                // user ranges joined by ':'
   std::string trace;                // legacy trace frames joined by ','
   std::vector<DevicePeak> devices;  // header only
+  // The header's `iterations` (docs/formats.md §3) when it is well formed, else why not.
+  bool has_iterations = false;
+  Iterations iterations;
+  std::string iterations_problem;
+  // A record's `step`: kNoStep when absent, kBadStep when not an integer.
+  int64_t step = kNoStep;
+  static constexpr int64_t kNoStep = -1, kBadStep = -2;
 };
 
 // FLOPs per clock per SM of an architecture's densest dense Tensor Core mode (FP4/FP8/INT8
@@ -165,6 +172,105 @@ DevicePeak read_device(od::object o) {
               max_flops_per_clock_per_sm(major, minor);
   }
   return d;
+}
+
+// The header's `iterations` object into f.iterations; a problem (a missing or mistyped key,
+// indices not 0..N-1, steps out of time order or overlapping) is said in f.iterations_problem,
+// and prof then reads the profile as one without iterations.
+void read_iterations(od::value v, Fields& f) {
+  f.has_iterations = true;
+  Iterations& it = f.iterations;
+  std::string& problem = f.iterations_problem;
+  od::object o;
+  if (v.get_object().get(o) != simdjson::SUCCESS) {
+    problem = "not an object";
+    return;
+  }
+  int64_t count = -1;
+  bool steps_seen = false;
+  for (auto field : o) {
+    std::string_view key;
+    if (field.unescaped_key().get(key) != simdjson::SUCCESS) {
+      problem = "unreadable key";
+      return;
+    }
+    od::value value = field.value();
+    std::string_view text;
+    if (key == "rule" || key == "range") {
+      if (value.get_string().get(text) != simdjson::SUCCESS) {
+        problem = fmt::format("`{}` is not a string", key);
+        return;
+      }
+      (key == "rule" ? it.rule : it.range) = text;
+    } else if (key == "count") {
+      if (value.get_int64().get(count) != simdjson::SUCCESS) {
+        problem = "`count` is not an integer";
+        return;
+      }
+    } else if (key == "steps") {
+      steps_seen = true;
+      od::array a;
+      if (value.get_array().get(a) != simdjson::SUCCESS) {
+        problem = "`steps` is not an array";
+        return;
+      }
+      for (auto e : a) {
+        od::object so;
+        if (e.get_object().get(so) != simdjson::SUCCESS) {
+          problem = fmt::format("step {} is not an object", it.steps.size());
+          return;
+        }
+        Step step;
+        int64_t index = -1;
+        bool has_start = false, has_end = false;
+        for (auto sf : so) {
+          std::string_view k;
+          if (sf.unescaped_key().get(k) != simdjson::SUCCESS) break;
+          od::value sv = sf.value();
+          if (k == "index") {
+            if (sv.get_int64().get(index) != simdjson::SUCCESS) index = -1;
+          } else if (k == "name") {
+            if (sv.get_string().get(text) == simdjson::SUCCESS) step.name = text;
+          } else if (k == "start") {
+            has_start = sv.get_int64().get(step.start) == simdjson::SUCCESS;
+          } else if (k == "end") {
+            has_end = sv.get_int64().get(step.end) == simdjson::SUCCESS;
+          }
+        }
+        const size_t i = it.steps.size();
+        if (index != static_cast<int64_t>(i)) {
+          problem = fmt::format("step {} has index {} (expected 0..N-1 in order)", i, index);
+          return;
+        }
+        if (!has_start || !has_end || step.start < 0 || step.end < step.start ||
+            step.end > kMaxRecordStart) {
+          problem = fmt::format("step {} has no credible span [start, end)", i);
+          return;
+        }
+        if (i > 0 && step.start < it.steps.back().end) {
+          problem = fmt::format(
+              "step {} starts before step {} ends (steps must be in time "
+              "order and not overlap)",
+              i, i - 1);
+          return;
+        }
+        step.index = static_cast<int32_t>(i);
+        if (step.name.empty()) step.name = fmt::format("step {}", i);
+        it.steps.push_back(std::move(step));
+        if (it.steps.size() > (size_t{1} << 30)) {
+          problem = "more than 2^30 steps";
+          return;
+        }
+      }
+    }
+  }
+  if (!steps_seen || it.steps.empty()) {
+    problem = "no `steps`";
+  } else if (count >= 0 && count != static_cast<int64_t>(it.steps.size())) {
+    problem = fmt::format("`count` {} but {} steps", count, it.steps.size());
+  } else if (it.rule.empty()) {
+    problem = "no `rule`";
+  }
 }
 
 void read_xyz(od::value v, int32_t out[3]) {
@@ -269,6 +375,8 @@ bool read_object_fields(od::object o, Fields& f) {
           num(f.instance);
         else if (key == "id")
           num(f.id);
+        else if (key == "iterations")
+          read_iterations(v, f);
         break;
       case 'k':
         if (key == "kind") str(f.kind);
@@ -332,6 +440,10 @@ bool read_object_fields(od::object o, Fields& f) {
           str(f.source);
         else if (key == "src_kind")
           str(f.src_kind);
+        else if (key == "step") {
+          int64_t x;
+          f.step = v.get_int64().get(x) == simdjson::SUCCESS && x >= 0 ? x : Fields::kBadStep;
+        }
         break;
       case 't':
         if (key == "tid")
@@ -387,6 +499,14 @@ void read_header(const Fields& f, ReadResult& out) {
   out.cpu_only = f.records == "op";
   out.source = std::string(f.source);
   out.devices = f.devices;
+  out.iterations = {};
+  if (!f.has_iterations) return;
+  if (!f.iterations_problem.empty()) {
+    out.warnings.push_back("header: `iterations` is malformed (" + f.iterations_problem +
+                           "): ignored, the reports cover every record");
+    return;
+  }
+  out.iterations = f.iterations;
 }
 
 // Counts line `out.lines` as unreadable; warns about the first few.
@@ -761,6 +881,9 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
   TimeChecker times;
   std::vector<CpuOp> cpu_ops;
   bool header_seen = false;
+  // Records whose `step` names no step of the header's iterations: outside every step.
+  ProblemTally bad_steps;
+  bool iterations_ignored = false;  // the header's were malformed (warned): no record has a step
   while (lines.next()) {
     out.lines = lines.number();
     if (!read_line_fields(parser, lines.padded(), f)) {
@@ -769,6 +892,7 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
     }
     if (f.header) {
       read_header(f, out);
+      iterations_ignored = f.has_iterations && !f.iterations_problem.empty();
       header_seen = true;
       continue;
     }
@@ -783,6 +907,15 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
     f.line = out.lines;
     ProfRecord r = make_record(f, out.records.size(), out.strings);
     times.check(f, r);
+    if (f.step != Fields::kNoStep && !iterations_ignored) {
+      if (f.step >= 0 && f.step < static_cast<int64_t>(out.iterations.steps.size())) {
+        r.step = static_cast<int32_t>(f.step);
+      } else {
+        bad_steps.note(
+            f.line, f.name,
+            f.step == Fields::kBadStep ? "not a step index" : fmt::format("step {}", f.step));
+      }
+    }
     if (r.kind == Kind::kOp) {
       cpu_ops.push_back({static_cast<int32_t>(out.records.size()), f.pid, f.id, f.parent_id});
     }
@@ -793,6 +926,13 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
   link_cpu_parents(cpu_ops, out.records);
   coster.warn_about_problems(out);
   times.warn(out);
+  if (bad_steps.records > 0) {
+    out.warnings.push_back(fmt::format(
+        "{} with a `step` that names no step of the header's {} iterations (first: line {}, {}: "
+        "{}): read as outside every step",
+        count_of(bad_steps.records, "record"), out.iterations.steps.size(), bad_steps.first_line,
+        bad_steps.first_name, bad_steps.first_detail));
+  }
   if (!header_seen) {
     error = out.lines == 0 ? "empty input (expected the output of `pyprof parse`)"
                            : "no pyprof_dict header (is this the output of `pyprof parse`?)";

@@ -60,6 +60,9 @@ struct ProfRecord {
   int64_t instance = 0;
   int64_t fwd_instance = 0;  // bprop: parse's instance number of the forward op
   int32_t parent = -1;       // CPU records: index of the op record this one runs inside
+  // The iteration (ReadResult::iterations.steps index) whose span holds the record's CPU-side
+  // start (net.dict `step`, docs/formats.md §3); -1: outside every step, or no iterations.
+  int32_t step = -1;
   int64_t bytes_moved = -1;  // memcpy / memset size
   double flops = 0;          // this record's share of its op instance's FLOPs
   double bytes = 0;          // and of its bytes
@@ -120,6 +123,44 @@ inline constexpr int64_t kMaxRecordDuration = int64_t{1} << 50;
 inline constexpr int64_t kMaxRecordStart = int64_t{1} << 62;
 inline constexpr int64_t kMaxTotalTime = int64_t{1} << 62;
 
+// One iteration of the header's `iterations` (docs/formats.md §3): its span [start, end) in the
+// records' timebase (ns).
+struct Step {
+  int32_t index = 0;  // 0..N-1, in time order
+  std::string name;   // "ProfilerStep#12", "step 3"
+  int64_t start = 0;
+  int64_t end = 0;
+};
+
+// What a step held, from its records before any selection (prof/iterations.h): the `iteration`
+// report's columns and the steady-state figures.
+struct StepStats {
+  int64_t records = 0;
+  int64_t wall = 0;      // end - start of the step's span
+  int64_t gpu_busy = 0;  // union of its kernel, copy and memset intervals (GPU profiles)
+  int64_t forward = 0, backward = 0, optimizer = 0;  // report time by phase (reports.h)
+  int64_t kernels = 0;  // kernel records (GPU) or op records (CPU-only profiles)
+  double flops = 0;     // counted FLOPs
+};
+
+// How a step stands in the reports after prof's selection (prof/iterations.h).
+enum class StepState : uint8_t { kSelected, kLeftOut, kWarmUp };
+
+// The header's `iterations` and prof's selection of them. Empty steps: no iterations.
+struct Iterations {
+  std::string rule;   // profiler_step, step_range, user_range, optimizer_step, module_forward
+  std::string range;  // the range name or pattern the rule used
+  std::vector<Step> steps;
+  // Set by select_iterations (prof/iterations.h); until then every step is selected and no
+  // record left out.
+  std::vector<StepStats> stats;   // per step, from all records (before the selection)
+  std::vector<StepState> state;   // per step
+  bool selection_active = false;  // records outside the selected steps left the reports
+  std::string selection;          // what the reports cover: "1:6", "all", "2"
+  int64_t records_left_out = 0;   // records outside the selected steps (or outside every step)
+  int64_t warm_up_wall = 0, warm_up_median = 0;  // the warm-up rule's figures, when it fired
+};
+
 struct ReadResult {
   std::vector<ProfRecord> records;
   Strings strings;
@@ -133,6 +174,7 @@ struct ReadResult {
   // is: whoever prints them passes them through terminal_safe() (common/terminal_text.h).
   std::vector<std::string> warnings;
   std::string source;
+  Iterations iterations;  // the header's; empty steps when it has none
 };
 
 struct ReadOptions {

@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "prof/advice.h"
+#include "prof/iterations.h"
 #include "prof/roofline.h"
 #include "prof/time_model.h"
 #include "prof/table.h"
@@ -18,9 +19,9 @@
 namespace pyprof::prof {
 
 const std::vector<std::string>& report_names() {
-  static const std::vector<std::string> kNames = {"kernel",  "op", "instance", "module",
-                                                  "summary", "tc", "family",   "phase",
-                                                  "peaks",   "roofline", "advice", "timemodel"};
+  static const std::vector<std::string> kNames = {
+      "kernel", "op",    "instance", "module",   "summary",   "tc",       "family",
+      "phase",  "peaks", "roofline", "iteration", "advice", "timemodel"};
   return kNames;
 }
 
@@ -68,6 +69,11 @@ std::string scaled(double value, std::initializer_list<const char*> names) {
 
 }  // namespace
 
+std::string raw_rate_text(double v, int decimals) {
+  if (v != 0 && std::abs(v) < 0.1) return fmt::format("{:.3g}", v);
+  return fmt::format("{:.{}f}", v, decimals);
+}
+
 std::string format_quantity(double value, Unit unit) {
   if (std::isnan(value)) return "na";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
@@ -110,9 +116,7 @@ namespace {
 
 // The time a record adds to a report's time columns: a GPU record's duration (kernel or copy);
 // a CPU op's self time, so that the ops' times add up to the profile.
-int64_t time_of(const ProfRecord& r, bool cpu_only) {
-  return cpu_only ? r.self_duration : r.duration;
-}
+int64_t time_of(const ProfRecord& r, bool cpu_only) { return report_time(r, cpu_only); }
 
 const char* dir_name(Dir d) {
   return d == Dir::kFprop ? "fprop" : d == Dir::kBprop ? "bprop" : "-";
@@ -122,14 +126,8 @@ std::string num(double v) { return fmt::format("{:.0f}", v); }
 // FLOPs per ns / 1e3: TFLOP/s; bytes per ns: GB/s.
 double tflops(double flops, int64_t ns) { return flops / static_cast<double>(ns) / 1e3; }
 double gbps(double bytes, int64_t ns) { return bytes / static_cast<double>(ns); }
-// Raw rate text (CSV, JSON, --raw): 3 decimals, or 3 significant digits below 0.1, so that a
-// CPU's rate (0.000638 TFLOP/s) is not rounded away to 0.000 or 0.001.
-std::string rate_text(double v, int decimals) {
-  if (v != 0 && std::abs(v) < 0.1) return fmt::format("{:.3g}", v);
-  return fmt::format("{:.{}f}", v, decimals);
-}
 std::string rate(double flops, int64_t ns) {
-  return ns > 0 ? rate_text(tflops(flops, ns), 3) : "na";
+  return ns > 0 ? raw_rate_text(tflops(flops, ns), 3) : "na";
 }
 std::string pct(double part, double whole) {
   return whole > 0 ? fmt::format("{:.1f}", 100.0 * part / whole) : "na";
@@ -153,7 +151,7 @@ class Row {
   }
   Row& byte_rate(double bytes, int64_t ns) {
     if (ns > 0) t_.exact[{t_.rows.size(), cells_.size()}] = gbps(bytes, ns);
-    return text(ns > 0 ? rate_text(gbps(bytes, ns), 1) : "na");
+    return text(ns > 0 ? raw_rate_text(gbps(bytes, ns), 1) : "na");
   }
   Row& percent(double part, double whole) { return text(pct(part, whole)); }
   void end() { t_.rows.push_back(std::move(cells_)); }
@@ -605,6 +603,10 @@ ReportTable summary_report(const ReadResult& data) {
     row("records with an impossible time (out of totals)", std::to_string(data.bad_time),
         Unit::kCount);
   }
+  for (const SummaryRow& it : iteration_summary_rows(data)) {
+    if (!it.human.empty()) t.human[{t.rows.size(), 1}] = it.human;
+    row(it.metric, it.value, it.unit);
+  }
   // The top ops by their time column (CPU: self time; GPU: kernel and copy time).
   ReportTable ops = op_report(data);
   for (size_t i = 0; i < ops.rows.size() && i < 10; ++i) {
@@ -701,9 +703,22 @@ bool names_optimizer_range(std::string_view layer) {
          layer.find("Optimizer.zero_grad#") != std::string_view::npos;
 }
 
-// Time by training phase, always the four rows in this order: optimizer (inside torch.optim's
-// step or zero_grad ranges, or an op of the optim family), else backward (bprop), forward
-// (fprop), other (records outside ops).
+}  // namespace
+
+Phase PhaseOf::operator()(const ProfRecord& r) {
+  auto [it, added] = optimizer_layer_.try_emplace(r.layer, false);
+  if (added) it->second = names_optimizer_range(strings_.get(r.layer));
+  bool optimizer = it->second || (r.modeled && strings_.get(r.family) == "optim");
+  return optimizer              ? Phase::kOptimizer
+         : r.dir == Dir::kBprop ? Phase::kBackward
+         : r.dir == Dir::kFprop ? Phase::kForward
+                                : Phase::kOther;
+}
+
+namespace {
+
+// Time by training phase (PhaseOf), always the four rows in this order: forward, backward,
+// optimizer, other.
 ReportTable phase_report(const ReadResult& data) {
   const bool cpu = data.cpu_only;
   ReportTable t;
@@ -716,16 +731,10 @@ ReportTable phase_report(const ReadResult& data) {
   column(t, "TFLOP/s", Unit::kFlopRate);
   enum { kForward, kBackward, kOptimizer, kOther };
   Agg phases[4];
-  std::unordered_map<uint32_t, bool> optimizer_layer;  // per layer string: names torch.optim's
+  PhaseOf phase_of(data.strings);
   int64_t total = 0;
   for (const ProfRecord& r : data.records) {
-    auto [it, added] = optimizer_layer.try_emplace(r.layer, false);
-    if (added) it->second = names_optimizer_range(data.strings.get(r.layer));
-    bool optimizer = it->second || (r.modeled && data.strings.get(r.family) == "optim");
-    int phase = optimizer              ? kOptimizer
-                : r.dir == Dir::kBprop ? kBackward
-                : r.dir == Dir::kFprop ? kForward
-                                       : kOther;
+    int phase = static_cast<int>(phase_of(r));
     int64_t time = time_of(r, cpu);
     total += time;
     phases[phase].add(r, time);
@@ -768,8 +777,11 @@ bool build_report(const std::string& name, const ReadResult& data, const ReportO
     out.push_back(phase_report(data));
   } else if (name == "peaks") {
     out.push_back(peaks_report(data, options.peaks));
+  } else if (name == "iteration") {
+    for (ReportTable& t : iteration_report(data)) out.push_back(std::move(t));
   } else if (name == "roofline") {
-    for (ReportTable& t : roofline_report(data, options.peaks, options.top)) out.push_back(std::move(t));
+    for (ReportTable& t : roofline_report(data, options.peaks, options.top))
+      out.push_back(std::move(t));
   } else if (name == "advice") {
     out.push_back(advice_report(data));
   } else if (name == "timemodel") {

@@ -1,12 +1,14 @@
 // DLProf-style reports over prof's records: kernel, op (per op type), instance (per op
 // instance), module (rolled up the module tree), summary, tc (Tensor Core use of eligible ops),
-// family (time by op family), phase (forward, backward, optimizer, other).
+// family (time by op family), phase (forward, backward, optimizer, other), iteration (per step,
+// prof/iterations.h).
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/output_file.h"
@@ -39,6 +41,9 @@ enum class Unit : uint8_t {
 // integers, counts with thousands separators. kFlopRate takes TFLOP/s and kByteRate GB/s (the
 // raw cells' units). NaN: "na".
 std::string format_quantity(double value, Unit unit);
+// A rate's raw text (CSV, JSON, --raw): `decimals` decimals, or 3 significant digits below 0.1,
+// so that a CPU's rate (0.000638 TFLOP/s) is not rounded away to 0.000 or 0.001.
+std::string raw_rate_text(double value, int decimals);
 
 // A report's rows before rendering.
 struct ReportTable {
@@ -72,6 +77,26 @@ struct ReportOptions {
   // instance, kernel, roofline's op instances: only the `top` rows with the most time (0: all).
   // A profile of a million kernels has as many op instances: a page or a reader wants the top.
   size_t top = 0;
+};
+
+// The time a record adds to a report's time columns: a GPU record's duration (kernel or copy);
+// a CPU op's self time, so that the ops' times add up to the profile.
+inline int64_t report_time(const ProfRecord& r, bool cpu_only) {
+  return cpu_only ? r.self_duration : r.duration;
+}
+
+// The training phase of a record, the phase report's rule: optimizer (inside torch.optim's step
+// or zero_grad ranges, or an op of the optim family), else backward (bprop), forward (fprop),
+// other (records outside ops). Shared by the phase and iteration reports.
+enum class Phase : uint8_t { kForward, kBackward, kOptimizer, kOther };
+class PhaseOf {
+ public:
+  explicit PhaseOf(const Strings& strings) : strings_(strings) {}
+  Phase operator()(const ProfRecord& r);
+
+ private:
+  const Strings& strings_;
+  std::unordered_map<uint32_t, bool> optimizer_layer_;  // per layer string: names torch.optim's
 };
 
 // The report names prof knows.

@@ -16,7 +16,7 @@ commands:
             (pyprof parse DB [-o FILE]; also python -m pyprof.parse DB > net.dict)
   prof      FLOPs, bytes, Tensor Core use per kernel or op, and reports
             (pyprof prof [--csv|--json|--parquet|-w N] [-c COLS] [--report op,module,...]
-            [--formats text,csv,json,parquet] net.dict)
+            [--formats text,csv,json,parquet] [--iterations A:B|all] net.dict)
   report    one self-contained HTML page: headline figures, roofline, time breakdowns,
             sortable tables (pyprof report INPUT [-o net.html] [--peaks FILE])
   export    a Chrome / Perfetto trace of ops, modules, user ranges, kernels and their flows

@@ -1,0 +1,450 @@
+#include "prof/iterations.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+namespace pyprof::prof {
+
+namespace {
+
+bool parse_index(std::string_view text, int64_t& out) {
+  if (text.empty()) return false;
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  auto [end, ec] = std::from_chars(first, last, out);
+  return ec == std::errc() && end == last;
+}
+
+// A slice bound resolved as Python does for a sequence of `count` items.
+int64_t clamp_bound(int64_t bound, int64_t count) {
+  if (bound < 0) return std::max<int64_t>(bound + count, 0);
+  return std::min(bound, count);
+}
+
+bool is_gpu_activity(const ProfRecord& r) {
+  return r.kind == Kind::kKernel || r.kind == Kind::kMemcpy || r.kind == Kind::kMemset;
+}
+
+// The length of the union of [start, end) intervals (streams overlap).
+int64_t union_length(std::vector<std::pair<int64_t, int64_t>>& intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  int64_t total = 0, cur_start = 0, cur_end = std::numeric_limits<int64_t>::min();
+  for (const auto& [s, e] : intervals) {
+    if (s > cur_end) {
+      if (cur_end > cur_start) total += cur_end - cur_start;
+      cur_start = s;
+      cur_end = e;
+    } else {
+      cur_end = std::max(cur_end, e);
+    }
+  }
+  if (!intervals.empty() && cur_end > cur_start) total += cur_end - cur_start;
+  return total;
+}
+
+// Raw rate text as the other reports write it (raw_rate_text); "na" without time.
+std::string rate_text(double tflops) {
+  return std::isnan(tflops) ? "na" : raw_rate_text(tflops, 3);
+}
+
+// FLOPs over ns in TFLOP/s; NaN without time.
+double tflops_of(double flops, int64_t ns) {
+  return ns > 0 ? flops / static_cast<double>(ns) / 1e3 : std::nan("");
+}
+
+double busy_percent(const StepStats& s) {
+  return s.wall > 0 ? 100.0 * static_cast<double>(s.gpu_busy) / static_cast<double>(s.wall)
+                    : std::nan("");
+}
+
+const char* state_text(StepState s) {
+  return s == StepState::kSelected ? "yes" : s == StepState::kWarmUp ? "warm-up" : "no";
+}
+
+std::vector<double> selected_samples(const ReadResult& data,
+                                     const std::function<double(const StepStats&)>& value) {
+  const Iterations& it = data.iterations;
+  std::vector<double> out;
+  for (size_t i = 0; i < it.stats.size(); ++i) {
+    if (i < it.state.size() && it.state[i] != StepState::kSelected) continue;
+    double v = value(it.stats[i]);
+    if (!std::isnan(v)) out.push_back(v);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool parse_iteration_request(std::string_view text, IterationRequest& out, std::string& error) {
+  out = IterationRequest{};
+  out.text = text;
+  if (text == "all") {
+    out.mode = IterationRequest::Mode::kAll;
+    return true;
+  }
+  auto bad = [&] {
+    error = fmt::format(
+        "--iterations '{}': expected A:B, A:, :B, N (step indices, negative from the end, as a "
+        "Python slice) or all",
+        text);
+    return false;
+  };
+  size_t colon = text.find(':');
+  if (colon == std::string_view::npos) {
+    int64_t n = 0;
+    if (!parse_index(text, n)) return bad();
+    out.mode = IterationRequest::Mode::kSingle;
+    out.begin = n;
+    return true;
+  }
+  std::string_view a = text.substr(0, colon), b = text.substr(colon + 1);
+  if (b.find(':') != std::string_view::npos) return bad();
+  int64_t n = 0;
+  if (!a.empty()) {
+    if (!parse_index(a, n)) return bad();
+    out.begin = n;
+  }
+  if (!b.empty()) {
+    if (!parse_index(b, n)) return bad();
+    out.end = n;
+  }
+  out.mode = IterationRequest::Mode::kSlice;
+  return true;
+}
+
+bool resolve_iteration_request(const IterationRequest& request, int64_t count, int64_t& begin,
+                               int64_t& end, std::string& error) {
+  begin = 0;
+  end = count;
+  if (request.mode == IterationRequest::Mode::kSingle) {
+    int64_t i = *request.begin < 0 ? *request.begin + count : *request.begin;
+    if (i < 0 || i >= count) {
+      error = fmt::format("--iterations {}: the profile has {} iterations (0..{})", request.text,
+                          count, count - 1);
+      return false;
+    }
+    begin = i;
+    end = i + 1;
+  } else if (request.mode == IterationRequest::Mode::kSlice) {
+    begin = request.begin ? clamp_bound(*request.begin, count) : 0;
+    end = request.end ? clamp_bound(*request.end, count) : count;
+    if (begin >= end) {
+      error = fmt::format("--iterations {}: selects none of the profile's {} iterations (0..{})",
+                          request.text, count, count - 1);
+      return false;
+    }
+  }
+  return true;
+}
+
+WarmUp detect_warm_up(const std::vector<int64_t>& walls) {
+  WarmUp w;
+  if (walls.size() < kMinStepsForWarmUp) return w;
+  std::vector<int64_t> others(walls.begin() + 1, walls.end());
+  std::sort(others.begin(), others.end());
+  size_t n = others.size();
+  // The median; of an even count the mean of the middle two (rounded down: ns).
+  w.median = n % 2 ? others[n / 2] : others[n / 2 - 1] + (others[n / 2] - others[n / 2 - 1]) / 2;
+  w.wall = walls[0];
+  w.detected =
+      w.median > 0 && static_cast<double>(w.wall) > kWarmUpFactor * static_cast<double>(w.median);
+  return w;
+}
+
+std::vector<StepStats> step_stats(const ReadResult& data) {
+  const std::vector<Step>& steps = data.iterations.steps;
+  std::vector<StepStats> stats(steps.size());
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> busy(data.cpu_only ? 0 : steps.size());
+  PhaseOf phase_of(data.strings);
+  for (const ProfRecord& r : data.records) {
+    if (r.step < 0 || static_cast<size_t>(r.step) >= steps.size()) continue;
+    StepStats& s = stats[r.step];
+    ++s.records;
+    int64_t time = report_time(r, data.cpu_only);
+    switch (phase_of(r)) {
+      case Phase::kForward:
+        s.forward += time;
+        break;
+      case Phase::kBackward:
+        s.backward += time;
+        break;
+      case Phase::kOptimizer:
+        s.optimizer += time;
+        break;
+      case Phase::kOther:
+        break;
+    }
+    if (data.cpu_only ? r.kind == Kind::kOp : r.kind == Kind::kKernel) ++s.kernels;
+    if (r.counted) s.flops += r.flops;
+    // GPU work launched in the step, wherever it ran: a record without a credible time has no
+    // place on the time line.
+    if (!data.cpu_only && is_gpu_activity(r) && !r.bad_time) {
+      busy[r.step].emplace_back(r.start, r.start + r.duration);
+    }
+  }
+  for (size_t i = 0; i < steps.size(); ++i) {
+    stats[i].wall = steps[i].end - steps[i].start;
+    if (!data.cpu_only) stats[i].gpu_busy = union_length(busy[i]);
+  }
+  return stats;
+}
+
+bool select_iterations(ReadResult& data, const IterationRequest& request, std::string& error) {
+  Iterations& it = data.iterations;
+  const int64_t count = static_cast<int64_t>(it.steps.size());
+  it.state.assign(it.steps.size(), StepState::kSelected);
+  it.selection_active = false;
+  it.records_left_out = 0;
+  it.warm_up_wall = it.warm_up_median = 0;
+  if (count == 0) {
+    it.selection = "all";
+    if (request.mode == IterationRequest::Mode::kSlice ||
+        request.mode == IterationRequest::Mode::kSingle) {
+      data.warnings.push_back("--iterations " + request.text +
+                              ": the profile has no iterations (parse detected no steps): the "
+                              "reports cover every record");
+    }
+    return true;
+  }
+  it.stats = step_stats(data);
+  int64_t begin = 0, end = count;
+  if (!resolve_iteration_request(request, count, begin, end, error)) return false;
+  if (request.mode == IterationRequest::Mode::kDefault) {
+    std::vector<int64_t> walls;
+    for (const StepStats& s : it.stats) walls.push_back(s.wall);
+    WarmUp w = detect_warm_up(walls);
+    if (w.detected) {
+      it.state[0] = StepState::kWarmUp;
+      it.warm_up_wall = w.wall;
+      it.warm_up_median = w.median;
+      begin = 1;
+      it.selection_active = true;
+    }
+  } else if (request.mode != IterationRequest::Mode::kAll) {
+    for (int64_t i = 0; i < count; ++i) {
+      if (i < begin || i >= end) it.state[i] = StepState::kLeftOut;
+    }
+    it.selection_active = true;
+  }
+  it.selection = request.mode == IterationRequest::Mode::kAll ? "all"
+                 : end - begin == 1                           ? std::to_string(begin)
+                                                              : fmt::format("{}:{}", begin, end);
+  if (!it.selection_active) return true;
+
+  // Keep the records of the selected steps, renumbering the CPU parent links.
+  std::vector<int32_t> new_index(data.records.size(), -1);
+  size_t kept = 0;
+  for (size_t i = 0; i < data.records.size(); ++i) {
+    const ProfRecord& r = data.records[i];
+    bool keep = r.step >= 0 && it.state[r.step] == StepState::kSelected;
+    if (!keep) continue;
+    new_index[i] = static_cast<int32_t>(kept);
+    if (kept != i) data.records[kept] = r;
+    ++kept;
+  }
+  it.records_left_out = static_cast<int64_t>(data.records.size() - kept);
+  data.records.resize(kept);
+  data.above_peak = data.bad_time = 0;
+  for (ProfRecord& r : data.records) {
+    if (r.parent >= 0) r.parent = new_index[r.parent];
+    data.above_peak += r.above_peak ? 1 : 0;
+    data.bad_time += r.bad_time ? 1 : 0;
+  }
+  return true;
+}
+
+std::string iteration_note(const ReadResult& data) {
+  const Iterations& it = data.iterations;
+  if (!it.selection_active) return "";
+  std::string note = fmt::format("iterations: {} by {} ({}); reports cover {}", it.steps.size(),
+                                 it.rule, it.range, it.selection);
+  if (!it.state.empty() && it.state[0] == StepState::kWarmUp) {
+    note += fmt::format(
+        " (step 0 left out as warm-up: {} against a median of {}; "
+        "--iterations all keeps it)",
+        format_quantity(static_cast<double>(it.warm_up_wall), Unit::kTime),
+        format_quantity(static_cast<double>(it.warm_up_median), Unit::kTime));
+  }
+  note += fmt::format("; {} record{} outside them left out", it.records_left_out,
+                      it.records_left_out == 1 ? "" : "s");
+  return note;
+}
+
+Spread spread_of(std::vector<double> samples) {
+  Spread s;
+  s.n = samples.size();
+  if (samples.empty()) {
+    s.median = s.min = s.max = s.q1 = s.q3 = std::nan("");
+    return s;
+  }
+  std::sort(samples.begin(), samples.end());
+  auto quantile = [&](double q) {
+    double pos = q * static_cast<double>(samples.size() - 1);
+    size_t lo = static_cast<size_t>(std::floor(pos));
+    size_t hi = std::min(lo + 1, samples.size() - 1);
+    return samples[lo] + (pos - static_cast<double>(lo)) * (samples[hi] - samples[lo]);
+  };
+  s.min = samples.front();
+  s.max = samples.back();
+  s.median = quantile(0.5);
+  s.q1 = quantile(0.25);
+  s.q3 = quantile(0.75);
+  return s;
+}
+
+std::vector<ReportTable> iteration_report(const ReadResult& data) {
+  const Iterations& it = data.iterations;
+  const bool cpu = data.cpu_only;
+  // Figures from before the selection (select_iterations); computed here when it did not run.
+  std::vector<StepStats> computed;
+  const std::vector<StepStats>& stats =
+      it.stats.size() == it.steps.size() ? it.stats : (computed = step_stats(data));
+  ReportTable steps;
+  steps.title = it.steps.empty()
+                    ? "iterations (none: parse detected no steps)"
+                    : fmt::format("iterations ({} by {}: {}; reports cover {})", it.steps.size(),
+                                  it.rule, it.range, it.selection.empty() ? "all" : it.selection);
+  column(steps, "Step", Unit::kCount);
+  column(steps, "Name", Unit::kText);
+  column(steps, "Selected", Unit::kText);
+  column(steps, "Start(ns)", Unit::kTime);
+  column(steps, "Wall(ns)", Unit::kTime);
+  if (!cpu) {
+    column(steps, "GPU busy(ns)", Unit::kTime);
+    column(steps, "GPU idle(ns)", Unit::kTime);
+  }
+  column(steps, "Forward(ns)", Unit::kTime);
+  column(steps, "Backward(ns)", Unit::kTime);
+  column(steps, "Optimizer(ns)", Unit::kTime);
+  column(steps, cpu ? "Ops" : "Kernels", Unit::kCount);
+  column(steps, "FLOPs(FMA=2)", Unit::kFlops);
+  column(steps, "TFLOP/s", Unit::kFlopRate);
+  for (size_t i = 0; i < it.steps.size(); ++i) {
+    const Step& step = it.steps[i];
+    const StepStats& s = stats[i];
+    std::vector<std::string> row = {
+        std::to_string(step.index), step.name,
+        state_text(i < it.state.size() ? it.state[i] : StepState::kSelected),
+        std::to_string(step.start), std::to_string(s.wall)};
+    if (!cpu) {
+      row.push_back(std::to_string(s.gpu_busy));
+      // GPU work launched in the step may run past its end (the GPU behind the CPU): then its
+      // busy time exceeds the span and the step has no idle time.
+      row.push_back(std::to_string(std::max<int64_t>(s.wall - s.gpu_busy, 0)));
+    }
+    row.push_back(std::to_string(s.forward));
+    row.push_back(std::to_string(s.backward));
+    row.push_back(std::to_string(s.optimizer));
+    row.push_back(std::to_string(s.kernels));
+    row.push_back(fmt::format("{:.0f}", s.flops));
+    double rate = tflops_of(s.flops, s.wall);
+    if (!std::isnan(rate)) steps.exact[{steps.rows.size(), row.size()}] = rate;
+    row.push_back(rate_text(rate));
+    steps.rows.push_back(std::move(row));
+  }
+
+  ReportTable steady;
+  size_t selected = 0;
+  for (size_t i = 0; i < it.steps.size(); ++i) {
+    selected += i >= it.state.size() || it.state[i] == StepState::kSelected ? 1 : 0;
+  }
+  steady.title = fmt::format("steady state over the selected iterations ({} of {})", selected,
+                             it.steps.size());
+  column(steady, "Metric", Unit::kText);
+  for (const char* h : {"Median", "Min", "Max", "Q1", "Q3", "IQR"})
+    column(steady, h, Unit::kPerRow);
+  // Quantities, so that JSON writes them as numbers ("na" as null).
+  std::fill(steady.numeric.begin() + 1, steady.numeric.end(), true);
+  auto add = [&](std::string metric, Unit unit, const std::vector<double>& samples) {
+    Spread s = spread_of(samples);
+    std::vector<std::string> row = {std::move(metric)};
+    for (double v : {s.median, s.min, s.max, s.q1, s.q3, s.iqr()}) {
+      if (unit == Unit::kFlopRate) {
+        if (!std::isnan(v)) steady.exact[{steady.rows.size(), row.size()}] = v;
+        row.push_back(rate_text(v));
+      } else if (std::isnan(v)) {
+        row.push_back("na");
+      } else {
+        row.push_back(unit == Unit::kPercent ? fmt::format("{:.1f}", v) : fmt::format("{:.0f}", v));
+      }
+    }
+    steady.rows.push_back(std::move(row));
+    steady.row_units.push_back(unit);
+  };
+  if (!it.steps.empty()) {
+    add("wall time (ns)", Unit::kTime,
+        selected_samples(data, [](const StepStats& s) { return static_cast<double>(s.wall); }));
+    if (!cpu) add("GPU busy %", Unit::kPercent, selected_samples(data, busy_percent));
+    add("TFLOP/s (over wall time)", Unit::kFlopRate,
+        selected_samples(data, [](const StepStats& s) { return tflops_of(s.flops, s.wall); }));
+  }
+  return {steps, steady};
+}
+
+std::vector<SummaryRow> iteration_summary_rows(const ReadResult& data) {
+  const Iterations& it = data.iterations;
+  std::vector<SummaryRow> rows;
+  if (it.steps.empty()) return rows;
+  rows.push_back({"iterations", fmt::format("{} by {} ({})", it.steps.size(), it.rule, it.range),
+                  Unit::kText, ""});
+  SummaryRow cover{"iterations in the reports", it.selection.empty() ? "all" : it.selection,
+                   Unit::kText, ""};
+  if (!it.state.empty() && it.state[0] == StepState::kWarmUp) {
+    std::string why =
+        " (step 0 left out as warm-up: {} against a median of {}; --iterations all "
+        "keeps it)";
+    cover.human = cover.value +
+                  fmt::format(fmt::runtime(why),
+                              format_quantity(static_cast<double>(it.warm_up_wall), Unit::kTime),
+                              format_quantity(static_cast<double>(it.warm_up_median), Unit::kTime));
+    cover.value += fmt::format(fmt::runtime(why), fmt::format("{} ns", it.warm_up_wall),
+                               fmt::format("{} ns", it.warm_up_median));
+  }
+  rows.push_back(cover);
+  if (it.selection_active) {
+    rows.push_back({"records outside the selected iterations (left out)",
+                    std::to_string(it.records_left_out), Unit::kCount, ""});
+  }
+  std::vector<double> walls =
+      selected_samples(data, [](const StepStats& s) { return static_cast<double>(s.wall); });
+  if (it.stats.size() != it.steps.size()) {  // select_iterations did not run: every step
+    walls.clear();
+    for (const Step& s : it.steps) walls.push_back(static_cast<double>(s.end - s.start));
+  }
+  Spread s = spread_of(walls);
+  rows.push_back({"step time median (ns)", fmt::format("{:.0f}", s.median), Unit::kTime, ""});
+  rows.push_back({"step time min (ns)", fmt::format("{:.0f}", s.min), Unit::kTime, ""});
+  rows.push_back({"step time max (ns)", fmt::format("{:.0f}", s.max), Unit::kTime, ""});
+  rows.push_back({"step time IQR (ns)", fmt::format("{:.0f}", s.iqr()), Unit::kTime, ""});
+  return rows;
+}
+
+std::vector<double> per_step_samples(const ReadResult& data,
+                                     const std::function<bool(const ProfRecord&)>& keep,
+                                     const std::function<double(const ProfRecord&)>& value) {
+  const Iterations& it = data.iterations;
+  std::vector<double> sums(it.steps.size(), 0.0);
+  for (const ProfRecord& r : data.records) {
+    if (r.step < 0 || static_cast<size_t>(r.step) >= sums.size() || !keep(r)) continue;
+    sums[r.step] += value(r);
+  }
+  std::vector<double> out;
+  for (size_t i = 0; i < sums.size(); ++i) {
+    if (i < it.state.size() && it.state[i] != StepState::kSelected) continue;
+    out.push_back(sums[i]);
+  }
+  return out;
+}
+
+std::vector<double> per_step_time(const ReadResult& data,
+                                  const std::function<bool(const ProfRecord&)>& keep) {
+  const bool cpu = data.cpu_only;
+  return per_step_samples(
+      data, keep, [cpu](const ProfRecord& r) { return static_cast<double>(report_time(r, cpu)); });
+}
+
+}  // namespace pyprof::prof
