@@ -280,3 +280,11 @@ def test_one_forward_is_no_loop(captures):
     assert records and "iterations" not in header
     assert not any("step" in r for r in records)
     assert "iterations: none detected" in stderr
+
+
+def test_help_names_the_option_and_the_rules():
+    res = testlib.run_tool(testlib.PARSE, "--help")
+    assert res.returncode == 0
+    text = " ".join(res.stdout.split())
+    assert "--step-range NAME" in text
+    assert "ProfilerStep#N" in text and "Optimizer.step#" in text
