@@ -274,6 +274,24 @@ def test_forward_only_loop_uses_the_module_forward(captures):
     assert 'iterations: 4 (repeating outermost module forward "MLP"' in stderr
 
 
+def test_profiler_steps_in_a_pyprof_capture(captures):
+    """torch.profiler running under pyprof: its ProfilerStep#N RecordFunction scopes are in the
+    database as pyprof markers, and win over the optimizer's scopes."""
+    db = loop_capture(captures, "profiler")
+    header, records, stderr = testlib.parse(db)
+    steps = [r for r in read_ranges(db)
+             if r.marker is not None and PROFILER_STEP.match(r.marker.get("op", ""))]
+    # prof.step() after the last step opens one more, closed when the profiler exits.
+    assert [r.marker["op"] for r in steps] == [f"ProfilerStep#{i}" for i in range(4)]
+    it = header["iterations"]
+    assert (it["rule"], it["count"]) == ("profiler_step", 4)
+    assert [(s["name"], s["start"], s["end"]) for s in it["steps"]] == \
+        [(r.marker["op"], r.start, r.end) for r in steps]
+    check_steps_contract(header, records)
+    assert per_step_counts(records) == oracle_counts(records, [(r.start, r.end) for r in steps])
+    assert "iterations: 4 (ProfilerStep#N ranges)" in stderr
+
+
 def test_one_forward_is_no_loop(captures):
     db = loop_capture(captures, "once")
     header, records, stderr = testlib.parse(db)

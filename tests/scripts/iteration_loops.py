@@ -10,6 +10,8 @@ LOOP:
              scope, Optimizer.step#SGD.step)
   forward    forward-only calls under torch.no_grad: the module_forward rule
   once       one forward call (inference with one outer range): no iterations
+  profiler   training steps under torch.profiler with a schedule (CPU activity), prof.step()
+             after each: its ProfilerStep#N RecordFunction ranges, the profiler_step rule
 """
 
 import argparse
@@ -30,7 +32,7 @@ import pyprof  # noqa: E402
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--loop", choices=("step", "batch", "optimizer", "forward", "once"),
+    parser.add_argument("--loop", choices=("step", "batch", "optimizer", "forward", "once", "profiler"),
                         required=True)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--model", choices=models.MODELS, default="mlp")
@@ -45,6 +47,14 @@ def main():
         with torch.no_grad():
             for _ in range(1 if args.loop == "once" else args.steps):
                 model(x)
+    elif args.loop == "profiler":
+        from torch.profiler import ProfilerActivity, profile, schedule
+        with profile(activities=[ProfilerActivity.CPU],
+                     schedule=schedule(wait=0, warmup=0, active=args.steps),
+                     on_trace_ready=lambda prof: None) as prof:
+            for _ in range(args.steps):
+                models.train_step(model, optimizer, x, target)
+                prof.step()
     else:
         for i in range(args.steps):
             if args.loop == "step":
