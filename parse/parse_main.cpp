@@ -23,6 +23,7 @@
 #include "common/output_file.h"
 #include "common/terminal_text.h"
 #include "parse/correlate.h"
+#include "parse/iterations.h"
 #include "parse/json_stream.h"
 #include "parse/kineto_reader.h"
 #include "parse/nsys_reader.h"
@@ -67,7 +68,8 @@ double percent(int64_t part, int64_t whole) {
 }
 
 void print_summary(const std::string& path, const Trace& trace, const Correlation& corr,
-                   const RecordWriter& writer) {
+                   const RecordWriter& writer, const Iterations& iterations,
+                   const std::string& step_range) {
   const ReadStats& s = trace.stats;
   const CorrelationStats& c = corr.stats;
   // Everything from the file (version, metadata, warning examples) is terminal_safe.
@@ -127,6 +129,8 @@ void print_summary(const std::string& path, const Trace& trace, const Correlatio
                by_dialect[static_cast<int>(Dialect::kUser)], s.malformed_markers,
                s.ranges_unclosed);
   }
+  fmt::print(stderr, "  iterations: {}\n",
+             terminal_safe(iteration_summary(iterations, step_range)));
   if (!s.capture_stats.empty()) {
     std::string line;  // zero counters say nothing; the full set is in PYPROF_COLLECTOR_STATS
     for (const auto& [name, value] : s.capture_stats) {
@@ -183,7 +187,8 @@ std::string file_head(const std::string& path) {
   return std::string(head, static_cast<size_t>(in.gcount()));
 }
 
-int run(const std::string& path, const std::string& output, bool quiet, bool ranges) {
+int run(const std::string& path, const std::string& output, bool quiet, bool ranges,
+        const std::string& step_range) {
   PhaseTimer timer;
   SqliteDb db;
   std::string error;
@@ -229,6 +234,8 @@ int run(const std::string& path, const std::string& output, bool quiet, bool ran
   timer.lap("read");
   Correlation& corr = *new Correlation(correlate(trace));
   timer.lap("correlate");
+  const Iterations iterations = detect_iterations(trace, corr, step_range);
+  timer.lap("iterations");
 
   // Written under a temporary name and renamed when complete (common/output_file.h): a
   // failed run leaves no cut-short net.dict that looks whole, and an older one intact.
@@ -241,6 +248,7 @@ int run(const std::string& path, const std::string& output, bool quiet, bool ran
   std::setvbuf(out.stream(), out_buffer, _IOFBF, sizeof out_buffer);
   RecordWriter writer(out.stream(), trace, corr, *reader);
   writer.set_write_ranges(ranges);
+  writer.set_iterations(&iterations);
   if (!writer.write(path)) out.fail(errno);
   if (!out.finish(error)) {
     // The reader closed the pipe (`pyprof parse DB | head`): end quietly, like other tools.
@@ -249,7 +257,7 @@ int run(const std::string& path, const std::string& output, bool quiet, bool ran
     return 1;
   }
   timer.lap("write");
-  if (!quiet) print_summary(path, trace, corr, writer);
+  if (!quiet) print_summary(path, trace, corr, writer, iterations, step_range);
   return 0;
 }
 
@@ -275,7 +283,7 @@ std::string stem_of_trace(const std::string& name) {
 // Expands folders (their *.json / *.json.gz files, by name) and checks the outputs: one input
 // writes to -o FILE or standard output; several need -o DIR.
 int run_all(const std::vector<std::string>& inputs, const std::string& output, bool quiet,
-            bool ranges) {
+            bool ranges, const std::string& step_range) {
   namespace fs = std::filesystem;
   std::vector<std::string> files;
   for (const std::string& input : inputs) {
@@ -306,7 +314,7 @@ int run_all(const std::vector<std::string>& inputs, const std::string& output, b
     files.insert(files.end(), found.begin(), found.end());
   }
   if (files.size() == 1 && !(inputs.size() == 1 && fs::is_directory(inputs[0]))) {
-    return run(files[0], output, quiet, ranges);
+    return run(files[0], output, quiet, ranges, step_range);
   }
   if (output.empty() || output == "-") {
     fmt::print(stderr,
@@ -334,7 +342,7 @@ int run_all(const std::vector<std::string>& inputs, const std::string& output, b
     }
     written.push_back(name);
     const std::string target = (fs::path(output) / name).string();
-    int code = run(file, target, quiet, ranges);
+    int code = run(file, target, quiet, ranges, step_range);
     if (code == pyprof::kBrokenPipeExitStatus) return code;
     if (code != 0) status = 1;
     if (!quiet && code == 0) fmt::print(stderr, "  -> {}\n", target);
@@ -370,6 +378,14 @@ int main(int argc, char** argv) {
                "also write the spans of the trace's ranges (ops, backward nodes, modules, user "
                "ranges) as \"kind\":\"range\" lines after the records, for `pyprof export` "
                "(docs/formats.md §3.1)");
+  std::string step_range;
+  app.add_option("--step-range", step_range,
+                 "the user ranges that are the program's iterations: ranges named NAME, or NAME "
+                 "followed by a number (\"step\", \"step 3\", \"step#3\", \"step_3\"); "
+                 "without it, torch.profiler's ProfilerStep#N ranges, else ranges named step / "
+                 "iteration / iter / train_step (numbered or not), else Optimizer.step# scopes, "
+                 "else the repeating outermost module forward (docs/formats.md §3)")
+      ->option_text("NAME");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -378,9 +394,15 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "pyprof parse: error: {}\nRun with --help for usage.\n", e.what());
     return 2;
   }
+  if (app.count("--step-range") > 0 && step_range.empty()) {
+    fmt::print(
+        stderr,
+        "pyprof parse: error: --step-range needs a range name\nRun with --help for usage.\n");
+    return 2;
+  }
   int code = 1;
   try {
-    code = pyprof::parse::run_all(inputs, output, quiet, ranges);
+    code = pyprof::parse::run_all(inputs, output, quiet, ranges, step_range);
   } catch (const std::bad_alloc&) {
     // A trace whose records do not fit the memory the process may use (ulimit -v, a cgroup).
     fmt::print(stderr,

@@ -22,12 +22,11 @@ const char* dialect_name(Dialect d) {
   return "user";
 }
 
-
 namespace {
 constexpr const char* kCopyKindNames[] = {"unknown", "HtoD",     "DtoH",     "HtoA",    "AtoH",
                                           "AtoA",    "AtoD",     "DtoA",     "DtoD",    "HtoH",
                                           "PtoP",    "UVM HtoD", "UVM DtoH", "UVM DtoD"};
-constexpr const char* kMemKindNames[] = {"pageable", "pinned",        "device",        "array",
+constexpr const char* kMemKindNames[] = {"pageable", "pinned",        "device",         "array",
                                          "managed",  "device_static", "managed_static", "unknown"};
 }  // namespace
 
@@ -70,7 +69,8 @@ const char* range_kind_name(MarkerKind kind) {
 }
 
 Dialect dialect_of_name(std::string_view name) {
-  for (Dialect d : {Dialect::kPyprof, Dialect::kEmitNvtx, Dialect::kLegacyPyprof, Dialect::kKineto}) {
+  for (Dialect d :
+       {Dialect::kPyprof, Dialect::kEmitNvtx, Dialect::kLegacyPyprof, Dialect::kKineto}) {
     if (name == dialect_name(d)) return d;
   }
   return Dialect::kUser;
@@ -293,7 +293,42 @@ void RecordWriter::write_header_object(JsonWriter& w, const std::string& source)
     }
     w.end_array();
   }
+  if (iterations_ && !iterations_->steps.empty()) {
+    w.raw_key("iterations");
+    w.begin_object();
+    w.raw_key("rule");
+    w.trusted_string(iteration_rule_name(iterations_->rule));
+    w.raw_key("range");
+    w.string(iterations_->range);
+    w.raw_key("count");
+    w.integer(static_cast<int64_t>(iterations_->steps.size()));
+    w.raw_key("steps");
+    w.begin_array();
+    for (size_t i = 0; i < iterations_->steps.size(); ++i) {
+      const IterationStep& step = iterations_->steps[i];
+      w.begin_object();
+      w.raw_key("index");
+      w.integer(static_cast<int64_t>(i));
+      w.raw_key("name");
+      w.string(step.name);
+      w.raw_key("start");
+      w.integer(step.start);
+      w.raw_key("end");
+      w.integer(step.end);
+      w.end_object();
+    }
+    w.end_array();
+    w.end_object();
+  }
   w.end_object();
+}
+
+void RecordWriter::write_step(JsonWriter& w, size_t k) {
+  if (!iterations_ || iterations_->steps.empty()) return;
+  const int32_t step = iterations_->step_at(record_time(trace_, corr_, k));
+  if (step < 0) return;
+  w.raw_key("step");
+  w.integer(step);
 }
 
 void RecordWriter::write_attribution(JsonWriter& w, const Attribution& a) {
@@ -407,7 +442,7 @@ void RecordWriter::write_attribution(JsonWriter& w, const Attribution& a) {
   }
 }
 
-void RecordWriter::write_activity(int32_t index, const Attribution& a) {
+void RecordWriter::write_activity(size_t k, int32_t index, const Attribution& a) {
   const GpuActivity& act = trace_.activities[index];
   {
     // Each record is built in its own small buffer: a JsonWriter grows (and zero-fills) the
@@ -495,6 +530,7 @@ void RecordWriter::write_activity(int32_t index, const Attribution& a) {
       w.raw_key("tid");
       w.null();
     }
+    write_step(w, k);
     write_attribution(w, a);
     write_user_ranges(w, a);
     w.end_object();
@@ -502,7 +538,7 @@ void RecordWriter::write_activity(int32_t index, const Attribution& a) {
   end_record();
 }
 
-void RecordWriter::write_op_instance(int32_t index, const Attribution& a) {
+void RecordWriter::write_op_instance(size_t k, int32_t index, const Attribution& a) {
   const RangeRecord& r = trace_.ranges[index];
   {
     JsonWriter w(record_, kNoTruncation, 0);
@@ -542,6 +578,7 @@ void RecordWriter::write_op_instance(int32_t index, const Attribution& a) {
       w.raw_key("parent_id");
       w.integer(trace_.ranges[outer].op_id);
     }
+    write_step(w, k);
     write_attribution(w, a);
     write_user_ranges(w, a);
     w.end_object();
@@ -680,9 +717,9 @@ bool RecordWriter::write(const std::string& source) {
   bool ok = true;
   for (size_t k = 0; ok && k < corr_.order.size(); ++k) {
     if (corr_.cpu_only) {
-      write_op_instance(corr_.order[k], corr_.attributions[k]);
+      write_op_instance(k, corr_.order[k], corr_.attributions[k]);
     } else {
-      write_activity(corr_.order[k], corr_.attributions[k]);
+      write_activity(k, corr_.order[k], corr_.attributions[k]);
     }
     if (buffer_.size() >= kFlushBytes) ok = flush();
   }

@@ -11,6 +11,7 @@
 
 #include "common/json_writer.h"
 #include "parse/correlate.h"
+#include "parse/iterations.h"
 #include "parse/trace.h"
 
 namespace pyprof::parse {
@@ -71,6 +72,9 @@ class RecordWriter {
   // its span, thread, parent and what its marker said (docs/formats.md §3.1), and CPU op records
   // get `"range"`: the id of their own range. For `pyprof export`.
   void set_write_ranges(bool on) { write_ranges_ = on; }
+  // Detected iterations: the header's `iterations` and each record's `step` (docs/formats.md
+  // §3). Null or none detected: neither is written.
+  void set_iterations(const Iterations* iterations) { iterations_ = iterations; }
 
  private:
   void write_header(const std::string& source);
@@ -78,9 +82,11 @@ class RecordWriter {
   void write_user_ranges(JsonWriter& w, const Attribution& a);
   // Appends the finished record and a newline to the output buffer.
   void end_record();
-  void write_activity(int32_t index, const Attribution& a);
-  void write_op_instance(int32_t index, const Attribution& a);
+  void write_activity(size_t k, int32_t index, const Attribution& a);
+  void write_op_instance(size_t k, int32_t index, const Attribution& a);
   void write_attribution(JsonWriter& w, const Attribution& a);
+  // `"step": i` for record `k` of Correlation::order, when it falls in a step.
+  void write_step(JsonWriter& w, size_t k);
   void write_range(int32_t index, int32_t forward_op);
   bool write_range_lines();
   // The decoded args of range `index` (its message fetched again from the database).
@@ -102,6 +108,7 @@ class RecordWriter {
   int next_slot_ = 0;
   int64_t args_unavailable_ = 0;
   bool write_ranges_ = false;
+  const Iterations* iterations_ = nullptr;
   std::vector<int32_t> chain_;
   std::vector<std::string> escaped_;  // pool id -> quoted, escaped JSON string
 };
