@@ -30,7 +30,6 @@ Run with -rP (or -s) to see the fractions each test prints.
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import json
 import os
@@ -43,7 +42,9 @@ import pytest
 
 import pyprof_db
 import testlib
-from pyprof_db import PUSH_POP, Range
+from cuda_capture import (Capture, OpRanges, api_name, kernel_name, launch_calls, percent,
+                          pid_tid, read_capture, rows)
+from pyprof_db import PUSH_POP
 
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
@@ -54,22 +55,8 @@ pytestmark = pytest.mark.needs_build
 
 ROOT = testlib.ROOT
 TRAIN = os.path.join(ROOT, "examples", "train.py")
-PID_MASK = 0xFFFFFFFFFF000000  # globalTid -> globalPid (tid bits cleared)
 MODELS = ("resnet_block", "transformer")  # the CNN and the Transformer layer (small sizes)
 STEPS = 3
-
-
-@dataclasses.dataclass
-class Capture:
-    """What one database holds, read with sqlite3 only."""
-    path: str
-    tables: set
-    strings: dict  # StringIds
-    meta: dict  # META_DATA_CAPTURE
-    stats: dict  # PYPROF_COLLECTOR_STATS
-    kernels: list  # CUPTI_ACTIVITY_KIND_KERNEL rows as dicts
-    runtime: list  # CUPTI_ACTIVITY_KIND_RUNTIME rows as dicts
-    ranges: list  # NVTX rows (pyprof_db.Range)
 
 
 @dataclasses.dataclass
@@ -79,31 +66,6 @@ class Run:
     result: subprocess.CompletedProcess
     wall_ns: int  # the whole `pyprof profile` run, an upper bound of every session-relative time
     cap: Capture
-
-
-def rows(con, table):
-    cur = con.execute(f"SELECT * FROM {table}")
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, row)) for row in cur]
-
-
-def read_capture(path) -> Capture:
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-
-        def table(name):
-            return rows(con, name) if name in tables else []
-
-        strings = {r["id"]: r["value"] for r in table("StringIds")}
-        meta = {r["name"]: r["value"] for r in table("META_DATA_CAPTURE")}
-        stats = {r["name"]: r["value"] for r in table("PYPROF_COLLECTOR_STATS")}
-        kernels = table("CUPTI_ACTIVITY_KIND_KERNEL")
-        runtime = table("CUPTI_ACTIVITY_KIND_RUNTIME")
-    finally:
-        con.close()
-    return Capture(str(path), tables, strings, meta, stats, kernels, runtime,
-                   pyprof_db.read_ranges(str(path)))
 
 
 def describe(res: subprocess.CompletedProcess) -> str:
@@ -127,81 +89,15 @@ def require_cuda_trace(run: Run) -> None:
     """Every check below needs kernels: say plainly why there are none."""
     cap = run.cap
     trace = cap.meta.get("PYPROF_CUDA_TRACE")
-    assert trace == "on", (f"{run.db}: META_DATA_CAPTURE PYPROF_CUDA_TRACE is {trace!r}, "
-                           f"expected 'on'\n{describe(run.result)}")
+    # docs/formats.md: "on: <CUPTI version and library>" when kernels were recorded, else a
+    # sentence saying why not.
+    assert trace is not None and trace.split(":", 1)[0] == "on", (
+        f"{run.db}: META_DATA_CAPTURE PYPROF_CUDA_TRACE is {trace!r}, expected 'on: ...'\n"
+        f"{describe(run.result)}")
     assert "CUPTI_ACTIVITY_KIND_KERNEL" in cap.tables and cap.kernels, (
         f"{run.db}: CUDA trace is on but no CUPTI_ACTIVITY_KIND_KERNEL rows were written "
         f"(tables: {sorted(cap.tables)})\n{describe(run.result)}")
 
-
-def kernel_name(cap: Capture, k: dict) -> str:
-    for col in ("shortName", "demangledName"):
-        if k.get(col) is not None:
-            return cap.strings.get(k[col], f"<StringIds {k[col]}?>")
-    return "?"
-
-
-def api_name(cap: Capture, r: dict) -> str:
-    return re.sub(r"_v\d{4,}$", "", cap.strings.get(r["nameId"], f"<StringIds {r['nameId']}?>"))
-
-
-def launch_calls(cap: Capture) -> dict:
-    """(globalPid, correlationId) -> the API call with that id in that process. When a runtime
-    call and a driver call it made share the id, the outer one (earliest start) is kept."""
-    out = {}
-    for r in cap.runtime:
-        if r.get("correlationId") is None or r.get("globalTid") is None:
-            continue
-        key = (r["globalTid"] & PID_MASK, r["correlationId"])
-        if key not in out or r["start"] < out[key]["start"]:
-            out[key] = r
-    return out
-
-
-def pid_tid(global_tid: int) -> tuple[int, int]:
-    return (global_tid >> 24) & 0xFFFFFF, global_tid & 0xFFFFFF
-
-
-def is_op_range(r: Range) -> bool:
-    return (r.event_type == PUSH_POP and r.domain == "pyprof" and r.marker is not None
-            and "op" in r.marker and r.end is not None)
-
-
-class OpRanges:
-    """The op ranges of each thread, for "which op ranges contain [start, end]" queries."""
-
-    def __init__(self, ranges):
-        self.by_tid = {}
-        for r in ranges:
-            if is_op_range(r):
-                self.by_tid.setdefault(r.global_tid, []).append(r)
-        self.starts, self.max_end = {}, {}
-        for gtid, rs in self.by_tid.items():
-            rs.sort(key=lambda r: (r.start, -r.end))  # parents before children
-            self.starts[gtid] = [r.start for r in rs]
-            acc, max_end = -1, []
-            for r in rs:
-                acc = max(acc, r.end)
-                max_end.append(acc)
-            self.max_end[gtid] = max_end  # max end of rs[0..i]: stops the backward scan
-
-    def enclosing(self, gtid: int, start: int, end: int) -> list:
-        """The op ranges of thread gtid that contain [start, end], innermost first."""
-        rs = self.by_tid.get(gtid)
-        if not rs:
-            return []
-        i = bisect.bisect_right(self.starts[gtid], start) - 1
-        max_end = self.max_end[gtid]
-        out = []
-        while i >= 0 and max_end[i] >= end:
-            if rs[i].end >= end:
-                out.append(rs[i])
-            i -= 1
-        return out
-
-
-def percent(part: int, whole: int) -> str:
-    return f"{part}/{whole} ({100.0 * part / whole:.2f}%)" if whole else "0/0"
 
 
 # ---------------------------------------------------------------------------------------------
