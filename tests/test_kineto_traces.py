@@ -36,6 +36,11 @@ TRACES = {
     "nccl": "kineto_hta-a100-nccl-fwdbwd.json.gz",
     "control": "kineto_hta-a100-record-shapes-control.json.gz",
     "test": "kineto_hta-a100-record-shapes-test.json.gz",
+    # Recorded by scripts/gpu_kineto_trace.py on an H100 (torch 2.11.0+cu130, CUDA 13.0), three
+    # training steps of an example model each: this torch's format and Hopper's kernels.
+    "h100_resnet_block": "h100/kineto-torch2.11-h100-resnet_block.json.gz",
+    "h100_transformer": "h100/kineto-torch2.11-h100-transformer.json.gz",
+    "h100_lstm": "h100/kineto-torch2.11-h100-lstm.json.gz",
 }
 
 # Event counts from ../shared/traces/real/README.md (counted when the files were collected):
@@ -48,6 +53,10 @@ README_COUNTS = {  # cpu_op, cuda_runtime, kernel, gpu_memcpy, gpu_memset
     "nccl": (14346, 8740, 2700, 960, 114),
     "control": (40506, 24692, 8568, 228, 654),
     "test": (31236, 21167, 9876, 4856, 900),
+    # tests/data/README.md (counted with gzip + json when they were recorded).
+    "h100_resnet_block": (531, 196, 105, 0, 0),
+    "h100_transformer": (1140, 217, 180, 0, 12),
+    "h100_lstm": (726, 535, 138, 0, 0),
 }
 
 EVALUATE_FUNCTION = "autograd::engine::evaluate_function: "
@@ -269,7 +278,8 @@ def row_key(gpu_row):
 
 # ---- real traces: counts -------------------------------------------------------------------------
 
-GPU_TRACES = ["alexnet", "event_sync", "rocm", "nccl", "control", "test"]
+H100_TRACES = ["h100_resnet_block", "h100_transformer", "h100_lstm"]
+GPU_TRACES = ["alexnet", "event_sync", "rocm", "nccl", "control", "test", *H100_TRACES]
 
 
 @pytest.mark.parametrize("name", with_slow(TRACES))
@@ -330,7 +340,7 @@ def test_each_launch_is_attributed_to_the_innermost_op_around_its_call(name):
     assert sum(checked.values()) == len(oracle.launched)
 
 
-@pytest.mark.parametrize("name", ["nccl", "rocm"])
+@pytest.mark.parametrize("name", ["nccl", "rocm", *H100_TRACES])
 def test_backward_work_lands_on_the_forward_op_the_fwdbwd_flow_names(name):
     oracle, _, records, summary = parsed(name)
     assert oracle.flow_pairs, "the trace has fwdbwd flows"
