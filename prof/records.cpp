@@ -99,7 +99,7 @@ struct Fields {
   int64_t launch_start = -1;  // the launch call's start (GPU records); -1: none
   int64_t device = -1, stream = -1, start = 0, duration = 0, self_duration = 0, tid = -1, seq = -1,
           sub = 0, parent_id = 0, pid = 0, op_id = 0, fwd_op_id = 0, fwd_instance = 0, instance = 0,
-          id = 0, bytes = -1;
+          id = 0, bwd_op_id = 0, bytes = -1;
   bool has_self_duration = false;  // absent or null: the record's duration stands in
   // The first of start, duration, self_duration that holds a value but not an integer int64
   // holds (a fraction, a number past 2^63): the record's time is unknown. null is parse's
@@ -335,6 +335,8 @@ bool read_object_fields(od::object o, Fields& f) {
       case 'b':
         if (key == "bwd_op")
           str(f.bwd_op);
+        else if (key == "bwd_op_id")
+          num(f.bwd_op_id);
         else if (key == "bwd_args")
           raw(f.bwd_args);
         else if (key == "block")
@@ -713,6 +715,13 @@ class RecordCoster {
   void cost(const Fields& f, ProfRecord& r) {
     CostSource source = cost_source(f, r);
     r.cost_op = strings_.intern(source.op);
+    if (r.kind == Kind::kKernel && r.dir == Dir::kBprop && !f.bwd_op.empty()) {
+      // A backward node's kernels come from several ops (convolution_backward's dgrad and
+      // wgrad, and beside them the gradient accumulation's add): each op's cost is shared by
+      // its own kernels only. Without an op id, the op's name stands in (negative, apart
+      // from ids).
+      r.cost_part = f.bwd_op_id != 0 ? f.bwd_op_id : -static_cast<int64_t>(r.cost_op) - 1;
+    }
     if (r.kind == Kind::kMemcpy || r.kind == Kind::kMemset) {
       cost_copy(f, r);
     } else if (!source.op.empty()) {
@@ -963,11 +972,22 @@ void assign_costs(ReadResult& result) {
       }
     }
     // An op instance's cost is spread over its kernels by duration, so that the instance is
-    // counted once and each kernel shows the rate of the op it belongs to.
-    std::unordered_map<int64_t, std::pair<int64_t, int64_t>> totals;  // duration, count
+    // counted once and each kernel shows the rate of the op it belongs to. In a backward node
+    // (the instance), each backward op's cost is spread over that op's kernels (cost_part).
+    struct InstancePart {
+      int64_t instance, part;
+      bool operator==(const InstancePart&) const = default;
+    };
+    struct InstancePartHash {
+      size_t operator()(const InstancePart& k) const {
+        return std::hash<int64_t>()(k.instance) * 1000003u ^ std::hash<int64_t>()(k.part);
+      }
+    };
+    std::unordered_map<InstancePart, std::pair<int64_t, int64_t>, InstancePartHash>
+        totals;  // duration, count
     for (const ProfRecord& r : records) {
       if (r.modeled && r.instance != 0) {
-        auto& t = totals[r.instance];
+        auto& t = totals[{r.instance, r.cost_part}];
         t.first += r.duration;
         t.second += 1;
       }
@@ -978,7 +998,7 @@ void assign_costs(ReadResult& result) {
       // rate divides the counted FLOPs by the time they took.
       r.counted = !r.bad_time;
       if (r.instance == 0) continue;
-      const auto& [duration, count] = totals[r.instance];
+      const auto& [duration, count] = totals[{r.instance, r.cost_part}];
       double share = duration > 0 ? static_cast<double>(r.duration) / static_cast<double>(duration)
                                   : 1.0 / static_cast<double>(count);
       r.flops *= share;

@@ -59,7 +59,10 @@ struct ProfRecord {
   // CPU records: each op record is an instance of its own (see read_dict).
   int64_t instance = 0;
   int64_t fwd_instance = 0;  // bprop: parse's instance number of the forward op
-  int32_t parent = -1;       // CPU records: index of the op record this one runs inside
+  // bprop kernels: which of the backward node's ops (net.dict `bwd_op_id`) costs it; the
+  // kernels of one (instance, cost_part) share that op's cost. 0: the whole instance's.
+  int64_t cost_part = 0;
+  int32_t parent = -1;  // CPU records: index of the op record this one runs inside
   // The iteration (ReadResult::iterations.steps index) whose span holds the record's CPU-side
   // start (net.dict `step`, docs/formats.md §3); -1: outside every step, or no iterations.
   int32_t step = -1;
