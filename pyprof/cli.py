@@ -23,6 +23,9 @@ commands:
             (pyprof export [--format chrome|perfetto] net.dict|DB|TRACE -o trace.json[.gz])
   peak      measure this machine's matmul FLOP/s per dtype and its copy bandwidth; -o FILE
             writes a peaks file for --peaks (pyprof peak [-o FILE] [--device cpu|cuda[:N]])
+  diff      compare two profiles per iteration, op, module and kernel with a significance
+            test and a verdict per row; --fail-above PCT gates CI (exit 3)
+            (pyprof diff BASE NEW [--formats text,csv,json] [-o PREFIX] [--fail-above PCT])
 
 Run `pyprof <command> --help` for the options of one command.
 """
@@ -91,6 +94,39 @@ def export(args: list[str]) -> int:
         return subprocess.run([tool_path("pyprof-export")] + rest).returncode
 
 
+def diff(args: list[str]) -> int:
+    """`pyprof diff BASE NEW`: pyprof-diff on two net.dicts; a database or trace given instead is
+    parsed into a temporary net.dict first (docs/diff.md)."""
+    import subprocess
+    import tempfile
+
+    takes_value = {"-o", "--output", "--report", "--formats", "--top", "--iterations",
+                   "--base-iterations", "--new-iterations", "--alpha", "--min-change",
+                   "--min-share", "--depth", "--fail-above"}
+    positions = [i for i, a in enumerate(args)
+                 if not a.startswith("-") and (i == 0 or args[i - 1] not in takes_value)]
+    if (any(a in ("-h", "--help") for a in args) or len(positions) != 2
+            or all(_is_dict(args[i]) for i in positions)):
+        return run_tool("pyprof-diff", args)
+    for name in ("pyprof-parse", "pyprof-diff"):
+        if not os.access(tool_path(name), os.X_OK):
+            return run_tool(name, [])  # says what is missing
+    rest = list(args)
+    with tempfile.TemporaryDirectory(prefix="pyprof-diff-") as tmp:
+        for side, i in zip(("base", "new"), positions):
+            if _is_dict(args[i]):
+                continue
+            dict_path = os.path.join(tmp, f"{side}.dict")
+            parsed = subprocess.run([tool_path("pyprof-parse"), "-q", args[i], "-o", dict_path])
+            if parsed.returncode != 0:
+                print(f"pyprof diff: error: {side} {args[i]}: pyprof parse failed",
+                      file=sys.stderr)
+                return 1 if parsed.returncode != 2 else 2
+            rest[i] = dict_path
+            rest += [f"--{side}-label", args[i]]
+        return subprocess.run([tool_path("pyprof-diff")] + rest).returncode
+
+
 def version_text() -> str:
     """pyprof's version and what its C++ parts were built against (no torch import: fast)."""
     from pyprof import __version__
@@ -135,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         return report_main(rest)
     if command == "export":
         return export(rest)
+    if command == "diff":
+        return diff(rest)
     if command == "peak":
         from pyprof import peak
 

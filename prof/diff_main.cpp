@@ -1,0 +1,237 @@
+// pyprof-diff: `pyprof diff BASE NEW` on two net.dicts (pyprof/cli.py parses databases and
+// traces into net.dicts first). docs/diff.md.
+// Exit codes: 0 compared (and the gate passed), 1 bad input or unwritable output, 2 usage,
+// 3 the --fail-above gate failed, 141 standard output closed by its reader.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/output_file.h"
+#include "common/terminal_text.h"
+#include "prof/diff.h"
+#include "prof/iterations.h"
+#include "prof/records.h"
+#include "prof/reports.h"
+
+namespace {
+
+using namespace pyprof::prof;
+
+constexpr int kGateFailed = 3;
+
+int fail(const std::string& message, int code) {
+  fmt::print(stderr, "pyprof diff: error: {}\n", message);
+  return code;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t comma = s.find(',', pos);
+    std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+// Reads, costs and selects one side; its messages name the side ("base", "new").
+bool load(const std::string& path, const std::string& label, const char* side,
+          const ReadOptions& options, const IterationRequest& request, ReadResult& data,
+          int& code) {
+  std::string error;
+  std::FILE* in = std::fopen(path.c_str(), "rb");
+  if (!in) {
+    code = fail(fmt::format("{} {}: cannot open: {}", side, path, std::strerror(errno)), 1);
+    return false;
+  }
+  bool ok = read_dict(in, options, data, error);
+  std::fclose(in);
+  if (!ok) {
+    code = fail(fmt::format("{} {}: {}", side, path, error), 1);
+    return false;
+  }
+  assign_costs(data);
+  if (!select_iterations(data, request, error)) {
+    code = fail(fmt::format("{} {}: {}", side, path, error), 2);
+    return false;
+  }
+  // The summary names each side as the user named it, and the file parse read when that was
+  // another (a net.dict of net.sqlite).
+  std::string shown = label.empty() ? path : label;
+  data.source = data.source.empty() || shown.ends_with(data.source)
+                    ? shown
+                    : fmt::format("{} (parsed from {})", shown, data.source);
+  for (const std::string& w : data.warnings) {
+    fmt::print(stderr, "pyprof diff: warning: {}: {}\n", side, pyprof::terminal_safe(w));
+  }
+  if (data.skipped_lines > 0) {
+    fmt::print(stderr, "pyprof diff: warning: {}: {} unreadable lines skipped\n", side,
+               data.skipped_lines);
+  }
+  if (std::string note = iteration_note(data); !note.empty()) {
+    fmt::print(stderr, "pyprof diff: note: {}: {}\n", side, pyprof::terminal_safe(note));
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  pyprof::ignore_sigpipe();
+  CLI::App app{
+      "Compares two profiles of one workload (net.dicts; `pyprof diff` parses databases and "
+      "traces first): per iteration, op (matched by op, direction, module and input shapes), op "
+      "type, module and kernel, the time per iteration before and after, the change, Welch's "
+      "t-test over the per-iteration samples and a verdict (slower, faster, same, new, gone). "
+      "--fail-above PCT makes it a CI gate. docs/diff.md.",
+      "pyprof diff"};
+  std::string base_path, new_path, reports = "step,op,op_type,module,kernel", formats = "text",
+                                   output;
+  app.add_option("base", base_path, "the baseline profile (net.dict)")->required();
+  app.add_option("new", new_path, "the profile to compare with it (net.dict)")->required();
+  app.add_option("--report", reports,
+                 "levels to compare, comma-separated: step, op, op_type, module, kernel "
+                 "(default all)");
+  app.add_option("--formats", formats,
+                 "text, csv, json (comma-separated; several need -o PREFIX: PREFIX.diff.FORMAT)");
+  bool raw = false;
+  app.add_flag("--raw", raw, "text: raw numbers (ns, FLOPs) as CSV and JSON hold them");
+  int64_t top = 25;
+  app.add_option("--top", top,
+                 "rows per level, largest time change first (default 25; 0: all); CSV and JSON "
+                 "always hold every row")
+      ->check(CLI::NonNegativeNumber);
+  std::string iterations, base_iterations, new_iterations;
+  app.add_option("--iterations", iterations,
+                 "the iterations of both profiles to compare: A:B, N or all, as pyprof prof "
+                 "--iterations (default: all but a detected warm-up step 0)");
+  app.add_option("--base-iterations", base_iterations, "the same for BASE only");
+  app.add_option("--new-iterations", new_iterations, "the same for NEW only");
+  DiffOptions options;
+  app.add_option("--alpha", options.alpha,
+                 "significance level of the test (default 0.05): a row changed when p < alpha")
+      ->check(CLI::Range(1e-9, 0.5));
+  app.add_option("--min-change", options.min_change_pct,
+                 "smallest change a verdict calls slower or faster, in percent (default 5)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--min-share", options.min_share_pct,
+                 "a row fails the gate only if the time it added is at least this percent of "
+                 "BASE's busy time "
+                 "per iteration (default 1)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--depth", options.depth, "module level: roll up to this depth (0: full paths)")
+      ->check(CLI::NonNegativeNumber);
+  double fail_above = 0;
+  app.add_option("--fail-above", fail_above,
+                 "CI gate: exit 3 when the step time, or a row of at least --min-share, is "
+                 "significantly slower by more than PCT percent (or new and over PCT percent of "
+                 "BASE's busy time)")
+      ->check(CLI::NonNegativeNumber);
+  bool no_tf32 = false;
+  app.add_flag("--no-tf32", no_tf32, "fp32 GEMMs and convolutions are not Tensor Core eligible");
+  app.add_option("-o,--output", output,
+                 "write to this file (several --formats: to PREFIX.diff.FORMAT)");
+  // Hidden: pyprof/cli.py passes the names the user gave when it parsed them into temporary
+  // net.dicts first.
+  std::string base_label, new_label;
+  app.add_option("--base-label", base_label)->group("");
+  app.add_option("--new-label", new_label)->group("");
+  app.footer(
+      "Exit status: 0 compared (gate passed), 1 bad input or unwritable output, 2 usage, 3 the "
+      "--fail-above gate failed.");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return fail(std::string(e.what()) + "\nRun with --help for usage.", 2);
+  }
+  if (app.count("--fail-above")) options.fail_above_pct = fail_above;
+
+  std::vector<DiffLevel> levels;
+  for (const std::string& name : split(reports)) {
+    DiffLevel level;
+    if (!diff_level_of(name, level)) {
+      return fail("unknown level '" + name + "' (levels: step, op, op_type, module, kernel)", 2);
+    }
+    levels.push_back(level);
+  }
+  if (levels.empty()) return fail("--report names no level", 2);
+  std::vector<std::string> format_names = split(formats);
+  std::vector<ReportFormat> report_formats;
+  for (const std::string& f : format_names) {
+    if (f == "text") {
+      report_formats.push_back(raw ? ReportFormat::kRawText : ReportFormat::kText);
+    } else if (f == "csv") {
+      report_formats.push_back(ReportFormat::kCsv);
+    } else if (f == "json") {
+      report_formats.push_back(ReportFormat::kJson);
+    } else {
+      return fail("unknown format '" + f + "' (formats: text, csv, json)", 2);
+    }
+  }
+  if (report_formats.empty()) return fail("--formats names no format", 2);
+  if (report_formats.size() > 1 && output.empty()) {
+    return fail("several --formats need -o PREFIX (files PREFIX.diff.FORMAT)", 2);
+  }
+  std::string error;
+  IterationRequest base_request, new_request;
+  auto request_of = [&](const std::string& own, IterationRequest& out) {
+    const std::string& text = !own.empty() ? own : iterations;
+    return text.empty() || parse_iteration_request(text, out, error);
+  };
+  if (!request_of(base_iterations, base_request) || !request_of(new_iterations, new_request)) {
+    return fail(error, 2);
+  }
+
+  ReadOptions read_options;
+  read_options.allow_tf32 = !no_tf32;
+  ReadResult base, next;
+  int code = 0;
+  if (!load(base_path, base_label, "base", read_options, base_request, base, code)) return code;
+  if (!load(new_path, new_label, "new", read_options, new_request, next, code)) return code;
+
+  DiffResult result = diff_profiles(base, next, levels, options);
+  std::vector<pyprof::OutputFile> outputs(report_formats.size());
+  for (size_t i = 0; i < report_formats.size(); ++i) {
+    std::string path =
+        report_formats.size() == 1 ? output : fmt::format("{}.diff.{}", output, format_names[i]);
+    if (!outputs[i].open(path.empty() ? "-" : path, error)) return fail(error, 1);
+  }
+  for (size_t i = 0; i < report_formats.size(); ++i) {
+    bool text =
+        report_formats[i] == ReportFormat::kText || report_formats[i] == ReportFormat::kRawText;
+    write_report(outputs[i], diff_tables(result, options, text ? static_cast<size_t>(top) : 0),
+                 report_formats[i]);
+  }
+  bool ok = true, broken_pipe = false;
+  for (pyprof::OutputFile& out : outputs) {
+    if (!out.close(error)) {
+      ok = false;
+      broken_pipe = out.broken_pipe();
+      break;
+    }
+  }
+  for (size_t i = 0; ok && i < outputs.size(); ++i) ok = outputs[i].commit(error);
+  if (!ok) {
+    for (pyprof::OutputFile& out : outputs) out.discard();
+    return broken_pipe ? pyprof::kBrokenPipeExitStatus : fail(error, 1);
+  }
+  if (options.fail_above_pct && result.failing_rows > 0) {
+    fmt::print(stderr,
+               "pyprof diff: FAIL: {} rows significantly slower by more than {:g}% (column "
+               "Gate)\n",
+               result.failing_rows, *options.fail_above_pct);
+    std::exit(kGateFailed);
+  }
+  std::exit(0);
+}

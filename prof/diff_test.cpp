@@ -1,0 +1,239 @@
+// pyprof diff: the t distribution against reference values (scipy.stats 1.17: 2 * t.sf), and
+// diff_profiles on synthetic profiles whose rows, verdicts and gate are worked out by hand.
+#include "prof/diff.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace pyprof::prof {
+namespace {
+
+TEST(DiffStatistics, StudentTTwoSidedP) {
+  EXPECT_NEAR(student_t_two_sided_p(2.0, 10), 0.07338803477074037, 1e-12);
+  EXPECT_NEAR(student_t_two_sided_p(1.0, 1), 0.5, 1e-12);  // Cauchy
+  EXPECT_NEAR(student_t_two_sided_p(12.706, 1), 0.05000080235813319, 1e-10);
+  EXPECT_NEAR(student_t_two_sided_p(-3.5, 2.5), 0.052345546960320344, 1e-10);
+  EXPECT_DOUBLE_EQ(student_t_two_sided_p(0, 7), 1.0);
+  EXPECT_TRUE(std::isnan(student_t_two_sided_p(1, 0)));
+}
+
+TEST(DiffStatistics, WelchMatchesScipy) {
+  // scipy.stats.ttest_ind(a, b, equal_var=False).pvalue
+  EXPECT_NEAR(welch_p_value({1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}), 0.0010528257933665399, 1e-12);
+  EXPECT_NEAR(welch_p_value({10, 11, 10.5}, {10.2, 10.9, 10.4, 10.7}), 0.8880383890755995, 1e-10);
+  EXPECT_TRUE(std::isnan(welch_p_value({1}, {2, 3})));
+  EXPECT_DOUBLE_EQ(welch_p_value({4, 4}, {4, 4, 4}), 1.0);  // no spread, same mean
+  EXPECT_DOUBLE_EQ(welch_p_value({4, 4}, {5, 5}), 0.0);     // no spread, different means
+}
+
+// A GPU profile of `steps` iterations of 1 ms, each with the given kernels (op, ns), the n-th
+// step's times scaled by jitter[n].
+struct Profile {
+  ReadResult d;
+  void step(const std::vector<std::pair<std::string, int64_t>>& kernels, int64_t start) {
+    Step s;
+    s.index = static_cast<int32_t>(d.iterations.steps.size());
+    s.name = "step " + std::to_string(s.index);
+    s.start = start;
+    s.end = start + 1'000'000;
+    d.iterations.steps.push_back(s);
+    d.iterations.state.push_back(StepState::kSelected);
+    int64_t clock = start;
+    for (const auto& [op, ns] : kernels) {
+      ProfRecord r;
+      r.kind = Kind::kKernel;
+      r.dir = Dir::kFprop;
+      r.op = d.strings.intern(op);
+      r.name = d.strings.intern(op + "_kernel");
+      r.module = d.strings.intern("Net.layer");
+      r.shapes = d.strings.intern("[8,8]");
+      r.start = clock;
+      r.duration = r.self_duration = ns;
+      r.step = s.index;
+      r.counted = true;
+      r.flops = 1000;
+      clock += ns;
+      d.records.push_back(r);
+    }
+  }
+};
+
+Profile make(int steps, int64_t mm_ns, int64_t relu_ns, bool with_add = false) {
+  Profile p;
+  p.d.iterations.rule = "user_range";
+  for (int i = 0; i < steps; ++i) {
+    int64_t jitter = (i % 2 == 0 ? 1 : -1) * 1'000;  // +-1 µs: noise the test must see through
+    std::vector<std::pair<std::string, int64_t>> k = {{"aten::mm", mm_ns + jitter},
+                                                      {"aten::relu", relu_ns - jitter}};
+    if (with_add) k.push_back({"aten::add", 50'000});
+    p.step(k, 10'000'000 * i);
+  }
+  return p;
+}
+
+const DiffRow* find(const DiffResult& r, DiffLevel level, const std::string& first) {
+  for (const DiffTable& t : r.tables) {
+    if (t.level != level) continue;
+    for (const DiffRow& row : t.rows)
+      if (row.key[0] == first) return &row;
+  }
+  return nullptr;
+}
+
+TEST(Diff, SlowerOpIsFoundAndGatesCi) {
+  Profile base = make(6, 400'000, 100'000), next = make(6, 520'000, 100'000, true);
+  DiffOptions options;
+  options.fail_above_pct = 8;
+  DiffResult r = diff_profiles(base.d, next.d,
+                               {DiffLevel::kStep, DiffLevel::kOpType, DiffLevel::kKernel}, options);
+  const DiffRow* mm = find(r, DiffLevel::kOpType, "aten::mm");
+  ASSERT_NE(mm, nullptr);
+  EXPECT_DOUBLE_EQ(mm->base_ns, 400'000);
+  EXPECT_DOUBLE_EQ(mm->new_ns, 520'000);
+  EXPECT_DOUBLE_EQ(mm->delta_pct, 30);
+  EXPECT_LT(mm->p_value, 1e-6);
+  EXPECT_EQ(mm->verdict, Verdict::kSlower);
+  EXPECT_TRUE(mm->fails_gate);
+  EXPECT_DOUBLE_EQ(mm->base_share_pct, 80);  // 400 of 500 µs busy per step
+  const DiffRow* relu = find(r, DiffLevel::kOpType, "aten::relu");
+  ASSERT_NE(relu, nullptr);
+  EXPECT_EQ(relu->verdict, Verdict::kSame);
+  EXPECT_FALSE(relu->fails_gate);
+  const DiffRow* add = find(r, DiffLevel::kOpType, "aten::add");
+  ASSERT_NE(add, nullptr);
+  EXPECT_EQ(add->verdict, Verdict::kNew);
+  EXPECT_TRUE(add->fails_gate);  // 50 µs new is 10% of the base's 500 µs busy: over 8%
+  // The largest change comes first.
+  EXPECT_EQ(r.tables[1].rows[0].key[0], "aten::mm");
+  const DiffRow* busy = find(r, DiffLevel::kStep, "GPU busy");
+  ASSERT_NE(busy, nullptr);
+  EXPECT_DOUBLE_EQ(busy->base_ns, 500'000);
+  EXPECT_DOUBLE_EQ(busy->new_ns, 670'000);
+  EXPECT_EQ(busy->verdict, Verdict::kSlower);
+  const DiffRow* kernel = find(r, DiffLevel::kKernel, "aten::mm_kernel");
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_EQ(kernel->key, (std::vector<std::string>{"aten::mm_kernel", "Net.layer", "[8,8]"}));
+  EXPECT_GT(r.failing_rows, 0u);
+}
+
+TEST(Diff, SameProfileIsCleanAndPassesTheGate) {
+  Profile base = make(5, 400'000, 100'000), next = make(5, 401'000, 99'500);
+  DiffOptions options;
+  options.fail_above_pct = 5;
+  DiffResult r = diff_profiles(base.d, next.d,
+                               {DiffLevel::kStep, DiffLevel::kOp, DiffLevel::kOpType,
+                                DiffLevel::kModule, DiffLevel::kKernel},
+                               options);
+  for (const DiffTable& t : r.tables) {
+    for (const DiffRow& row : t.rows) {
+      EXPECT_EQ(row.verdict, Verdict::kSame) << t.title << " " << row.key[0];
+    }
+  }
+  EXPECT_EQ(r.failing_rows, 0u);
+  // Two ops are too few to estimate the typical change: said, and rows judged raw.
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("too few"), std::string::npos) << r.notes[0];
+  EXPECT_EQ(r.typical_change_pct, 0);
+}
+
+// Ten ops; NEW ran on a machine 15% slower throughout, and its aten::op3 regressed to twice its
+// time besides. Only aten::op3 is slower; the step rows show the absolute change.
+TEST(Diff, UniformMachineChangeIsTheTypicalChangeNotARegression) {
+  Profile base, next;
+  base.d.iterations.rule = next.d.iterations.rule = "user_range";
+  for (int i = 0; i < 6; ++i) {
+    std::vector<std::pair<std::string, int64_t>> b, n;
+    for (int op = 0; op < 10; ++op) {
+      int64_t ns = 50'000 + 1'000 * op + (i % 3) * 500;  // a little noise per step
+      b.push_back({"aten::op" + std::to_string(op), ns});
+      int64_t slowed = static_cast<int64_t>(static_cast<double>(ns) * 1.15);
+      n.push_back({"aten::op" + std::to_string(op), op == 3 ? 2 * slowed : slowed});
+    }
+    base.step(b, 10'000'000 * i);
+    next.step(n, 10'000'000 * i);
+  }
+  DiffOptions options;
+  options.fail_above_pct = 50;
+  DiffResult r = diff_profiles(base.d, next.d, {DiffLevel::kStep, DiffLevel::kOpType}, options);
+  EXPECT_NEAR(r.typical_change_pct, 15, 0.01);
+  EXPECT_EQ(r.typical_rows, 10u);
+  for (const DiffTable& t : r.tables) {
+    if (t.level != DiffLevel::kOpType) continue;
+    for (const DiffRow& row : t.rows) {
+      if (row.key[0] == "aten::op3") {
+        EXPECT_EQ(row.verdict, Verdict::kSlower);
+        EXPECT_NEAR(row.delta_pct, 130, 0.1);           // 2 x 1.15
+        EXPECT_NEAR(row.adjusted_delta_pct, 100, 0.1);  // its own change
+        EXPECT_TRUE(row.fails_gate);  // +100% > 50%, and it added ~10% of the busy time
+      } else {
+        EXPECT_EQ(row.verdict, Verdict::kSame) << row.key[0];
+        EXPECT_NEAR(row.adjusted_delta_pct, 0, 0.01) << row.key[0];
+        EXPECT_FALSE(row.fails_gate);
+      }
+    }
+  }
+  const DiffRow* busy = find(r, DiffLevel::kStep, "GPU busy");
+  ASSERT_NE(busy, nullptr);
+  EXPECT_EQ(busy->verdict, Verdict::kSlower);  // absolute: the run did take longer
+  EXPECT_FALSE(busy->fails_gate);              // +25%, under the 50% limit
+}
+
+TEST(Diff, NoiseAloneIsNotSignificant) {
+  // 10% apart on average, but the samples spread far more than that: not significant.
+  Profile base, next;
+  base.d.iterations.rule = next.d.iterations.rule = "user_range";
+  const int64_t a[] = {300'000, 700'000, 400'000, 600'000};
+  const int64_t b[] = {350'000, 750'000, 450'000, 650'000};
+  for (int i = 0; i < 4; ++i) {
+    base.step({{"aten::mm", a[i]}}, 10'000'000 * i);
+    next.step({{"aten::mm", b[i]}}, 10'000'000 * i);
+  }
+  DiffOptions options;
+  options.fail_above_pct = 5;
+  DiffResult r = diff_profiles(base.d, next.d, {DiffLevel::kOpType}, options);
+  const DiffRow* mm = find(r, DiffLevel::kOpType, "aten::mm");
+  ASSERT_NE(mm, nullptr);
+  EXPECT_DOUBLE_EQ(mm->delta_pct, 10);
+  EXPECT_GT(mm->p_value, 0.5);
+  EXPECT_EQ(mm->verdict, Verdict::kSame);
+  EXPECT_FALSE(mm->fails_gate);
+}
+
+TEST(Diff, ProfilesWithoutIterationsAreOneSampleAndSaySo) {
+  Profile base = make(3, 400'000, 100'000), next = make(3, 600'000, 100'000);
+  for (Profile* p : {&base, &next}) {
+    p->d.iterations = Iterations{};
+    for (ProfRecord& r : p->d.records) r.step = -1;
+  }
+  DiffResult r = diff_profiles(base.d, next.d, {DiffLevel::kOpType}, DiffOptions{});
+  const DiffRow* mm = find(r, DiffLevel::kOpType, "aten::mm");
+  ASSERT_NE(mm, nullptr);
+  EXPECT_DOUBLE_EQ(mm->base_ns, 1'201'000);  // the whole profile: 3 x 400 µs, jitter +1 µs
+  EXPECT_TRUE(std::isnan(mm->p_value));
+  EXPECT_EQ(mm->verdict, Verdict::kSlower);  // +50%: the size alone decides
+  ASSERT_EQ(r.notes.size(), 2u);             // no iterations; too few ops for the typical change
+  EXPECT_NE(r.notes[0].find("neither profile has iterations"), std::string::npos);
+}
+
+TEST(Diff, GoneRowsAndTablesRender) {
+  Profile base = make(4, 400'000, 100'000, true), next = make(4, 400'000, 100'000);
+  DiffResult r = diff_profiles(base.d, next.d, {DiffLevel::kStep, DiffLevel::kOpType}, {});
+  const DiffRow* add = find(r, DiffLevel::kOpType, "aten::add");
+  ASSERT_NE(add, nullptr);
+  EXPECT_EQ(add->verdict, Verdict::kGone);
+  std::vector<ReportTable> tables = diff_tables(r, {}, 0);
+  ASSERT_EQ(tables.size(), 3u);  // summary, step, op types
+  EXPECT_EQ(tables[0].title, "diff summary");
+  const ReportTable& ops = tables[2];
+  ASSERT_EQ(ops.rows.size(), 3u);
+  size_t verdict_col = 0;
+  for (size_t i = 0; i < ops.headers.size(); ++i)
+    if (ops.headers[i] == "Verdict") verdict_col = i;
+  bool saw_gone = false;
+  for (const auto& row : ops.rows) saw_gone = saw_gone || row[verdict_col] == "gone";
+  EXPECT_TRUE(saw_gone);
+}
+
+}  // namespace
+}  // namespace pyprof::prof

@@ -1,0 +1,250 @@
+"""`pyprof diff BASE NEW` (docs/diff.md) on real profiles.
+
+* CPU runs of LeNet (tests/scripts/diff_workload.py, 10 steps each) under `pyprof profile`: a
+  plain re-run passes the CI gate however the shared machine's speed moved between the runs, and
+  a run whose `conv2` computes its forward twice is caught, with the convolution of LeNet.conv2
+  (called twice per step) as the failing op.
+* Its statistics against an independent oracle: per-iteration samples summed here from the
+  net.dicts, scipy's Welch t-test, Benjamini-Hochberg q-values computed here.
+* HTA's control/test pair of A100 torch.profiler traces (../shared/traces/real): the step times
+  equal ProfilerStep#N's spans read from the raw JSON, the test run's CompiledFunction is new;
+  a profile against itself changes nothing.
+* Output formats, bad input and usage errors.
+"""
+
+from __future__ import annotations
+
+import collections
+import gzip
+import json
+import os
+import subprocess
+
+import pytest
+
+import pyprof_db
+import testlib
+
+pytestmark = pytest.mark.needs_build
+
+WORKLOAD = testlib.script("diff_workload.py")
+REAL = os.path.join(testlib.SHARED_TRACES, "real")
+CONTROL = os.path.join(REAL, "kineto_hta-a100-record-shapes-control.json.gz")
+TEST = os.path.join(REAL, "kineto_hta-a100-record-shapes-test.json.gz")
+GATE_FAILED = 3
+
+
+def diff(*args, check: int | None = 0) -> subprocess.CompletedProcess:
+    res = subprocess.run([testlib.PY, "-m", "pyprof", "diff", *map(str, args)],
+                         capture_output=True, text=True, timeout=300, env=testlib.pyprof_env(),
+                         cwd=testlib.ROOT)
+    if check is not None:
+        assert res.returncode == check, res.stderr + res.stdout[-3000:]
+    return res
+
+
+def diff_json(*args, check: int | None = 0) -> dict[str, list[dict]]:
+    res = diff(*args, "--formats", "json", check=check)
+    tables: dict[str, list[dict]] = {}
+    for line in res.stdout.splitlines():
+        row = json.loads(line)
+        tables.setdefault(row.pop("report"), []).append(row)
+    return tables
+
+
+def table(tables, prefix) -> list[dict]:
+    (rows,) = [rows for title, rows in tables.items() if title.startswith(prefix)]
+    return rows
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Three profiles of 10 LeNet steps: base, a plain re-run, and conv2 redone."""
+    tmp = tmp_path_factory.mktemp("diff")
+    out = {}
+    for name, extra in (("base", ()), ("rerun", ()), ("slow", ("--redo", "conv2"))):
+        res = pyprof_db.profile(tmp, WORKLOAD, "--model", "lenet", "--steps", "10", *extra,
+                                name=name)
+        assert res.returncode == 0, res.stderr
+        testlib.parse_to(tmp / f"{name}.sqlite", tmp / f"{name}.dict")
+        out[name] = tmp / f"{name}.dict"
+    return out
+
+
+def test_plain_rerun_passes_the_gate(runs):
+    tables = diff_json(runs["base"], runs["rerun"], "--fail-above", "25")
+    summary = {r["Metric"]: r["Value"] for r in table(tables, "diff summary")}
+    assert summary["gate"].startswith("pass"), summary
+    for title, rows in tables.items():
+        if title.startswith("diff: ") and not title.startswith("diff: per iteration"):
+            assert not [r for r in rows if r["Gate"] == "FAIL"], title
+
+
+def test_redone_forward_fails_the_gate_at_the_right_op(runs):
+    res = diff(runs["base"], runs["slow"], "--fail-above", "25", "--formats", "json",
+               check=GATE_FAILED)
+    assert "FAIL" in res.stderr
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    ops = [r for r in rows if r["report"].startswith("diff: ops")]
+    failing = [r for r in ops if r["Gate"] == "FAIL"]
+    assert failing, "the redone convolution must fail the gate"
+    # The op that regressed most is one of conv2's forward convolution ops, called twice a step
+    # now, on the same shapes; nothing outside LeNet.conv2 fails.
+    top = failing[0]
+    assert (top["Module"], top["Direction"], top["Verdict"]) == ("LeNet.conv2", "fprop", "slower")
+    assert "conv" in top["Op"]
+    assert top["New calls"] == 2 * top["Base calls"]
+    assert all(r["Module"] == "LeNet.conv2" for r in failing)
+    # The module level sees it too; the untouched conv1 does not move.
+    modules = {r["Module"]: r for r in rows if r["report"].startswith("diff: modules")}
+    assert modules["LeNet.conv2"]["vs typical %"] > 20
+    assert modules["LeNet.conv1"]["Verdict"] == "same"
+
+
+def step_samples(dict_path, first_step: int) -> dict[tuple[str, str], list[float]]:
+    """(op, direction) -> CPU op self time per step from `first_step` on, and the busy time per step
+    under the key ("", "busy"): the oracle's samples, from parse's records alone."""
+    header, records = testlib.read_dict(dict_path)
+    steps = len(header["iterations"]["steps"])
+    out: dict[tuple[str, str], list[float]] = collections.defaultdict(lambda: [0.0] * steps)
+    for r in records:
+        step = r.get("step")
+        if step is None or step < first_step:
+            continue
+        t = r["self_duration"] if r.get("self_duration") is not None else r["duration"]
+        # prof's op of a record: its own op, or for backward work the forward op it pairs with
+        # (parse's `op`); records of no op (AccumulateGrad) are one row.
+        out[(r.get("op") or "(no op)", r["dir"] or "-")][step] += t
+        out[("", "busy")][step] += t
+    return {k: v[first_step:] for k, v in out.items()}
+
+
+def benjamini_hochberg(ps: list[float]) -> list[float]:
+    order = sorted(range(len(ps)), key=lambda i: ps[i])
+    q = [0.0] * len(ps)
+    running = 1.0
+    for rank in range(len(ps), 0, -1):
+        i = order[rank - 1]
+        running = min(running, ps[i] * len(ps) / rank)
+        q[i] = running
+    return q
+
+
+def test_statistics_match_an_independent_oracle(runs):
+    stats = pytest.importorskip("scipy.stats")
+    tables = diff_json(runs["base"], runs["rerun"], "--iterations", "1:")
+    base = step_samples(runs["base"], 1)
+    new = step_samples(runs["rerun"], 1)
+    steps = table(tables, "diff: per iteration")
+    busy = {r["Metric"]: r for r in steps}["CPU op time"]
+    assert busy["Base(ns)"] == pytest.approx(sum(base[("", "busy")]) / 9, abs=1)
+    assert busy["New(ns)"] == pytest.approx(sum(new[("", "busy")]) / 9, abs=1)
+    # The typical change: the median of NEW / BASE over the op rows of >= 0.1% of the busy time.
+    ratios = sorted(r["New(ns)"] / r["Base(ns)"] for r in table(tables, "diff: ops")
+                    if r["Base(ns)"] not in (None, "na") and r["New(ns)"] not in (None, "na")
+                    and r["Base(ns)"] >= 0.001 * busy["Base(ns)"]
+                    and r["New(ns)"] >= 0.001 * busy["New(ns)"])
+    assert len(ratios) >= 8
+    n = len(ratios)
+    scale = ratios[n // 2] if n % 2 else (ratios[n // 2 - 1] + ratios[n // 2]) / 2
+    rows = table(tables, "diff: op types")
+    ps, ours = [], []
+    for r in rows:
+        b, x = base.get((r["Op"], r["Direction"])), new.get((r["Op"], r["Direction"]))
+        if b is None or x is None:
+            assert r["Verdict"] in ("new", "gone"), r
+            continue
+        assert r["Base(ns)"] == round(sum(b) / len(b)), r
+        assert r["New(ns)"] == round(sum(x) / len(x)), r
+        if len(set(b)) == 1 and len(set(x)) == 1:
+            continue  # constant samples: scipy gives nan, pyprof 0 or 1 (documented)
+        p = stats.ttest_ind(b, [v / scale for v in x], equal_var=False).pvalue
+        assert r["p"] == pytest.approx(p, rel=2e-2, abs=1e-6), r
+        ps.append(r["p"])
+        ours.append(r["q"])
+    assert len(ps) > 20
+    # q: Benjamini-Hochberg over every tested row of the table (those left out above included).
+    all_p = [r["p"] for r in rows if isinstance(r["p"], float)]
+    q_of = dict(zip(all_p, benjamini_hochberg(all_p)))
+    for p, q in zip(ps, ours):
+        assert q == pytest.approx(q_of[p], rel=1e-2, abs=1e-9)
+
+
+def test_a_profile_against_itself_changes_nothing(runs):
+    tables = diff_json(runs["base"], runs["base"], "--fail-above", "0")
+    for title, rows in tables.items():
+        if title.startswith("diff: "):
+            for r in rows:
+                assert r["Verdict"] == "same" and r["Delta(ns)"] == 0, (title, r)
+                assert r["p"] in (1, 1.0, None, "na"), r
+
+
+def test_text_output_is_for_people_and_csv_for_programs(runs, tmp_path):
+    text = diff(runs["base"], runs["slow"], "--report", "step,op_type", "--top", "5").stdout
+    assert "diff summary" in text and "diff: op types" in text
+    assert " ms " in text or " µs " in text  # human units
+    op_table = text.split("diff: op types")[1].strip().splitlines()
+    assert op_table[0].split()[:4] == ["Op", "Direction", "Base", "New"]
+    assert len(op_table) == 1 + 5  # header and the top 5
+    prefix = tmp_path / "out"
+    diff(runs["base"], runs["slow"], "--report", "op_type", "--formats", "csv,json", "-o", prefix)
+    csv_text = (tmp_path / "out.diff.csv").read_text()
+    assert '"Base(ns)","New(ns)","Delta(ns)","Delta %","vs typical %","p","q","Verdict"' in csv_text
+    json_rows = [json.loads(line) for line in (tmp_path / "out.diff.json").read_text().splitlines()]
+    ops = [r for r in json_rows if r["report"] == "diff: op types"]
+    assert len(ops) > 20 and all(isinstance(r["Base(ns)"], int) for r in ops if r["Base(ns)"])
+
+
+def test_databases_are_parsed_first_and_named_as_given(runs):
+    base_db = str(runs["base"]).replace(".dict", ".sqlite")
+    tables = diff_json(base_db, runs["rerun"], "--report", "step")
+    summary = {r["Metric"]: r["Value"] for r in table(tables, "diff summary")}
+    assert summary["base"] == base_db
+    assert summary["new"].startswith(str(runs["rerun"]))
+
+
+def raw_step_spans(path) -> list[int]:
+    with gzip.open(path, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    spans = sorted((e["ts"], e["dur"]) for e in events
+                   if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")
+                   and e.get("cat") == "user_annotation")
+    return [round(float(d) * 1000) for _, d in spans]
+
+
+def test_hta_control_and_test_traces():
+    if not (os.path.exists(CONTROL) and os.path.exists(TEST)):
+        pytest.skip("HTA's control/test traces are only in ../shared/traces/real")
+    tables = diff_json(CONTROL, TEST, "--iterations", "all", "--fail-above", "10",
+                       check=GATE_FAILED)
+    steps = {r["Metric"]: r for r in table(tables, "diff: per iteration")}
+    control, test = raw_step_spans(CONTROL), raw_step_spans(TEST)
+    assert len(control) == len(test) == 6
+    assert steps["step time"]["Base(ns)"] == pytest.approx(sum(control) / 6, abs=1)
+    assert steps["step time"]["New(ns)"] == pytest.approx(sum(test) / 6, abs=1)
+    op_types = {(r["Op"], r["Direction"]): r for r in table(tables, "diff: op types")}
+    # The test run's forward and backward go through torch.compile's CompiledFunction.
+    assert op_types[("CompiledFunction", "fprop")]["Verdict"] == "new"
+    assert op_types[("CompiledFunction", "bprop")]["Verdict"] == "new"
+    assert any(r["Verdict"] == "gone" for r in op_types.values())
+    # Against itself: nothing changes, and the gate passes.
+    same = diff_json(CONTROL, CONTROL, "--report", "step,op_type", "--fail-above", "0")
+    assert all(r["Verdict"] == "same" for r in table(same, "diff: op types"))
+
+
+def test_bad_input_and_usage_errors(runs, tmp_path):
+    res = diff(runs["base"], tmp_path / "missing.dict", check=1)
+    assert "missing.dict" in res.stderr and "error" in res.stderr
+    garbage = tmp_path / "garbage.dict"
+    garbage.write_text("this is not a profile\n")
+    res = diff(runs["base"], garbage, check=1)
+    assert "garbage.dict" in res.stderr
+    assert "Traceback" not in res.stderr
+    res = diff(runs["base"], runs["rerun"], "--report", "ops", check=2)
+    assert "unknown level 'ops'" in res.stderr
+    res = diff(runs["base"], runs["rerun"], "--formats", "csv,json", check=2)
+    assert "-o PREFIX" in res.stderr
+    res = diff(runs["base"], runs["rerun"], "--iterations", "50:60", check=2)
+    assert "base" in res.stderr
+    res = diff("--help", check=0)
+    assert "--fail-above" in res.stdout and "Exit status" in res.stdout
