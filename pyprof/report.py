@@ -24,7 +24,7 @@ from pyprof.frames import is_net_dict
 
 # The reports the page is made of, in one prof run.
 PAGE_REPORTS = ["summary", "op", "instance", "kernel", "module", "tc", "family", "phase", "peaks",
-                "roofline"]
+                "roofline", "iteration", "advice", "timemodel"]
 # The page holds the op instances and kernels with the most time, at most this many (prof's
 # --top: a million-kernel profile has as many instances); `pyprof prof --report` gives all.
 MAX_TABLE_ROWS = 2000
@@ -101,6 +101,24 @@ def run_prof_reports(dict_path: str, workdir: str, peaks: str | None, no_tf32: b
     return tables, warnings
 
 
+def run_diff(base_dict: str, new_dict: str, workdir: str, no_tf32: bool
+             ) -> tuple[dict[str, list[dict]], list[str]]:
+    """pyprof diff BASE NEW's tables (docs/diff.md), grouped by title; and its notes. Its gate
+    is not asked for: the page shows the verdicts, CI runs `pyprof diff --fail-above`."""
+    out = os.path.join(workdir, "diff.json")
+    args = [tool_path("pyprof-diff"), base_dict, new_dict, "--formats", "json", "-o", out]
+    if no_tf32:
+        args.append("--no-tf32")
+    res = _run(args, "pyprof diff")
+    tables: dict[str, list[dict]] = {}
+    with open(out, encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            tables.setdefault(row.pop("report"), []).append(row)
+    notes = [ln.strip() for ln in res.stderr.splitlines() if "warning" in ln]
+    return tables, notes
+
+
 def step_count(dict_path: str) -> int:
     """How many training steps the profile's user ranges name (torch.profiler's ProfilerStep#N,
     `step N` / `iteration N` ranges as examples/train.py and many scripts write). 0: none."""
@@ -167,8 +185,10 @@ def unit_of(header: str) -> str:
         return "ratio"
     if "%" in h:
         return "pct"
-    if h in ("Count", "Records", "Instances", "Seq", "Eligible kernels"):
+    if h in ("Count", "Records", "Instances", "Seq", "Eligible kernels", "Step", "Ops", "Points"):
         return "int"
+    if h in ("p", "q", "R2", "Actual/predicted", "Base calls", "New calls"):
+        return "ratio"
     return "text"
 
 
@@ -383,7 +403,8 @@ def _short(s: str, n: int) -> str:
 
 
 def build_page_data(header: dict, tables: dict[str, list[dict]], steps: int,
-                    warnings: list[str]) -> dict:
+                    warnings: list[str], diff: dict[str, list[dict]] | None = None,
+                    diff_base: str | None = None) -> dict:
     summary = table(tables, "summary") or []
     ops = table(tables, "ops by", "op types by")
     instances = table(tables, "op instances")
@@ -395,6 +416,11 @@ def build_page_data(header: dict, tables: dict[str, list[dict]], steps: int,
     peaks = table(tables, "device peaks") or []
     roof_types = table(tables, "roofline: op types") or []
     roof_inst = table(tables, "roofline: op instances") or []
+    iterations = table(tables, "iterations (")
+    steady = table(tables, "steady state")
+    advice = table(tables, "advice")
+    time_model = table(tables, "time model")
+    model_far = table(tables, "model points far")
 
     cpu_only = header.get("records") == "op"
     devices = header.get("devices") or []
@@ -430,9 +456,7 @@ def build_page_data(header: dict, tables: dict[str, list[dict]], steps: int,
                 ("CPU-only profile" if cpu_only else "no device table in the trace")},
         {"id": "wall_time", "label": "wall time", "unit": "ns", "value": wall,
          "sub": "first record's start to last record's end"},
-        {"id": "step_time", "label": "mean step time", "unit": "ns",
-         "value": (wall / steps) if (wall and steps) else None,
-         "sub": f"wall time / {steps} steps" if steps else "no step ranges in the trace"},
+        step_headline(steady, iterations, wall, steps),
         {"id": "gpu_busy", "label": "GPU busy", "unit": "pct",
          "value": summary_value(summary, "GPU busy %"),
          "sub": "union of kernel, copy and memset time" if not cpu_only else "not a GPU profile"},
@@ -470,7 +494,15 @@ def build_page_data(header: dict, tables: dict[str, list[dict]], steps: int,
              "no records with time"),
             ("modules", module_figure(modules),
              "no module ranges in the trace (pyprof.init(model=...), emit_nvtx with module "
-             "hooks or torch.profiler with_modules give them)")):
+             "hooks or torch.profiler with_modules give them)"),
+            ("iterations", iterations_figure(iterations),
+             "no iterations detected (ProfilerStep#N, a `step N` range, Optimizer.step or a "
+             "repeating module forward: docs/formats.md §3); `pyprof parse --step-range NAME` "
+             "names the range"),
+            ("diff", diff_figure(table(diff or {}, "diff: op types")),
+             f"no op type changed against {diff_base}" if diff is not None else
+             "no baseline: `pyprof report NEW --diff BASE` compares this profile with another "
+             "run of the same workload")):
         if fig:
             figures[key] = fig
         else:
@@ -485,19 +517,131 @@ def build_page_data(header: dict, tables: dict[str, list[dict]], steps: int,
         "peaks": table_spec(peaks, "no device peaks"),
         "roofline_types": table_spec(roof_types, "no op types with a FLOP model and time"),
         "summary": table_spec(summary, "empty summary"),
+        "iterations": table_spec(iterations, "no iterations detected"),
+        "steady": steady_spec(steady),
+        "advice": table_spec(advice, "no rule fired: nothing with at least 2% of the time at "
+                                     "stake (docs/advice.md lists the rules)"),
+        "timemodel": table_spec(time_model, "no op family with enough costed points to fit"),
+        "timemodel_far": table_spec(model_far, "every fitted point is within 2x of its "
+                                               "prediction"),
     }
+    if diff is not None:
+        for key, prefixes, empty in (
+                ("diff_summary", ("diff summary",), "no summary"),
+                ("diff_steps", ("diff: per iteration", "diff: whole profile"), "no step rows"),
+                ("diff_op_types", ("diff: op types",), "no ops in either profile"),
+                ("diff_ops", ("diff: ops",), "no ops in either profile"),
+                ("diff_modules", ("diff: modules",), "no module ranges in either profile"),
+                ("diff_kernels", ("diff: kernels",), "no kernels (CPU-only profiles)")):
+            tables_out[key] = table_spec(table(diff, *prefixes), empty)
     return {
         "meta": {"source": header.get("source"), "format": header.get("format"),
                  "records_kind": header.get("records"),
                  "generated": datetime.datetime.now().strftime("%Y-%m-%d %H:%M")},
         "headline": headline, "notes": notes, "figures": figures, "figure_notes": figure_notes,
-        "figure_ids": ["roofline", "family", "phase", "modules"], "tables": tables_out,
+        "figure_ids": ["roofline", "family", "phase", "modules", "iterations", "diff"],
+        "tables": tables_out, "diff_base": diff_base,
         "roofline": {"text": roof_text, **roof_facts},
         # prof's rows as it wrote them (raw numbers), for scripts and tests; long tables cut
         # to the rows the page shows, with their full length in prof_rows.
         "prof": {t: rows[:MAX_TABLE_ROWS] for t, rows in tables.items()},
         "prof_rows": {t: len(rows) for t, rows in tables.items()},
+        "diff": {t: rows[:MAX_TABLE_ROWS] for t, rows in (diff or {}).items()},
     }
+
+
+def step_headline(steady: list[dict] | None, iterations: list[dict] | None, wall, steps: int
+                  ) -> dict:
+    """The step time card: the steady state's median over the selected iterations (prof's
+    iteration report), else the wall time over the step ranges found."""
+    card = {"id": "step_time", "label": "step time", "unit": "ns"}
+    for row in steady or []:
+        if str(row.get("Metric", "")).startswith("wall time"):
+            selected = sum(1 for r in iterations or [] if r.get("Selected") == "yes")
+            iqr = _number(row.get("IQR"))
+            return {**card, "label": "median step time", "value": _number(row.get("Median")),
+                    "sub": f"median of {selected} iterations, IQR "
+                           f"{_si(iqr, 's', 1e-9) if iqr is not None else 'na'}"}
+    return {**card, "label": "mean step time", "value": (wall / steps) if (wall and steps) else None,
+            "sub": f"wall time / {steps} steps" if steps else "no step ranges in the trace"}
+
+
+def steady_spec(rows: list[dict] | None) -> dict:
+    """The steady-state table with each row in its own unit (wall time in ns, GPU busy in %,
+    TFLOP/s), as text a person reads; prof's raw numbers stay in the page's `prof` data."""
+    if not rows:
+        return {"columns": [], "rows": [], "empty": "no iterations detected"}
+
+    def show(metric: str, v):
+        n = _number(v)
+        if n is None:
+            return "na"
+        if "(ns)" in metric:
+            return _si(n, "s", 1e-9)
+        if "%" in metric:
+            return f"{n:.1f} %"
+        if "TFLOP/s" in metric:
+            return _si(n * 1e12, "FLOP/s")
+        return f"{n:.3g}"
+
+    names = ["Median", "Min", "Max", "Q1", "Q3", "IQR"]
+    cols = [{"name": "Metric", "label": "Metric", "unit": "text", "long": True}] + [
+        {"name": n, "label": n, "unit": "text", "long": False} for n in names]
+    body = [[str(r.get("Metric"))] + [show(str(r.get("Metric")), r.get(n)) for n in names]
+            for r in rows]
+    return {"columns": cols, "rows": body}
+
+
+def iterations_figure(rows: list[dict] | None) -> dict | None:
+    """Per iteration: forward, backward and optimizer time stacked, the wall time as a line;
+    warm-up and left-out iterations marked."""
+    import plotly.graph_objects as go
+
+    if not rows:
+        return None
+    labels = [f"{r.get('Name')}" + ("" if r.get("Selected") == "yes" else f" ({r.get('Selected')})")
+              for r in rows]
+    fig = go.Figure()
+    for key, name, colour in (("Forward(ns)", "forward", "#2f6fde"),
+                              ("Backward(ns)", "backward", "#e07b39"),
+                              ("Optimizer(ns)", "optimizer", "#3aa76d")):
+        fig.add_trace(go.Bar(x=labels, y=[(_number(r.get(key)) or 0) / 1e6 for r in rows],
+                             name=name, marker={"color": colour}))
+    fig.add_trace(go.Scatter(x=labels, y=[(_number(r.get("Wall(ns)")) or 0) / 1e6 for r in rows],
+                             name="wall time", mode="lines+markers", line={"color": "#1d2330"}))
+    fig.update_layout(barmode="stack", yaxis={"title": "time (ms)"}, height=420,
+                      template="plotly_white", margin={"l": 60, "r": 20, "t": 30, "b": 80},
+                      title={"text": "time per iteration (GPU: kernel time by phase; CPU: op "
+                                     "self time)", "font": {"size": 14}})
+    return _fig_json(fig)
+
+
+def diff_figure(rows: list[dict] | None) -> dict | None:
+    """The op types whose time changed most against the baseline, coloured by verdict."""
+    import plotly.graph_objects as go
+
+    rows = [r for r in (rows or []) if _number(r.get("Delta(ns)"))]
+    if not rows:
+        return None
+    rows = sorted(rows, key=lambda r: abs(_number(r["Delta(ns)"])))[-20:]
+    colour = {"slower": "#d62728", "faster": "#2ca02c", "new": "#9467bd", "gone": "#7f7f7f",
+              "same": "#b0b8c4"}
+    fig = go.Figure(go.Bar(
+        x=[_number(r["Delta(ns)"]) / 1e6 for r in rows],
+        y=[f"{r.get('Op')} {r.get('Direction')}" for r in rows], orientation="h",
+        marker={"color": [colour.get(str(r.get("Verdict")), "#b0b8c4") for r in rows]},
+        hovertext=[f"<b>{_esc(r.get('Op'))}</b> {r.get('Direction')}: {r.get('Verdict')}<br>"
+                   f"{_si(_number(r.get('Base(ns)')), 's', 1e-9)} → "
+                   f"{_si(_number(r.get('New(ns)')), 's', 1e-9)} per iteration"
+                   + (f"<br>q = {r.get('q')}" if r.get("q") is not None else "") for r in rows],
+        hoverinfo="text"))
+    fig.update_layout(title={"text": "change per iteration by op type (red: slower, green: "
+                                     "faster, purple: new, grey: gone or same)",
+                             "font": {"size": 14}},
+                      xaxis={"title": "time change (ms per iteration)"}, template="plotly_white",
+                      height=max(260, 28 * len(rows) + 90), yaxis={"automargin": True},
+                      margin={"l": 10, "r": 20, "t": 40, "b": 50})
+    return _fig_json(fig)
 
 
 def _dominant_mode(types: list[dict]) -> str | None:
@@ -520,7 +664,7 @@ SECTIONS = [
     ("headline", "Overview"), ("roofline", "Roofline"), ("breakdown", "Where the time goes"),
     ("ops", "Ops"), ("instances", "Op instances"), ("kernels", "Kernels"),
     ("tensor-cores", "Tensor Cores"), ("iterations", "Iterations"), ("advice", "Advice"),
-    ("devices", "Device peaks"),
+    ("diff", "Diff"), ("devices", "Device peaks"),
 ]
 
 
@@ -538,6 +682,15 @@ def render_html(data: dict, title: str) -> str:
     toc = "".join(f'<a href="#{sid}">{name}</a>' for sid, name in SECTIONS)
     meta = data["meta"]
     roof_text = _esc(data["roofline"]["text"])
+    if "diff_summary" in data["tables"]:
+        diff_html = f'<p class="explain">Baseline: {_esc(data.get("diff_base"))}.</p>' + "".join(
+            f'<h3>{name}</h3><div id="table-{key}"></div>' for key, name in (
+                ("diff_summary", "Summary"), ("diff_steps", "Per iteration"),
+                ("diff_op_types", "Op types"), ("diff_ops", "Ops (op, direction, module, shapes)"),
+                ("diff_modules", "Modules"), ("diff_kernels", "Kernels")))
+    else:
+        diff_html = ('<p class="empty" data-placeholder="diff">No baseline given: '
+                     '<code>pyprof report NEW --diff BASE</code> adds this section.</p>')
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -576,12 +729,27 @@ counted FLOPs and bytes by the time of exactly the instances that count them (do
 (dtype and shapes allow them) and whether their kernels used them (judged from kernel names,
 docs/prof.md §4). "eligible, not using TC" is the row to act on.</p>
 <div id="table-tc"></div></section>
-<section id="iterations"><h2>Iterations</h2>
-<div class="placeholder" data-placeholder="iterations">Per-iteration times are not computed by
-this version of pyprof.</div></section>
-<section id="advice"><h2>Advice</h2>
-<div class="placeholder" data-placeholder="advice">Advice with the time at stake is not computed
-by this version of pyprof.</div></section>
+<section id="iterations"><h2>Iterations</h2><p class="explain">The profile's iterations as
+parse detected them (the rule is in the table's title) and which the other sections cover: a
+warm-up step 0 is left out by default (docs/prof.md, Iterations). The steady state is the median
+and spread over the selected iterations.</p>
+<div class="chart" id="fig-iterations"></div>
+<h3>Steady state</h3><div id="table-steady"></div>
+<h3>Per iteration</h3><div id="table-iterations"></div></section>
+<section id="advice"><h2>Advice</h2><p class="explain">Rules that fired on this profile, each
+with the time a fix could save estimated from the profile itself, the evidence and the fix
+(docs/advice.md).</p><div id="table-advice"></div>
+<h3>Fitted time model</h3><p class="explain">Per op family, time ≈ FLOPs / P + bytes / B + c
+fitted over the profile's own ops (non-negative least squares): P and B are the ceilings this
+run achieved; the points far from their prediction are worth a look.</p>
+<div id="table-timemodel"></div><h3>Far from the model</h3><div id="table-timemodel_far"></div>
+</section>
+<section id="diff"><h2>Diff</h2><p class="explain">This profile against a baseline run
+(<code>pyprof report NEW --diff BASE</code>; the same tables as <code>pyprof diff</code>,
+docs/diff.md): time per iteration before and after, each row judged against the typical change of
+all rows, Welch's t-test over the iterations, q-values adjusted for the many rows.</p>
+<div class="chart" id="fig-diff"></div>
+{diff_html}</section>
 <section id="devices"><h2>Device peaks</h2><p class="explain">The roofs' numbers and their
 sources (docs/peaks.md).</p><div id="table-peaks"></div>
 <h3>Roofline points (op types)</h3><div id="table-roofline_types"></div>
@@ -611,8 +779,9 @@ def write_atomic(path: str, text: str) -> None:
 
 
 def make_report(input_path: str, output: str, peaks: str | None = None, title: str | None = None,
-                no_tf32: bool = False) -> dict:
-    """Writes the page for `input_path` to `output`; returns the data embedded in it."""
+                no_tf32: bool = False, diff_base: str | None = None) -> dict:
+    """Writes the page for `input_path` to `output`; returns the data embedded in it. With
+    `diff_base`, the Diff section compares the profile with that baseline."""
     if peaks and not os.path.isfile(peaks):
         raise ReportError(f"--peaks {peaks}: no such file")
     with tempfile.TemporaryDirectory(prefix="pyprof-report-") as work:
@@ -620,7 +789,16 @@ def make_report(input_path: str, output: str, peaks: str | None = None, title: s
         header = read_header(dict_path)
         tables, prof_warnings = run_prof_reports(dict_path, work, peaks, no_tf32)
         steps = step_count(dict_path)
-    data = build_page_data(header, tables, steps, parse_warnings + prof_warnings)
+        diff = None
+        if diff_base:
+            base_work = os.path.join(work, "base")
+            os.mkdir(base_work)
+            base_dict, base_warnings = ensure_dict(diff_base, base_work)
+            read_header(base_dict)
+            diff, diff_notes = run_diff(base_dict, dict_path, work, no_tf32)
+            parse_warnings += [f"baseline: {w}" for w in base_warnings + diff_notes]
+    data = build_page_data(header, tables, steps, parse_warnings + prof_warnings, diff,
+                           diff_base)
     page = render_html(data, title or f"pyprof report: {os.path.basename(input_path)}")
     try:
         write_atomic(output, page)
@@ -633,8 +811,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="pyprof report",
         description="One self-contained HTML page of a profile (works offline): headline figures, "
-                    "a roofline, time by op family, module and phase, and sortable tables of "
-                    "ops, instances, kernels and Tensor Core use. docs/report.md",
+                    "a roofline, time by op family, module and phase, sortable tables of "
+                    "ops, instances, kernels and Tensor Core use, iterations, advice with the "
+                    "time at stake and, with --diff BASE, a comparison with a baseline. "
+                    "docs/report.md",
         epilog="Exit status: 0 the page was written, 1 it could not be (the input, parse or "
                "prof failed: the message says why; no page is left), 2 usage.")
     p.add_argument("input", help="net.dict, or anything `pyprof parse` reads (parsed first)")
@@ -645,11 +825,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--title", help="the page's title")
     p.add_argument("--no-tf32", action="store_true",
                    help="fp32 GEMMs and convolutions are not Tensor Core eligible")
+    p.add_argument("--diff", metavar="BASE",
+                   help="a baseline profile (net.dict, database or trace) of the same workload: "
+                        "the Diff section compares INPUT with it, as `pyprof diff BASE INPUT` "
+                        "(docs/diff.md)")
     args = p.parse_args(argv)
     output = args.output or re.sub(r"(\.json)?(\.gz)?$|\.(dict|sqlite|sql)$", "",
                                    args.input.rstrip("/")) + ".html"
     try:
-        data = make_report(args.input, output, args.peaks, args.title, args.no_tf32)
+        data = make_report(args.input, output, args.peaks, args.title, args.no_tf32, args.diff)
     except ReportError as e:
         print(f"pyprof report: error: {e}", file=sys.stderr)
         return 1
