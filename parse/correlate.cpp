@@ -39,6 +39,7 @@ RangeContext extend(const RangeContext* parent, const RangeRecord& r, int32_t in
       c.trace = index;
       break;
     case MarkerKind::kUser:
+    case MarkerKind::kSettings:  // never a range of the trace (trace.cpp: add_range)
       break;
   }
   return c;

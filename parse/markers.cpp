@@ -171,7 +171,7 @@ void decode_pyprof(std::string_view text, Marker& out) {
 
   // String views point into the parser's buffer, valid until the next document.
   std::string_view op, module, type, scope, overload, stack;
-  bool have_op = false, have_module = false;
+  bool have_op = false, have_module = false, have_settings = false;
   const auto read_string = [&](od::value& value, std::string_view key, std::string_view& dst,
                                bool* present) {
     const error_code e = value.get_string().get(dst);
@@ -225,6 +225,20 @@ void decode_pyprof(std::string_view text, Marker& out) {
       if ((err = value.current_location().get(end))) break;
       while (end > start && is_json_space(end[-1])) --end;
       out.args.assign(start, end - start);
+    } else if (key == "settings") {
+      od::json_type settings_type;
+      if ((err = value.type().get(settings_type))) break;
+      if (settings_type != od::json_type::object) {
+        add_error(out, "\"settings\" is not an object");
+        continue;
+      }
+      const char* start = value.raw_json_token().data();
+      if ((err = validate_value(value, 1))) break;
+      const char* end;
+      if ((err = value.current_location().get(end))) break;
+      while (end > start && is_json_space(end[-1])) --end;
+      out.args.assign(start, end - start);
+      have_settings = true;
     } else if (key == "fwd_tid") {
       read_int(value, "\"fwd_tid\"", out.fwd_tid);
     } else if (key == "overload") {
@@ -250,6 +264,12 @@ void decode_pyprof(std::string_view text, Marker& out) {
   }
   if (err) {
     demote_invalid_pyprof(text, simdjson::error_message(err), out);
+    return;
+  }
+  if (have_settings && !have_op && !have_module) {
+    out.dialect = Dialect::kPyprof;
+    out.kind = MarkerKind::kSettings;
+    out.name.assign("pyprof settings");
     return;
   }
   if (!have_op && !have_module) {

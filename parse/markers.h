@@ -40,6 +40,9 @@ enum class MarkerKind : uint8_t {
   kBackwardNode,  // an autograd backward node (scope "backward", "AddmmBackward0, seq = 10")
   kModule,        // an nn.Module forward (pyprof module marker, legacy "strRepr" marker)
   kTrace,         // legacy PyProf "traceMarker": the Python call stack of the next marker
+  // A pyprof settings mark (docs/formats.md §1.4): the torch flags the program ran with, from
+  // pyprof.init() and again at exit; `args` holds the "settings" object. Not a range.
+  kSettings,
 };
 
 // Everything one message says. Decoding resets every field first but keeps the capacity of

@@ -79,6 +79,19 @@ TEST(PyprofMarker, OpMarkerFromTheFormatDoc) {
   EXPECT_EQ(m.error, "");
 }
 
+TEST(PyprofMarker, SettingsMark) {
+  const std::string settings = R"({"torch":"2.13.0","cudnn.benchmark":false,"num_threads":2})";
+  const Marker m = decode(R"({"v":1,"settings":)" + settings + "}", true);
+  EXPECT_EQ(m.kind, MarkerKind::kSettings);
+  EXPECT_EQ(m.dialect, Dialect::kPyprof);
+  EXPECT_EQ(m.args, settings);
+  EXPECT_EQ(m.error, "");
+  // Not an object: a user range with the error said, as for other malformed markers.
+  const Marker bad = decode(R"({"v":1,"settings":[1,2]})", true);
+  EXPECT_EQ(bad.kind, MarkerKind::kUser);
+  EXPECT_NE(bad.error.find("\"settings\" is not an object"), std::string::npos) << bad.error;
+}
+
 TEST(PyprofMarker, BackwardNode) {
   const std::string args =
       R"({"0":{"shape":[8,16,14,14],"dtype":"float32","stride":[3136,196,14,1],"device":"cpu"}})";

@@ -63,6 +63,7 @@ const char* range_kind_name(MarkerKind kind) {
     case MarkerKind::kTrace:
       return "trace";
     case MarkerKind::kUser:
+    case MarkerKind::kSettings:
       break;
   }
   return "user";
@@ -266,6 +267,10 @@ void RecordWriter::write_header_object(JsonWriter& w, const std::string& source)
     w.raw_key("cuda_records_lost");
     w.integer(trace_.write_failure->cuda_records_lost);
     w.end_object();
+  }
+  if (!trace_.torch_settings.empty()) {
+    w.raw_key("torch_settings");
+    w.raw_value(trace_.torch_settings);  // validated by the marker decoder
   }
   if (!trace_.devices.empty()) {
     w.raw_key("devices");

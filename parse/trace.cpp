@@ -71,6 +71,13 @@ void add_range(Trace& trace, RangeRecord r, std::string_view text, TextRef ref, 
     trace.warn("malformed marker", m.error + " in \"" + std::string(head) +
                                        (text.size() > head.size() ? "...\"" : "\""));
   }
+  if (m.kind == MarkerKind::kSettings) {
+    // Not a range: the flags go to the header, the last mark winning (pyprof writes one at
+    // init() and one at exit, when the program has set what it trains with).
+    trace.torch_settings = m.args;
+    ++trace.stats.marks;
+    return;
+  }
   r.kind = m.kind;
   r.dialect = m.dialect;
   r.op_id = m.op_id;

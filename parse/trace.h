@@ -126,6 +126,9 @@ struct Trace {
   std::string version;  // tool version when the file says it, else ""
   // pyprof databases: META_DATA_CAPTURE PYPROF_CUDA_TRACE ("on: ..." or why kernels are absent).
   std::string cuda_trace;
+  // pyprof databases: the last settings mark's object (the torch flags the program ran with,
+  // docs/formats.md §1.4), validated JSON; empty when the trace has none.
+  std::string torch_settings;
   // TARGET_INFO_GPU rows (nsys >= 2021.2 and pyprof databases) or TARGET_INFO_CUDA_GPU rows
   // (nsys 2020.x), for peak rates downstream.
   struct Device {

@@ -6,6 +6,7 @@
 #include <climits>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <string_view>
 
 #include "prof/device_peaks.h"
@@ -139,6 +140,7 @@ class Advisor {
   std::vector<Advice> run() {
     if (!cpu_) {
       tensor_cores();
+      cudnn_benchmark();
       gpu_idle();
       copies();
     }
@@ -160,6 +162,38 @@ class Advisor {
     double percent = wall_ > 0 ? 100 * at_stake / wall_ : 0;
     out_.push_back({std::move(rule), std::move(finding), at_stake, percent, std::move(evidence),
                     std::move(fix)});
+  }
+
+  // The fix for FP32 GEMMs on CUDA cores, as far as the recorded settings tell what is on.
+  std::string fp32_fix() const {
+    const bool matmul_tf32 = setting("cuda.matmul.allow_tf32") == "true" ||
+                             setting("float32_matmul_precision") == "\"high\"" ||
+                             setting("float32_matmul_precision") == "\"medium\"";
+    const bool conv_tf32 = setting("cudnn.allow_tf32") == "true";
+    if (matmul_tf32 && conv_tf32) {
+      return "TF32 is already allowed (the recorded settings): cuBLAS/cuDNN chose CUDA-core "
+             "kernels for these shapes: run under torch.autocast('cuda', "
+             "dtype=torch.bfloat16), use channels_last for convolutions, or "
+             "torch.backends.cudnn.benchmark = True";
+    }
+    std::string fix;
+    if (!matmul_tf32) {
+      fix =
+          "torch.backends.cuda.matmul.allow_tf32 = True (or "
+          "torch.set_float32_matmul_precision('high'))";
+    }
+    if (!conv_tf32) {
+      if (!fix.empty()) fix += " and ";
+      fix += "torch.backends.cudnn.allow_tf32 = True";
+    }
+    if (setting("cudnn.allow_tf32").empty()) {
+      fix =
+          "torch.backends.cuda.matmul.allow_tf32 = True and torch.backends.cudnn.allow_tf32 = "
+          "True (or torch.set_float32_matmul_precision('high'))";
+    } else if (conv_tf32) {
+      fix += " (cudnn.allow_tf32 is on already: convolutions on CUDA cores are cuDNN's choice)";
+    }
+    return fix + ", or run the model under torch.autocast('cuda', dtype=torch.bfloat16)";
   }
 
   // fp32-tensor-cores, tc-not-used, shapes-not-aligned.
@@ -195,10 +229,7 @@ class Advisor {
           fmt::format("{} of FP32 GEMM/conv kernels ({} of GPU time) ran on CUDA cores; TF32 or "
                       "AMP would run them on Tensor Cores, about {:.1f}x faster at peak.",
                       ns_text(fp32_time), pct(fp32_time), fp32_speedup),
-          fp32_stake, top3(fp32_ev),
-          "torch.backends.cuda.matmul.allow_tf32 = True and torch.backends.cudnn.allow_tf32 = "
-          "True (or torch.set_float32_matmul_precision('high')), or run the model under "
-          "torch.autocast('cuda', dtype=torch.bfloat16)");
+          fp32_stake, top3(fp32_ev), fp32_fix());
     }
     if (share(low_time) >= kMinShare) {
       add("tc-not-used",
@@ -218,6 +249,58 @@ class Advisor {
           "pad the named dimension (batch, hidden size, vocabulary, channels) to a multiple of 8 "
           "(16 for FP8/INT8)");
     }
+  }
+
+  // The header's torch setting `key` as JSON text ("true", "false"), or "" when unknown.
+  std::string setting(const char* key) const {
+    auto it = data_.torch_settings.find(key);
+    return it == data_.torch_settings.end() ? "" : it->second;
+  }
+
+  // cudnn-benchmark-off: pyprof recorded torch.backends.cudnn.benchmark = False (the profile
+  // says so: other tools' traces do not, and the rule stays silent), and convolution kernels
+  // take time. The time at stake is the convolutions' time above what they would take at the
+  // rate this profile's own convolutions show they can reach: the fitted time model's
+  // prediction for the conv family when there is a fit, else each kernel's FLOPs at the best
+  // FLOP/s a convolution kernel of its dtype reached here. Autotuning picks the fastest
+  // algorithm per shape, so a kernel well under what its peers achieve is what it could recover.
+  void cudnn_benchmark() {
+    if (setting("cudnn.benchmark") != "false" || setting("cudnn.enabled") == "false") return;
+    const TimeModel model = fit_time_model(data_);
+    std::map<uint32_t, double> best_rate;  // dtype -> FLOPs per ns
+    std::vector<const ProfRecord*> convs;
+    double conv_time = 0;
+    for (const ProfRecord& r : data_.records) {
+      if (r.kind != Kind::kKernel || r.bad_time || r.duration <= 0) continue;
+      if (data_.strings.get(r.family) != "conv") continue;
+      convs.push_back(&r);
+      conv_time += static_cast<double>(r.duration);
+      if (r.counted && r.flops > 0) {
+        double& best = best_rate[r.dtype];
+        best = std::max(best, r.flops / static_cast<double>(r.duration));
+      }
+    }
+    if (share(conv_time) < kMinShare) return;
+    double stake = 0;
+    std::map<std::string, double> ev;
+    for (const ProfRecord* r : convs) {
+      double t = static_cast<double>(r->duration);
+      std::optional<double> expected = model.predict_ns(*r);
+      if (!expected && r->counted && r->flops > 0 && best_rate[r->dtype] > 0) {
+        expected = r->flops / best_rate[r->dtype];
+      }
+      if (!expected || t <= *expected) continue;
+      stake += t - *expected;
+      ev[op_name(data_, *r) + " " + std::string(data_.strings.get(r->shapes))] += t - *expected;
+    }
+    add("cudnn-benchmark-off",
+        fmt::format("{} of convolution kernels ({} of GPU time) ran with "
+                    "torch.backends.cudnn.benchmark = False: cuDNN used its heuristic's "
+                    "algorithm for each shape instead of timing the candidates.",
+                    ns_text(conv_time), pct(conv_time)),
+        stake, ev.empty() ? "(every convolution at the rate its peers reach)" : top3(ev, " over"),
+        "torch.backends.cudnn.benchmark = True when input shapes repeat from step to step "
+        "(the first step of each new shape pays for the timing)");
   }
 
   // gpu-idle-{sync,launch-bound,cpu-bound}: the gaps in the union of GPU activity.

@@ -207,5 +207,64 @@ TEST(Advice, SortedByTimeAtStake) {
   EXPECT_NE(b.find(v, "dataloader-wait"), nullptr);
 }
 
+ProfRecord& conv(Builder& b, double flops, int64_t ns) {
+  ProfRecord& r = b.add(Kind::kKernel, "aten::cudnn_convolution", ns);
+  r.family = b.d.strings.intern("conv");
+  r.dtype = b.d.strings.intern("float16");
+  r.shapes = b.d.strings.intern("[32,64,56,56],[64,64,3,3]");
+  r.tc_eligible = true;
+  r.tc = 1;
+  r.counted = true;
+  r.flops = flops;
+  return r;
+}
+
+// Two convolutions of 1 GFLOP: one at 100 µs (10 TFLOP/s), one at 400 µs. Fewer points than a
+// fit needs, so the best rate a convolution reached here (10 TFLOP/s) is the yardstick: the
+// slow one could take 100 µs, 300 µs at stake.
+TEST(Advice, CudnnBenchmarkOffFiresWithTheTimeAboveTheBestConvRate) {
+  Builder b;
+  conv(b, 1e9, 100'000);
+  conv(b, 1e9, 400'000);
+  b.add(Kind::kKernel, "aten::relu", 50'000);
+  b.d.torch_settings = {{"cudnn.benchmark", "false"}, {"cudnn.enabled", "true"}};
+  auto v = advise(b.d);
+  const Advice* a = b.find(v, "cudnn-benchmark-off");
+  ASSERT_NE(a, nullptr);
+  EXPECT_DOUBLE_EQ(a->at_stake_ns, 300'000);
+  EXPECT_NE(a->finding.find("500 \xC2\xB5s of convolution kernels"), std::string::npos)
+      << a->finding;
+  EXPECT_NE(a->fix.find("cudnn.benchmark = True"), std::string::npos);
+}
+
+TEST(Advice, CudnnBenchmarkOnOrUnknownIsSilent) {
+  for (int on = 0; on < 2; ++on) {
+    Builder b;
+    conv(b, 1e9, 100'000);
+    conv(b, 1e9, 400'000);
+    if (on) b.d.torch_settings = {{"cudnn.benchmark", "true"}};
+    EXPECT_EQ(b.find(advise(b.d), "cudnn-benchmark-off"), nullptr) << on;
+  }
+}
+
+TEST(Advice, Fp32FixSaysWhatTheSettingsAlreadyAllow) {
+  Builder b;
+  gemm(b, "float32", "[64,128],[128,256]", 0, 80'000);
+  b.d.torch_settings = {{"cuda.matmul.allow_tf32", "false"},
+                        {"cudnn.allow_tf32", "true"},
+                        {"float32_matmul_precision", "\"highest\""}};
+  std::vector<Advice> v = advise(b.d);  // find() points into it
+  const Advice* a = b.find(v, "fp32-tensor-cores");
+  ASSERT_NE(a, nullptr);
+  EXPECT_NE(a->fix.find("torch.backends.cuda.matmul.allow_tf32 = True"), std::string::npos)
+      << a->fix;
+  EXPECT_NE(a->fix.find("cudnn.allow_tf32 is on already"), std::string::npos) << a->fix;
+  b.d.torch_settings["cuda.matmul.allow_tf32"] = "true";
+  v = advise(b.d);
+  a = b.find(v, "fp32-tensor-cores");
+  ASSERT_NE(a, nullptr);
+  EXPECT_NE(a->fix.find("TF32 is already allowed"), std::string::npos) << a->fix;
+}
+
 }  // namespace
 }  // namespace pyprof::prof

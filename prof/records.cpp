@@ -109,6 +109,8 @@ struct Fields {
   std::string layer;                // user ranges joined by ':'
   std::string trace;                // legacy trace frames joined by ','
   std::vector<DevicePeak> devices;  // header only
+  // header only: `torch_settings`, each key with its value's JSON text ("false", "\"high\"").
+  std::vector<std::pair<std::string, std::string>> torch_settings;
   // The header's `iterations` (docs/formats.md §3) when it is well formed, else why not.
   bool has_iterations = false;
   Iterations iterations;
@@ -450,7 +452,22 @@ bool read_object_fields(od::object o, Fields& f) {
       case 't':
         if (key == "tid")
           num(f.tid);
-        else if (key == "trace") {
+        else if (key == "torch_settings") {
+          od::object o;
+          if (v.get_object().get(o) == simdjson::SUCCESS) {
+            for (auto field : o) {
+              std::string_view k, raw;
+              if (field.unescaped_key().get(k) != simdjson::SUCCESS) continue;
+              // Scalars (booleans, strings, numbers): their token's text.
+              raw = field.value().raw_json_token();
+              while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\n' ||
+                                      raw.back() == ',' || raw.back() == '}')) {
+                raw.remove_suffix(1);
+              }
+              f.torch_settings.emplace_back(std::string(k), std::string(raw));
+            }
+          }
+        } else if (key == "trace") {
           od::array a;
           if (v.get_array().get(a) == simdjson::SUCCESS) {
             for (auto e : a) {
@@ -501,6 +518,8 @@ void read_header(const Fields& f, ReadResult& out) {
   out.cpu_only = f.records == "op";
   out.source = std::string(f.source);
   out.devices = f.devices;
+  out.torch_settings.clear();
+  for (const auto& [k, v] : f.torch_settings) out.torch_settings[k] = v;
   out.iterations = {};
   if (!f.has_iterations) return;
   if (!f.iterations_problem.empty()) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -178,6 +179,10 @@ struct ReadResult {
   std::vector<std::string> warnings;
   std::string source;
   Iterations iterations;  // the header's; empty steps when it has none
+  // The header's `torch_settings` (pyprof captures: the torch flags the program ran with,
+  // docs/formats.md §1.4), key -> the value's JSON text ("true", "\"highest\"", "2"); empty
+  // when the profile does not say (other tools' traces).
+  std::map<std::string, std::string> torch_settings;
 };
 
 struct ReadOptions {

@@ -607,6 +607,23 @@ ReportTable summary_report(const ReadResult& data) {
     if (!it.human.empty()) t.human[{t.rows.size(), 1}] = it.human;
     row(it.metric, it.value, it.unit);
   }
+  if (!data.torch_settings.empty()) {
+    // What the program ran with (pyprof captures): the flags that decide the kernels.
+    auto flag = [&](const char* key) {
+      auto it = data.torch_settings.find(key);
+      if (it == data.torch_settings.end()) return std::string("?");
+      std::string v = it->second;
+      if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+      return v;
+    };
+    row("torch settings",
+        fmt::format("cudnn.benchmark {}; TF32: cuDNN {}, matmul {} (precision {}); "
+                    "deterministic {}; torch {}",
+                    flag("cudnn.benchmark"), flag("cudnn.allow_tf32"),
+                    flag("cuda.matmul.allow_tf32"), flag("float32_matmul_precision"),
+                    flag("deterministic_algorithms"), flag("torch")),
+        Unit::kText);
+  }
   // The top ops by their time column (CPU: self time; GPU: kernel and copy time).
   ReportTable ops = op_report(data);
   for (size_t i = 0; i < ops.rows.size() && i < 10; ++i) {

@@ -16,7 +16,7 @@ __version__ = "0.1.0"
 _MODULE_OF = {
     "init": "pyprof._api", "stop": "pyprof._api", "is_enabled": "pyprof._api",
     "range": "pyprof._api", "annotate": "pyprof._api", "mark": "pyprof._api",
-    "stats": "pyprof._api",
+    "stats": "pyprof._api", "torch_settings": "pyprof._api",
     "read_dict": "pyprof.frames", "read_report": "pyprof.frames",
     "ProfError": "pyprof.frames", "ProfWarning": "pyprof.frames",
 }

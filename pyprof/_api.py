@@ -101,8 +101,11 @@ def init(model: torch.nn.Module | None = None, *, with_stack: bool = False) -> b
             # after finalizing, which skips the collector's C atexit handler: finish the
             # database from Python's atexit instead (it runs before that).
             atexit.register(_C.collector_shutdown)
+            # Registered after it, so it runs before it: the flags the program trained with.
+            atexit.register(_record_settings)
             _shutdown_registered = True
         _enabled = True
+        _record_settings()
         return True
 
 
@@ -112,6 +115,7 @@ def stop() -> None:
     with _lock:
         if not _enabled:
             return
+        _record_settings()
         _C.uninstall()
         for handle in _hook_handles:
             handle.remove()
@@ -121,6 +125,36 @@ def stop() -> None:
 
 def is_enabled() -> bool:
     return _enabled
+
+
+def torch_settings() -> dict:
+    """The torch flags that decide which kernels run (cuDNN autotuning, TF32, determinism),
+    as pyprof records them (docs/formats.md §1.4)."""
+    backends = torch.backends
+    settings = {
+        "torch": torch.__version__,
+        "cudnn.benchmark": bool(backends.cudnn.benchmark),
+        "cudnn.deterministic": bool(backends.cudnn.deterministic),
+        "cudnn.allow_tf32": bool(backends.cudnn.allow_tf32),
+        "cudnn.enabled": bool(backends.cudnn.enabled),
+        "cuda.matmul.allow_tf32": bool(backends.cuda.matmul.allow_tf32),
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "deterministic_algorithms": bool(torch.are_deterministic_algorithms_enabled()),
+        "num_threads": torch.get_num_threads(),
+    }
+    return settings
+
+
+def _record_settings() -> None:
+    """A settings mark in the pyprof domain: parse keeps the last one in the net.dict header
+    (`torch_settings`), where advice reads cudnn.benchmark and TF32. Written at init(), at
+    stop() and at exit, since a program often sets its flags after init()."""
+    try:
+        message = json.dumps({"v": _C.MARKER_SCHEMA_VERSION, "settings": torch_settings()},
+                             separators=(",", ":"))
+        _C.mark(message, 0, "pyprof")
+    except Exception as exc:  # a flag some torch lacks must not end the program's run
+        print(f"pyprof: warning: torch settings not recorded: {exc}", file=sys.stderr)
 
 
 def stats() -> dict:
@@ -172,6 +206,8 @@ def _wrap_os_exit() -> None:
 
     def _exit(code):
         try:
+            if _enabled:
+                _record_settings()
             _C.collector_shutdown()
         finally:
             _real_os_exit(code)
