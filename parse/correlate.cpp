@@ -254,6 +254,17 @@ void attribute(const Trace& trace, const Correlation& corr, const ForwardOps& fo
 
 }  // namespace
 
+bool is_synchronizing_api(std::string_view name) {
+  static constexpr std::string_view kNames[] = {
+      "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
+      "cuCtxSynchronize",      "cuStreamSynchronize",   "cuEventSynchronize",
+      "hipDeviceSynchronize",  "hipStreamSynchronize",  "hipEventSynchronize"};
+  for (std::string_view n : kNames) {
+    if (name == n) return true;
+  }
+  return false;
+}
+
 Correlation correlate(Trace& trace) {
   Correlation out;
   const size_t n_act = trace.activities.size();
@@ -272,6 +283,21 @@ Correlation correlate(Trace& trace) {
       call_index.emplace(key, static_cast<int32_t>(i));
     }
     std::vector<char> needed(trace.api_calls.size(), 0);
+    // The synchronizing calls: their enclosing ranges say which op (or none) waited.
+    std::vector<char> sync_name(trace.pool.size(), 2);  // 2: not judged yet
+    for (size_t i = 0; i < trace.api_calls.size(); ++i) {
+      const auto& c = trace.api_calls[i];
+      if (c.name >= sync_name.size()) continue;
+      char& is_sync = sync_name[c.name];
+      if (is_sync == 2) is_sync = is_synchronizing_api(trace.pool.get(c.name)) ? 1 : 0;
+      if (!is_sync) continue;
+      out.sync_calls.push_back(static_cast<int32_t>(i));
+      needed[i] = 1;
+      needed_calls.push_back(static_cast<int32_t>(i));
+    }
+    std::stable_sort(out.sync_calls.begin(), out.sync_calls.end(), [&](int32_t a, int32_t b) {
+      return trace.api_calls[a].start < trace.api_calls[b].start;
+    });
     for (size_t i = 0; i < n_act; ++i) {
       const auto& act = trace.activities[i];
       if (act.correlation_id < 0) continue;
@@ -362,6 +388,12 @@ Correlation correlate(Trace& trace) {
     }
     out.attributions.resize(n_act);
     for (size_t k = 0; k < n_act; ++k) out.attributions[k] = by_activity[out.order[k]];
+    out.sync_attributions.resize(out.sync_calls.size());
+    for (size_t k = 0; k < out.sync_calls.size(); ++k) {
+      Attribution& a = out.sync_attributions[k];
+      a.launch = out.sync_calls[k];
+      attribute(trace, out, forward_ops, innermost_of_call[a.launch], -1, a);
+    }
   }
 
   for (const auto& a : out.attributions) {

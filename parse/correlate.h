@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "parse/trace.h"
@@ -77,7 +78,15 @@ struct Correlation {
   std::vector<int32_t> node_of_step;
   bool cpu_only = false;  // no GPU activity: records are op instances
   CorrelationStats stats;
+  // GPU profiles: the API calls that block the host until the GPU is done
+  // (is_synchronizing_api), in start order, and what each ran inside (`launch` is the call).
+  std::vector<int32_t> sync_calls;
+  std::vector<Attribution> sync_attributions;
 };
+
+// cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize, their driver (cu*) and HIP
+// spellings: the calls after which an idle GPU waits for the host (docs/formats.md §3, `sync`).
+bool is_synchronizing_api(std::string_view name);
 
 // Fills parents (RangeRecord::parent) and computes everything above.
 Correlation correlate(Trace& trace);

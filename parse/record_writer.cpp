@@ -328,6 +328,38 @@ void RecordWriter::write_header_object(JsonWriter& w, const std::string& source)
   w.end_object();
 }
 
+// A synchronizing API call (docs/formats.md §3, kind `sync`): no GPU activity of its own, but
+// the host waited in it for the GPU, so advice can tell why the GPU then sat idle.
+void RecordWriter::write_sync(const Attribution& a) {
+  const ApiCall& call = trace_.api_calls[a.launch];
+  {
+    JsonWriter w(record_, kNoTruncation, 0);
+    w.begin_object();
+    w.raw_key("kind");
+    w.trusted_string("sync");
+    w.raw_key("name");
+    pooled(w, call.name);
+    w.raw_key("start");
+    w.integer(call.start);
+    duration(w, call.start, call.end);
+    w.raw_key("pid");
+    w.integer(call.pid);
+    w.raw_key("tid");
+    w.integer(call.tid);
+    if (iterations_ && !iterations_->steps.empty()) {
+      const int32_t step = iterations_->step_at(call.start);
+      if (step >= 0) {
+        w.raw_key("step");
+        w.integer(step);
+      }
+    }
+    write_attribution(w, a);
+    write_user_ranges(w, a);
+    w.end_object();
+  }
+  end_record();
+}
+
 void RecordWriter::write_step(JsonWriter& w, size_t k) {
   if (!iterations_ || iterations_->steps.empty()) return;
   const int32_t step = iterations_->step_at(record_time(trace_, corr_, k));
@@ -726,6 +758,11 @@ bool RecordWriter::write(const std::string& source) {
     } else {
       write_activity(k, corr_.order[k], corr_.attributions[k]);
     }
+    if (buffer_.size() >= kFlushBytes) ok = flush();
+  }
+  // After the GPU records, in start order: they are no GPU activity (docs/formats.md §3).
+  for (size_t k = 0; ok && k < corr_.sync_attributions.size(); ++k) {
+    write_sync(corr_.sync_attributions[k]);
     if (buffer_.size() >= kFlushBytes) ok = flush();
   }
   if (ok && write_ranges_) ok = write_range_lines();

@@ -84,6 +84,7 @@ class RecordWriter {
   void end_record();
   void write_activity(size_t k, int32_t index, const Attribution& a);
   void write_op_instance(size_t k, int32_t index, const Attribution& a);
+  void write_sync(const Attribution& a);
   void write_attribution(JsonWriter& w, const Attribution& a);
   // `"step": i` for record `k` of Correlation::order, when it falls in a step.
   void write_step(JsonWriter& w, size_t k);

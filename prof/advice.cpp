@@ -318,6 +318,26 @@ class Advisor {
     double idle[3] = {0, 0, 0};            // sync, launch-bound, cpu-bound
     std::map<std::string, double> ev[3];
     int64_t short_kernels = 0, kernels = 0;
+    // Synchronizing API calls by end: a gap that opens while the host waits in one (it began
+    // before the GPU ran dry) and closes after it returned is the synchronization's.
+    std::vector<const SyncCall*> syncs;
+    for (const SyncCall& c : data_.syncs) syncs.push_back(&c);
+    std::stable_sort(syncs.begin(), syncs.end(), [](const SyncCall* a, const SyncCall* b) {
+      return a->start + a->duration < b->start + b->duration;
+    });
+    size_t next_sync = 0;
+    auto sync_into = [&](int64_t gap_start, int64_t gap_end) -> const SyncCall* {
+      while (next_sync < syncs.size() &&
+             syncs[next_sync]->start + syncs[next_sync]->duration < gap_start) {
+        ++next_sync;
+      }
+      for (size_t i = next_sync; i < syncs.size(); ++i) {
+        const SyncCall* c = syncs[i];
+        if (c->start + c->duration > gap_end) break;
+        if (c->start <= gap_start) return c;
+      }
+      return nullptr;
+    };
     for (const ProfRecord* r : gpu) {
       if (r->kind == Kind::kKernel) {
         ++kernels;
@@ -326,12 +346,21 @@ class Advisor {
       if (r->start > busy_end) {
         double gap = static_cast<double>(r->start - busy_end);
         std::string before = op_name(data_, *last);
-        bool sync = (last->kind == Kind::kMemcpy &&
+        const SyncCall* waited = sync_into(busy_end, r->start);
+        bool sync = waited != nullptr ||
+                    (last->kind == Kind::kMemcpy &&
                      data_.strings.get(last->name).find("DtoH") != std::string_view::npos) ||
                     before == "aten::_local_scalar_dense" || before == "aten::item";
         int cause = sync ? 0 : last->duration < kShortKernelNs && gap < kShortKernelNs ? 1 : 2;
         idle[cause] += gap;
-        ev[cause][cause == 2 ? "before " + op_name(data_, *r) : "after " + before] += gap;
+        std::string key = cause == 2 ? "before " + op_name(data_, *r) : "after " + before;
+        if (waited) {
+          std::string_view in = data_.strings.get(waited->op);
+          key = fmt::format("after {} ({})", data_.strings.get(waited->name),
+                            in.empty() ? "no op: torch.cuda.synchronize() or user code"
+                                       : "in " + std::string(in));
+        }
+        ev[cause][key] += gap;
       }
       if (r->start + r->duration > busy_end) {
         busy_end = r->start + r->duration;
@@ -343,8 +372,9 @@ class Advisor {
     auto idle_share = [&](double t) { return fmt::format("{:.1f}%", 100 * t / span); };
     if (idle[0] / span >= kIdleShare) {
       add("gpu-idle-sync",
-          fmt::format("The GPU sat idle {} ({} of the GPU span) right after device-to-host "
-                      "copies or .item() calls: the CPU waited for the GPU, then launched late.",
+          fmt::format("The GPU sat idle {} ({} of the GPU span) right after the host waited for "
+                      "it (a synchronize call, a device-to-host copy, .item()), then launched "
+                      "late.",
                       ns_text(idle[0]), idle_share(idle[0])),
           idle[0], top3(ev[0]),
           "remove .item() / .cpu() / print(tensor) from the training loop (log every N steps, "

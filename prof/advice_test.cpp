@@ -103,6 +103,33 @@ TEST(Advice, IdleCausesLaunchBoundAndCpuBound) {
   EXPECT_NE(cpu->evidence.find("before aten::mm"), std::string::npos);
 }
 
+// torch.cuda.synchronize() outside any op: the host waits in cudaDeviceSynchronize from 50 µs
+// (the GPU still busy until 100 µs) to 300 µs, and the next kernel starts at 400 µs: the 300 µs
+// gap is the synchronization's, whatever ran before it.
+TEST(Advice, IdleAfterASynchronizeCallIsSynchronisation) {
+  Builder b;
+  b.add(Kind::kKernel, "aten::mm", 100'000);
+  b.add(Kind::kKernel, "aten::mm", 100'000, 300'000);
+  SyncCall c;
+  c.start = 50'000;
+  c.duration = 250'000;
+  c.name = b.d.strings.intern("cudaDeviceSynchronize");
+  b.d.syncs.push_back(c);
+  auto v = advise(b.d);
+  const Advice* a = b.find(v, "gpu-idle-sync");
+  ASSERT_NE(a, nullptr);
+  EXPECT_DOUBLE_EQ(a->at_stake_ns, 300'000);
+  EXPECT_NE(a->evidence.find("after cudaDeviceSynchronize (no op"), std::string::npos)
+      << a->evidence;
+  EXPECT_EQ(b.find(v, "gpu-idle-cpu-bound"), nullptr);
+  // A synchronize that began after the GPU ran dry did not keep it idle: CPU-bound.
+  b.d.syncs[0].start = 150'000;
+  b.d.syncs[0].duration = 10'000;
+  v = advise(b.d);
+  EXPECT_EQ(b.find(v, "gpu-idle-sync"), nullptr);
+  EXPECT_NE(b.find(v, "gpu-idle-cpu-bound"), nullptr);
+}
+
 TEST(Advice, BusyGpuIsClean) {
   Builder b;
   for (int i = 0; i < 20; ++i) b.add(Kind::kKernel, "aten::mm", 50'000, 100);

@@ -932,6 +932,19 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
     // `pyprof parse --ranges` appends the spans of the trace's ranges (docs/formats.md §3.1):
     // not records, and not unreadable either.
     if (f.kind == "range") continue;
+    if (f.kind == "sync") {
+      SyncCall c;
+      c.start = f.start;
+      c.duration = std::max<int64_t>(f.duration, 0);
+      c.tid = f.tid;
+      c.name = out.strings.intern(f.name);
+      c.op = out.strings.intern(f.op);
+      c.step = f.step >= 0 && f.step < static_cast<int64_t>(out.iterations.steps.size())
+                   ? static_cast<int32_t>(f.step)
+                   : -1;
+      out.syncs.push_back(c);
+      continue;
+    }
     f.line = out.lines;
     ProfRecord r = make_record(f, out.records.size(), out.strings);
     times.check(f, r);

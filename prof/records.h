@@ -165,8 +165,20 @@ struct Iterations {
   int64_t warm_up_wall = 0, warm_up_median = 0;  // the warm-up rule's figures, when it fired
 };
 
+// A synchronizing API call (net.dict kind `sync`, docs/formats.md §3): the host waited in it
+// for the GPU. Not a record: it has no GPU time, and no report counts it.
+struct SyncCall {
+  int64_t start = 0;
+  int64_t duration = 0;
+  int64_t tid = -1;
+  uint32_t name = 0;  // the API ("cudaStreamSynchronize")
+  uint32_t op = 0;    // the op it ran in (0: none: torch.cuda.synchronize(), user code)
+  int32_t step = -1;
+};
+
 struct ReadResult {
   std::vector<ProfRecord> records;
+  std::vector<SyncCall> syncs;  // in the dict's order (start order)
   Strings strings;
   bool cpu_only = false;
   int64_t lines = 0;

@@ -269,6 +269,7 @@ class Exporter {
   void header(const Line& l, std::string_view raw_line);
   void gpu_record(const Line& l, size_t index);
   void cpu_record(const Line& l, size_t index);
+  void sync_call(const Line& l);
   void range(const Line& l);
   void flow(const char* cat, int64_t id, bool start, int64_t pid, std::string_view tid_json,
             int64_t ts);
@@ -356,6 +357,25 @@ void Exporter::flow(const char* cat, int64_t id, bool start, int64_t pid, std::s
 void Exporter::header(const Line& l, std::string_view raw_line) {
   (void)l;
   header_line_.assign(raw_line);
+}
+
+// A synchronizing API call: a cuda_runtime slice on its CPU thread, as Kineto draws one (parse
+// reads it back as a `sync` record).
+void Exporter::sync_call(const Line& l) {
+  if (l.pid == kNone || l.tid == kNone || l.start == kNone || l.name.empty()) return;
+  note_cpu_thread(l.pid, l.tid);
+  JsonWriter& w = begin_event();
+  w.raw_key("ph");
+  w.trusted_string("X");
+  w.raw_key("cat");
+  w.trusted_string("cuda_runtime");
+  w.raw_key("name");
+  w.raw_value(l.name);
+  id_value(w, "pid", l.pid);
+  id_value(w, "tid", l.tid);
+  time(w, "ts", l.start);
+  time(w, "dur", l.duration == kNone ? 0 : l.duration);
+  end_event();
 }
 
 void Exporter::gpu_record(const Line& l, size_t index) {
@@ -907,6 +927,11 @@ bool Exporter::run(std::FILE* in, std::string& error) {
         fwd_flow_of_range_[l.fwd] = next_flow_id_++;
       }
       pending_ranges.emplace_back(text);
+      continue;
+    }
+    if (is(l.kind, "sync")) {
+      sync_call(l);
+      ok = flush();
       continue;
     }
     if (record_index >= costs_.records.size()) {

@@ -201,3 +201,24 @@ def test_peaks_are_the_h100_sxm_datasheet_and_ffma_kernels_are_not_tensor_core(p
     kernels = [json.loads(line) for line in out.splitlines()]
     ffma = [k for k in kernels if "_ffma_" in k["Kernel"]]
     assert ffma and all(k["TC"] == "0" for k in ffma)
+
+
+def test_synchronizing_calls_are_sync_lines_with_their_op(cap, parsed):
+    """Every cudaStreamSynchronize / cudaDeviceSynchronize of the capture (here the blocking
+    copies of model.cuda()) is a `sync` line with the call's times and the innermost op range
+    around it (docs/formats.md §3)."""
+    import re as _re
+    _, records, _, _ = parsed
+    syncs = [r for r in records if r["kind"] == "sync"]
+    calls = sorted((c for c in cap.runtime
+                    if _re.sub(r"_v\d+$", "", cap.strings.get(c["nameId"], "")).endswith(
+                        "Synchronize")), key=lambda c: c["start"])
+    assert len(syncs) == len(calls) == 19
+    index = OpRanges(cap.ranges)
+    for r, c in zip(syncs, calls):
+        assert (r["start"], r["duration"]) == (c["start"], c["end"] - c["start"])
+        ops = [o for o in index.enclosing(c["globalTid"], c["start"], c["end"])
+               if not o.marker["op"].startswith(EVALUATE)]
+        assert r["op"] == (ops[0].marker["op"] if ops else None), r
+    # The GPU records come first, in GPU start order; the sync lines after them.
+    assert records[-len(syncs):] == syncs

@@ -222,7 +222,9 @@ class Oracle:
     def attribution(self, gpu_row) -> dict:
         """dir, and the names the record may give (a set: ranges with the same start and
         duration cannot be told apart by time) for op (fprop) or bwd_node / bwd_op (bprop)."""
-        call = self.call_of[gpu_row["args"]["correlation"]]
+        return self.attribution_of_call(self.call_of[gpu_row["args"]["correlation"]])
+
+    def attribution_of_call(self, call) -> dict:
         around = self.enclosing(call)
         nodes = [e for e in around if is_backward_node(e["name"])]
 
@@ -248,11 +250,23 @@ class Oracle:
 _cache = {}
 
 
+_syncs = {}
+
+
+def without_syncs(records: list[dict]) -> list[dict]:
+    """The GPU (or op) records: parse writes `sync` lines after them (docs/formats.md §3)."""
+    return [r for r in records if r["kind"] != "sync"]
+
+
 def parsed(name: str):
-    """(oracle, header, records, summary) of one trace, each parsed once per session."""
+    """(oracle, header, records, summary) of one trace, each parsed once per session. The
+    records are the GPU (or op) records; the `sync` lines parse writes after them are in
+    _syncs[name]."""
     if name not in _cache:
         path = trace_file(name)
         header, records, summary = parse(path)
+        _syncs[name] = [r for r in records if r["kind"] == "sync"]
+        records = [r for r in records if r["kind"] != "sync"]
         _cache[name] = (Oracle(path), header, records, summary)
     return _cache[name]
 
@@ -338,6 +352,32 @@ def test_each_launch_is_attributed_to_the_innermost_op_around_its_call(name):
             assert r["op"] in want["op"], (r, want)
         checked[want["dir"]] += 1
     assert sum(checked.values()) == len(oracle.launched)
+
+
+SYNC_APIS = {f"{p}{what}Synchronize" for p in ("cuda", "hip") for what in ("Device", "Stream", "Event")}
+
+
+@pytest.mark.parametrize("name", with_slow(GPU_TRACES))
+def test_synchronizing_calls_are_sync_records_with_their_op(name):
+    """Each cudaStreamSynchronize / cudaDeviceSynchronize / cudaEventSynchronize call (HIP's too)
+    is one `sync` record after the GPU records, in start order, with the call's times and
+    thread and the op around it as the launch test reads it (docs/formats.md §3)."""
+    oracle, _, _, _ = parsed(name)
+    syncs = _syncs[name]
+    calls = sorted((c for c in oracle.calls if re.sub(r"_v\d+$", "", c["name"]) in SYNC_APIS),
+                   key=lambda c: (ns(c["ts"]), ns(c["dur"])))
+    assert [r["name"] for r in syncs] == [re.sub(r"_v\d+$", "", c["name"]) for c in calls]
+    for r, c in zip(syncs, calls):
+        assert (r["start"], r["duration"]) == (ns(c["ts"]), ns(c["dur"])), r
+        assert (r["pid"], r["tid"]) == (c["pid"], c["tid"]), r
+        want = oracle.attribution_of_call(c)
+        assert r["dir"] == want["dir"], (r, want)
+        if want["dir"] == "bprop":
+            assert r["bwd_node"] in want["bwd_node"], (r, want)
+        elif want["dir"] == "fprop":
+            assert r["op"] in want["op"], (r, want)
+    if name == "alexnet":
+        assert len(syncs) == 21  # the trace's 21 cudaStreamSynchronize calls
 
 
 @pytest.mark.parametrize("name", ["nccl", "rocm", *H100_TRACES])
@@ -794,6 +834,7 @@ def test_plain_json_cut_short(tmp_path):
         res = run_parse(path)
         assert res.returncode == 0, res.stderr
         _, records = read_records(res.stdout)
+        records = without_syncs(records)
         assert "warning: trace cut short" in res.stderr
         assert 0 < len(records) <= len(parsed("alexnet")[2])
     # Cut before the first event is whole: nothing to keep, an error.
@@ -867,7 +908,8 @@ def test_broken_event_in_the_middle_is_skipped_and_counted(tmp_path):
     res = run_parse(path)
     assert res.returncode == 0, res.stderr
     _, records = read_records(res.stdout)
-    assert collections.Counter(r["kind"] for r in records) == {"kernel": 2, "memset": 3}
+    assert collections.Counter(r["kind"] for r in records) == {"kernel": 2, "memset": 3,
+                                                                "sync": 1}
     assert "skipped events 1" in res.stderr and "warning: trace events skipped (1x)" in res.stderr
 
 
@@ -1080,7 +1122,8 @@ def test_folder_of_rank_traces(tmp_path):
     for rank, name in ((0, "event_sync"), (1, "rocm")):
         header, records = read_dict(out / f"rank{rank}.pt.trace.dict")
         _, gold_header, gold, _ = parsed(name)
-        assert records == gold
+        assert without_syncs(records) == gold and [r for r in records if r["kind"] == "sync"] \
+            == _syncs[name]
         assert header | {"source": None} == gold_header | {"source": None}
     # Several files on the command line, too.
     out2 = tmp_path / "dicts2"
@@ -1114,7 +1157,7 @@ def test_file_names_do_not_decide_the_format(tmp_path):
     odd_name.write_bytes(plain)
     for path in (gz_named_json, json_named_gz, odd_name):
         header, records, _ = parse(path)
-        assert records == gold, path
+        assert without_syncs(records) == gold, path
         assert header["devices"] == gold_header["devices"]
 
 
@@ -1127,6 +1170,7 @@ def test_prof_flops_from_kineto_shapes(tmp_path):
     out = prof("--json", "-c", "idx,dir,op,kernel,flops,op_flops,params", dict_path).stdout
     rows = [json.loads(line) for line in out.splitlines()]
     _, records = read_dict(dict_path)
+    records = without_syncs(records)  # prof's table: the GPU records (syncs are no records)
     assert len(rows) == len(records)
     # aten::addmm External id 310: Input Dims [[512], [1024, 1705], [1705, 512], [], []]:
     # mat1 is M x K = 1024 x 1705, mat2 K x N = 1705 x 512: 2*M*N*K.
@@ -1147,7 +1191,7 @@ def test_prof_on_a_trace_without_shapes_prints_na(tmp_path):
     res = prof("-c", "idx,dir,op,kernel,params,flops", dict_path)
     lines = res.stdout.splitlines()
     _, records = read_dict(dict_path)
-    assert len(lines) == len(records) + 1
+    assert len(lines) == len(without_syncs(records)) + 1
     gemm_lines = [line for line in lines[1:] if " aten::addmm " in line or " aten::mm " in line
                   or " aten::cudnn_convolution " in line]
     assert gemm_lines and all(line.endswith(" na na") for line in gemm_lines)
