@@ -56,7 +56,7 @@ def cap(db):
 @pytest.fixture(scope="module")
 def parsed(db, tmp_path_factory):
     out = tmp_path_factory.mktemp("h100dict") / "net.dict"
-    header, records, summary = testlib.parse(db)
+    header, records, summary = testlib.parse(db, with_syncs=True)
     with open(out, "w") as f:
         f.write("\n".join(json.dumps(x) for x in [header, *records]) + "\n")
     return header, records, summary, str(out)

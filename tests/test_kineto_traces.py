@@ -264,7 +264,7 @@ def parsed(name: str):
     _syncs[name]."""
     if name not in _cache:
         path = trace_file(name)
-        header, records, summary = parse(path)
+        header, records, summary = parse(path, with_syncs=True)
         _syncs[name] = [r for r in records if r["kind"] == "sync"]
         records = [r for r in records if r["kind"] != "sync"]
         _cache[name] = (Oracle(path), header, records, summary)
@@ -907,7 +907,7 @@ def test_broken_event_in_the_middle_is_skipped_and_counted(tmp_path):
     path = write_trace(tmp_path / "broken.json", text.replace(kernel, broken))
     res = run_parse(path)
     assert res.returncode == 0, res.stderr
-    _, records = read_records(res.stdout)
+    _, records = read_records(res.stdout, with_syncs=True)
     assert collections.Counter(r["kind"] for r in records) == {"kernel": 2, "memset": 3,
                                                                 "sync": 1}
     assert "skipped events 1" in res.stderr and "warning: trace events skipped (1x)" in res.stderr
@@ -1120,7 +1120,7 @@ def test_folder_of_rank_traces(tmp_path):
     assert res.returncode == 0, res.stderr
     assert sorted(os.listdir(out)) == ["rank0.pt.trace.dict", "rank1.pt.trace.dict"]
     for rank, name in ((0, "event_sync"), (1, "rocm")):
-        header, records = read_dict(out / f"rank{rank}.pt.trace.dict")
+        header, records = read_dict(out / f"rank{rank}.pt.trace.dict", with_syncs=True)
         _, gold_header, gold, _ = parsed(name)
         assert without_syncs(records) == gold and [r for r in records if r["kind"] == "sync"] \
             == _syncs[name]
@@ -1157,7 +1157,7 @@ def test_file_names_do_not_decide_the_format(tmp_path):
     odd_name.write_bytes(plain)
     for path in (gz_named_json, json_named_gz, odd_name):
         header, records, _ = parse(path)
-        assert without_syncs(records) == gold, path
+        assert records == gold, path
         assert header["devices"] == gold_header["devices"]
 
 

@@ -152,7 +152,8 @@ def test_nvprof_and_nsys_layouts_agree():
 
 def test_oldest_nsys_driver_api_launches():
     """nsys 2020.3: no NVTX, launches through the driver API (cuLaunchKernel)."""
-    header, records, summary = parse(os.path.join(DATA, "nsys-2020.3.4_beast-stream_report2.sqlite"))
+    header, records, summary = parse(os.path.join(DATA, "nsys-2020.3.4_beast-stream_report2.sqlite"),
+                                     with_syncs=True)
     assert header["format"] == "nsys"
     ks = kernels(records)
     assert len(ks) == 2419
@@ -165,7 +166,9 @@ def test_oldest_nsys_driver_api_launches():
     starts = [r["start"] for r in records if r["kind"] != "sync"]
     assert starts == sorted(starts)
     syncs = [r for r in records if r["kind"] == "sync"]
-    assert records[len(records) - len(syncs):] == syncs
+    assert syncs and records[len(records) - len(syncs):] == syncs
+    assert {r["name"] for r in syncs} <= {"cuCtxSynchronize", "cuStreamSynchronize",
+                                          "cuEventSynchronize"}  # a driver-API program
 
 
 def test_nvfuser_ranges_are_user_ranges():

@@ -58,23 +58,28 @@ def run_tool(path: str, *args, stdin: str | None = None, timeout: float = 120,
     return res
 
 
-def read_records(text: str) -> tuple[dict, list[dict]]:
-    """parse's JSON Lines: (header, records)."""
+def read_records(text: str, with_syncs: bool = False) -> tuple[dict, list[dict]]:
+    """parse's JSON Lines: (header, records). The records are the GPU (or op) records; the
+    `sync` lines after a GPU profile's records (docs/formats.md §3: synchronizing API calls,
+    no GPU activity) only with `with_syncs`."""
     lines = [json.loads(line) for line in text.splitlines() if line.strip()]
-    return lines[0], lines[1:]
+    records = lines[1:] if with_syncs else [r for r in lines[1:] if r.get("kind") != "sync"]
+    return lines[0], records
 
 
-def read_dict(path) -> tuple[dict, list[dict]]:
-    """A net.dict file: (header, records)."""
+def read_dict(path, with_syncs: bool = False) -> tuple[dict, list[dict]]:
+    """A net.dict file: (header, records), as read_records."""
     with open(path) as f:
-        return read_records(f.read())
+        return read_records(f.read(), with_syncs)
 
 
-def parse(path, *extra, timeout: float = 120) -> tuple[dict, list[dict], str]:
-    """pyprof-parse PATH to stdout, which must succeed: (header, records, stderr)."""
+def parse(path, *extra, timeout: float = 120, with_syncs: bool = False
+          ) -> tuple[dict, list[dict], str]:
+    """pyprof-parse PATH to stdout, which must succeed: (header, records, stderr); the records
+    as read_records."""
     res = run_tool(PARSE, path, *extra, timeout=timeout)
     assert res.returncode == 0, res.stderr
-    header, records = read_records(res.stdout)
+    header, records = read_records(res.stdout, with_syncs)
     return header, records, res.stderr
 
 
