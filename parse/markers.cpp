@@ -195,6 +195,24 @@ void decode_pyprof(std::string_view text, Marker& out) {
     }
   };
 
+  // An object value's text, byte for byte (validated): "args" and "settings".
+  const auto read_object = [&](od::value& value, std::string_view key, std::string& dst,
+                               bool* present) {
+    od::json_type type;
+    if ((err = value.type().get(type))) return;
+    if (type != od::json_type::object) {
+      add_error(out, key, " is not an object");
+      return;
+    }
+    const char* start = value.raw_json_token().data();
+    if ((err = validate_value(value, 1))) return;
+    const char* end;
+    if ((err = value.current_location().get(end))) return;
+    while (end > start && is_json_space(end[-1])) --end;
+    dst.assign(start, end - start);
+    if (present != nullptr) *present = true;
+  };
+
   for (auto field_result : object) {
     od::field field;
     std::string_view key;
@@ -213,32 +231,9 @@ void decode_pyprof(std::string_view text, Marker& out) {
     } else if (key == "scope") {
       read_string(value, "\"scope\"", scope, nullptr);
     } else if (key == "args") {
-      od::json_type args_type;
-      if ((err = value.type().get(args_type))) break;
-      if (args_type != od::json_type::object) {
-        add_error(out, "\"args\" is not an object");
-        continue;
-      }
-      const char* start = value.raw_json_token().data();
-      if ((err = validate_value(value, 1))) break;
-      const char* end;
-      if ((err = value.current_location().get(end))) break;
-      while (end > start && is_json_space(end[-1])) --end;
-      out.args.assign(start, end - start);
+      read_object(value, "\"args\"", out.args, nullptr);
     } else if (key == "settings") {
-      od::json_type settings_type;
-      if ((err = value.type().get(settings_type))) break;
-      if (settings_type != od::json_type::object) {
-        add_error(out, "\"settings\" is not an object");
-        continue;
-      }
-      const char* start = value.raw_json_token().data();
-      if ((err = validate_value(value, 1))) break;
-      const char* end;
-      if ((err = value.current_location().get(end))) break;
-      while (end > start && is_json_space(end[-1])) --end;
-      out.args.assign(start, end - start);
-      have_settings = true;
+      read_object(value, "\"settings\"", out.args, &have_settings);
     } else if (key == "fwd_tid") {
       read_int(value, "\"fwd_tid\"", out.fwd_tid);
     } else if (key == "overload") {

@@ -25,41 +25,17 @@
 namespace pyprof::prof {
 namespace {
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    size_t comma = s.find(',', pos);
-    std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    if (!item.empty()) out.push_back(item);
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return out;
-}
-
 int fail(const std::string& message, int code) {
   fmt::print(stderr, "pyprof prof: error: {}\n", message);
   return code;
 }
 
-// Closes every output and moves them into place only when all of them were written whole:
-// a failure leaves none of them (older files of those names stay as they were). Returns the
-// exit status; a reader that closed the pipe ends prof without a word, like other tools.
+// Every output committed, or none (common/output_file.h); a reader that closed the pipe ends
+// prof without a word, like other tools.
 int finish_outputs(std::vector<pyprof::OutputFile>& outputs) {
   std::string error;
-  bool ok = true, broken_pipe = false;
-  for (pyprof::OutputFile& output : outputs) {
-    if (!output.close(error)) {
-      ok = false;
-      broken_pipe = output.broken_pipe();
-      break;
-    }
-  }
-  for (size_t i = 0; ok && i < outputs.size(); ++i) ok = outputs[i].commit(error);
-  if (ok) return 0;
-  for (pyprof::OutputFile& output : outputs) output.discard();
-  return broken_pipe ? pyprof::kBrokenPipeExitStatus : fail(error, 1);
+  int status = pyprof::commit_all(outputs, error);
+  return status == 1 ? fail(error, 1) : status;
 }
 
 }  // namespace
@@ -153,8 +129,8 @@ int main(int argc, char** argv) {
       !parse_iteration_request(iterations, iteration_request, error_text)) {
     return fail(error_text, 2);
   }
-  std::vector<std::string> report_list = split(reports);
-  std::vector<std::string> format_list = split(formats);
+  std::vector<std::string> report_list = split_list(reports);
+  std::vector<std::string> format_list = split_list(formats);
   std::vector<ReportFormat> report_formats;
   for (const std::string& f : format_list) {
     if (f == "text") {

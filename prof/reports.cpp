@@ -106,6 +106,19 @@ std::string format_quantity(double value, Unit unit) {
   return fmt::format("{}", value);
 }
 
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t comma = s.find(',', pos);
+    std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
 void column(ReportTable& t, std::string header, Unit unit) {
   t.headers.push_back(std::move(header));
   t.units.push_back(unit);

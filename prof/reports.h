@@ -99,6 +99,9 @@ class PhaseOf {
   std::unordered_map<uint32_t, bool> optimizer_layer_;  // per layer string: names torch.optim's
 };
 
+// "a,b,,c" -> {"a", "b", "c"}: the comma-separated lists of --report, --formats, --columns.
+std::vector<std::string> split_list(const std::string& s);
+
 // The report names prof knows.
 const std::vector<std::string>& report_names();
 // The report names, comma-separated, for messages.

@@ -152,6 +152,21 @@ bool OutputFile::commit(std::string& error) {
 
 bool OutputFile::finish(std::string& error) { return close(error) && commit(error); }
 
+int commit_all(std::vector<OutputFile>& outputs, std::string& error) {
+  bool ok = true, broken_pipe = false;
+  for (OutputFile& output : outputs) {
+    if (!output.close(error)) {
+      ok = false;
+      broken_pipe = output.broken_pipe();
+      break;
+    }
+  }
+  for (size_t i = 0; ok && i < outputs.size(); ++i) ok = outputs[i].commit(error);
+  if (ok) return 0;
+  for (OutputFile& output : outputs) output.discard();
+  return broken_pipe ? kBrokenPipeExitStatus : 1;
+}
+
 void OutputFile::discard() {
   if (stream_ != nullptr && stream_ != stdout) std::fclose(stream_);
   stream_ = nullptr;

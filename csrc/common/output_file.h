@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace pyprof {
 
@@ -70,5 +71,11 @@ class OutputFile {
   std::FILE* stream_ = nullptr;
   int error_number_ = 0;
 };
+
+// A set of outputs kept all or nothing: closes every output, then moves them all into place
+// only when each was written whole; after any failure none is left (older files of those
+// names stay as they were). 0 when all were committed; kBrokenPipeExitStatus when a reader
+// closed the pipe (nothing to say); else 1 with `error` set.
+int commit_all(std::vector<OutputFile>& outputs, std::string& error);
 
 }  // namespace pyprof
