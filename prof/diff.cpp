@@ -18,6 +18,11 @@ namespace pyprof::prof {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// The typical change (typical_change): rows of at least this share of each profile's busy time,
+// at least this many of them, and how far beyond the rows' scatter a row's own change must go.
+constexpr double kScaleMinShare = 0.001;
+constexpr size_t kScaleMinRows = 8;
+constexpr double kScatterSigmas = 3;
 
 const char* dir_text(Dir d) {
   return d == Dir::kFprop ? "fprop" : d == Dir::kBprop ? "bprop" : "-";
@@ -329,13 +334,18 @@ void measure(DiffRow& row, double scale) {
   row.adjusted_delta_pct = change(row.new_ns / scale);
 }
 
-// Benjamini-Hochberg q-values over the tested rows of one table: a table tests many rows at
-// once, and at alpha = 0.05 one row in twenty would look changed by chance alone; q < alpha
-// keeps the expected share of false findings among the rows called changed under alpha.
-void adjust_q_values(std::vector<DiffRow>& rows) {
+// Benjamini-Hochberg q-values over the rows of one table whose change counts (changed(): large
+// enough and beyond the rows' scatter), the only rows a p-value can turn into a verdict: among
+// them, q < alpha keeps the expected share of false findings under alpha. A table tests many
+// rows at once, and adjusting over all of them (most of which no test could make changed)
+// would take the power to see a doubled op among 170 rows on a noisy machine. The other rows
+// keep q = NaN.
+void adjust_q_values(std::vector<DiffRow>& rows, const std::vector<int>& direction) {
   std::vector<DiffRow*> tested;
-  for (DiffRow& r : rows)
-    if (!std::isnan(r.p_value)) tested.push_back(&r);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    rows[i].q_value = kNaN;
+    if (!std::isnan(rows[i].p_value) && direction[i] != 0) tested.push_back(&rows[i]);
+  }
   std::sort(tested.begin(), tested.end(),
             [](const DiffRow* a, const DiffRow* b) { return a->p_value < b->p_value; });
   const double m = static_cast<double>(tested.size());
@@ -346,52 +356,62 @@ void adjust_q_values(std::vector<DiffRow>& rows) {
   }
 }
 
-void decide(DiffRow& row, const DiffOptions& options) {
-  if (!row.in_base) {
-    row.verdict = Verdict::kNew;
-    return;
-  }
-  if (!row.in_new) {
-    row.verdict = Verdict::kGone;
-    return;
-  }
-  // A change must be large against the typical change and in the raw times alike, in the
-  // same direction: on a machine that ran NEW 35% faster in general, an op that ran only 15%
-  // faster is not a regression (ops differ in how a busy machine slows them), and an op that
-  // ran 10% slower on a machine 10% slower throughout is no change of its own.
+// +1 when the row's own change (against the typical one) is at least --min-change upwards and
+// beyond the scatter of the rows about the typical change, -1 likewise downwards, else 0: on a
+// machine that ran NEW 35% faster in general, an op that ran 15% faster (a memory-bound op a
+// busy machine slowed more) is no regression; an op whose calls doubled is far outside that
+// scatter. New and gone rows: 0 (their verdict says what they are); rows whose time moved by
+// less than kScaleMinShare of BASE's busy time per iteration: 0.
+int changed(const DiffRow& row, const DiffOptions& options, double scatter, double base_busy) {
+  if (!row.in_base || !row.in_new) return 0;
+  // A change of less than kScaleMinShare of the busy time (a few µs of a ms step) is no
+  // finding, whatever its percent: the smallest ops are the noisiest.
+  if (base_busy > 0 && std::fabs(row.new_ns - row.base_ns) < kScaleMinShare * base_busy) return 0;
   const double m = options.min_change_pct;
-  const double raw = row.delta_pct, own = row.adjusted_delta_pct;
-  bool up = raw >= m && own >= m, down = raw <= -m && own <= -m;
-  // Untested (fewer than 2 samples a side): the change's size alone decides, and the p and q
-  // columns say "na".
-  bool significant = std::isnan(row.q_value) || row.q_value < options.alpha;
-  row.verdict = !significant ? Verdict::kSame
-                : up         ? Verdict::kSlower
-                : down       ? Verdict::kFaster
-                             : Verdict::kSame;
+  const double own = row.adjusted_delta_pct;
+  const double beyond = kScatterSigmas * scatter;
+  const double own_log = row.base_ns > 0 && row.new_ns > 0 ? std::log(1 + own / 100)
+                                                           : (own > 0   ? INFINITY
+                                                              : own < 0 ? -INFINITY
+                                                                        : 0.0);
+  return own >= m && own_log > beyond ? 1 : own <= -m && own_log < -beyond ? -1 : 0;
 }
 
-// The CI gate (DiffOptions::fail_above_pct). A step row fails when it is slower by more than
-// the limit. Another row fails when it is slower by more than the limit both against the
-// typical change and in raw time, and the time it added is at least min_share_pct of BASE's busy
-// time per iteration (a 60% slower op of 0.2% of the step is not worth a red build); a new row when
-// its time is over the limit's share of that busy time.
+// The verdict from the row's change and its q-value. Untested rows (fewer than 2 samples a
+// side: p and q NaN) are judged by the change alone.
+void decide(DiffRow& row, const DiffOptions& options, int direction) {
+  if (!row.in_base) {
+    row.verdict = Verdict::kNew;
+  } else if (!row.in_new) {
+    row.verdict = Verdict::kGone;
+  } else if (direction == 0 || (!std::isnan(row.p_value) && !(row.q_value < options.alpha))) {
+    row.verdict = Verdict::kSame;
+  } else {
+    row.verdict = direction > 0 ? Verdict::kSlower : Verdict::kFaster;
+  }
+}
+
+// The CI gates. --fail-above (fail_above_pct), for every row but the step rows: a row fails
+// when it is slower (decide(): against the typical change, beyond the rows' scatter,
+// significant) by more than the limit and the time it added (at BASE's machine speed) is at
+// least min_share_pct of BASE's busy time per iteration (a 60% slower op of 0.2% of the step is
+// not worth a red build); a new row when its time is over the limit's share of that busy time.
+// --fail-step-above (fail_step_above_pct), for the step rows alone: slower by more than its
+// limit, absolute (they cannot tell a slower machine from slower code, so it is asked for apart).
 void gate(DiffRow& row, bool step_row, double base_busy_ns, double scale,
           const DiffOptions& options) {
   row.base_share_pct = base_busy_ns > 0 ? 100.0 * row.base_ns / base_busy_ns : kNaN;
-  if (!options.fail_above_pct) return;
-  const double limit = *options.fail_above_pct;
   if (step_row) {
-    row.fails_gate = row.verdict == Verdict::kSlower && row.delta_pct > limit;
+    row.fails_gate = options.fail_step_above_pct && row.verdict == Verdict::kSlower &&
+                     row.delta_pct > *options.fail_step_above_pct;
     return;
   }
-  if (base_busy_ns <= 0) return;
+  if (!options.fail_above_pct || base_busy_ns <= 0) return;
+  const double limit = *options.fail_above_pct;
   if (row.verdict == Verdict::kSlower) {
-    // Both measures of the change over the limit (decide() says why both), and the time it
-    // added, the smaller of the two, a real part of the step.
-    double added_ns = std::min(row.new_ns / scale, row.new_ns) - row.base_ns;
-    row.fails_gate = std::min(row.adjusted_delta_pct, row.delta_pct) > limit &&
-                     100.0 * added_ns / base_busy_ns >= options.min_share_pct;
+    double added_ns = row.new_ns / scale - row.base_ns;
+    row.fails_gate =
+        row.adjusted_delta_pct > limit && 100.0 * added_ns / base_busy_ns >= options.min_share_pct;
   } else if (row.verdict == Verdict::kNew) {
     double new_share = 100.0 * row.new_ns / scale / base_busy_ns;
     row.fails_gate = new_share >= options.min_share_pct && new_share > limit;
@@ -403,13 +423,19 @@ void gate(DiffRow& row, bool step_row, double base_busy_ns, double scale,
 // NEW's time over BASE's. A machine that ran the second profile 15% slower throughout moves
 // every row alike and the median with them; an op that regressed moves its own row only, and
 // a median is not moved by a few rows, however large. 1 (no normalisation) with fewer than
-// kScaleMinRows such rows.
-constexpr double kScaleMinShare = 0.001;
-constexpr size_t kScaleMinRows = 8;
+// kScaleMinRows such rows. Rows also scatter about it, more on a busy, shared machine: ops
+// differ in how load slows them (memory-bound ones more). A row's own change counts only beyond
+// kScatterSigmas times that scatter (a robust sigma: the rows' median absolute deviation).
 
-double typical_scale(const SideRows& base, const SideRows& next, double base_busy, double next_busy,
-                     size_t& rows_used) {
-  std::vector<double> ratios;
+struct TypicalChange {
+  double scale = 1;    // NEW / BASE, the median over the rows
+  double scatter = 0;  // the rows' scatter about it: 1.4826 x MAD of ln(NEW / BASE), a sigma
+  size_t rows = 0;     // the rows it is the median of (below kScaleMinRows: none, no scaling)
+};
+
+TypicalChange typical_change(const SideRows& base, const SideRows& next, double base_busy,
+                             double next_busy) {
+  std::vector<double> logs;
   for (const auto& [key, b] : base) {
     auto it = next.find(key);
     if (it == next.end()) continue;
@@ -417,13 +443,22 @@ double typical_scale(const SideRows& base, const SideRows& next, double base_bus
     if (bt <= 0 || nt <= 0 || bt < kScaleMinShare * base_busy || nt < kScaleMinShare * next_busy) {
       continue;
     }
-    ratios.push_back(nt / bt);
+    logs.push_back(std::log(nt / bt));
   }
-  rows_used = ratios.size();
-  if (ratios.size() < kScaleMinRows) return 1;
-  std::sort(ratios.begin(), ratios.end());
-  size_t n = ratios.size();
-  return n % 2 ? ratios[n / 2] : 0.5 * (ratios[n / 2 - 1] + ratios[n / 2]);
+  TypicalChange t;
+  t.rows = logs.size();
+  if (logs.size() < kScaleMinRows) return t;
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
+  const double m = median(logs);
+  std::vector<double> deviations;
+  for (double l : logs) deviations.push_back(std::fabs(l - m));
+  t.scale = std::exp(m);
+  t.scatter = 1.4826 * median(deviations);  // the MAD of a normal sample, as its sigma
+  return t;
 }
 
 std::string side_iterations_text(const ReadResult& data, bool per_step) {
@@ -528,12 +563,14 @@ DiffResult diff_profiles(const ReadResult& base, const ReadResult& next,
   result.base = describe(base, base_map, base_steps);
   result.next = describe(next, next_map, next_steps);
   const double base_busy = result.base.busy_ns;
-  size_t scale_rows = 0;
-  const double scale = typical_scale(side_rows(base, base_map, DiffLevel::kOp, 0),
-                                     side_rows(next, next_map, DiffLevel::kOp, 0), base_busy,
-                                     result.next.busy_ns, scale_rows);
+  const TypicalChange typical =
+      typical_change(side_rows(base, base_map, DiffLevel::kOp, 0),
+                     side_rows(next, next_map, DiffLevel::kOp, 0), base_busy, result.next.busy_ns);
+  const double scale = typical.scale;
+  const size_t scale_rows = typical.rows;
   result.typical_change_pct = 100.0 * (scale - 1);
   result.typical_rows = scale_rows;
+  result.row_scatter_pct = 100.0 * (std::exp(typical.scatter) - 1);
   if (scale_rows < kScaleMinRows) {
     result.notes.push_back(fmt::format(
         "{} op rows in both profiles (at least {:g}% of the busy time each): too few to tell a "
@@ -566,7 +603,7 @@ DiffResult diff_profiles(const ReadResult& base, const ReadResult& next,
       // The step rows are the headline, each a test of its own: not adjusted for the others.
       for (DiffRow& row : table.rows) {
         row.q_value = row.p_value;
-        decide(row, options);
+        decide(row, options, changed(row, options, 0, 0));
         gate(row, true, row.base_ns, 1, options);
       }
     } else {
@@ -589,41 +626,37 @@ DiffResult diff_profiles(const ReadResult& base, const ReadResult& next,
       SideRows b = side_rows(base, base_map, level, options.depth);
       SideRows n = side_rows(next, next_map, level, options.depth);
       std::map<std::vector<std::string>, DiffRow> merged;
-      for (auto& [key, s] : b) {
-        DiffRow& row = merged[key];
-        row.key = key;
-        row.in_base = true;
-        row.base_time = std::move(s.time);
-        row.base_flops = mean_of(s.flops);
-        row.base_calls = mean_of(s.calls);
-      }
-      for (auto& [key, s] : n) {
-        DiffRow& row = merged[key];
-        row.key = key;
-        row.in_new = true;
-        row.new_time = std::move(s.time);
-        row.new_flops = mean_of(s.flops);
-        row.new_calls = mean_of(s.calls);
-      }
+      auto absorb = [&](SideRows& side, bool is_base) {
+        for (auto& [key, samples] : side) {
+          DiffRow& row = merged[key];
+          row.key = key;
+          (is_base ? row.in_base : row.in_new) = true;
+          (is_base ? row.base_time : row.new_time) = std::move(samples.time);
+          (is_base ? row.base_flops : row.new_flops) = mean_of(samples.flops);
+          (is_base ? row.base_calls : row.new_calls) = mean_of(samples.calls);
+        }
+      };
+      absorb(b, true);
+      absorb(n, false);
       for (auto& [key, row] : merged) {
         measure(row, scale);
         table.rows.push_back(std::move(row));
       }
-      adjust_q_values(table.rows);
-      for (DiffRow& row : table.rows) {
-        decide(row, options);
+      std::vector<int> direction;
+      for (const DiffRow& row : table.rows) {
+        direction.push_back(changed(row, options, typical.scatter, base_busy));
+      }
+      adjust_q_values(table.rows, direction);
+      for (size_t i = 0; i < table.rows.size(); ++i) {
+        DiffRow& row = table.rows[i];
+        decide(row, options, direction[i]);
         gate(row, false, base_busy, scale, options);
       }
     }
-    std::stable_sort(table.rows.begin(), table.rows.end(), [](const DiffRow& a, const DiffRow& b) {
-      return std::fabs(a.new_ns - a.base_ns) > std::fabs(b.new_ns - b.base_ns);
-    });
-    if (level == DiffLevel::kStep) {
-      // The step rows keep their order (step time, then busy time).
+    if (level != DiffLevel::kStep) {  // the step rows keep their order: step, then busy time
       std::stable_sort(table.rows.begin(), table.rows.end(),
                        [](const DiffRow& a, const DiffRow& b) {
-                         return a.key[0] != "GPU busy" && a.key[0] != "CPU op time" &&
-                                (b.key[0] == "GPU busy" || b.key[0] == "CPU op time");
+                         return std::fabs(a.new_ns - a.base_ns) > std::fabs(b.new_ns - b.base_ns);
                        });
     }
     for (const DiffRow& row : table.rows) result.failing_rows += row.fails_gate ? 1 : 0;
@@ -649,13 +682,15 @@ std::vector<ReportTable> diff_tables(const DiffResult& result, const DiffOptions
   line("samples compared",
        fmt::format("{} base, {} new", result.base.samples, result.next.samples));
   line("typical change",
-       fmt::format("{:+.1f}% (median of NEW / BASE over {} op rows): rows other than the step "
-                   "rows are judged against it (column vs typical %)",
-                   result.typical_change_pct, result.typical_rows));
-  line("test", fmt::format("Welch's t-test on the per-iteration samples (NEW's over the typical "
-                           "change), q = p adjusted for the rows of each table "
-                           "(Benjamini-Hochberg); a row changed when q < {:g} and |vs typical| "
-                           ">= {:g}%",
+       fmt::format("{:+.1f}% (median of NEW / BASE over {} op rows), the rows scattering "
+                   "{:.1f}% about it (a robust sigma): rows other than the step rows are judged "
+                   "against it (column vs typical %), a change counting beyond {:g} sigmas",
+                   result.typical_change_pct, result.typical_rows, result.row_scatter_pct,
+                   kScatterSigmas));
+  line("test", fmt::format("a row changed when |vs typical| >= {1:g}%, beyond the rows' scatter, "
+                           "and q < {0:g}: Welch's t-test on the per-iteration samples (NEW's "
+                           "over the typical change), p adjusted over those rows of the table "
+                           "(Benjamini-Hochberg)",
                            options.alpha, options.min_change_pct));
   for (const DiffTable& t : result.tables) {
     if (t.level == DiffLevel::kStep) {
@@ -679,13 +714,18 @@ std::vector<ReportTable> diff_tables(const DiffResult& result, const DiffOptions
                      counts[static_cast<size_t>(Verdict::kSame)]));
   }
   for (const std::string& note : result.notes) line("note", note);
-  if (options.fail_above_pct) {
+  if (options.fail_above_pct || options.fail_step_above_pct) {
+    std::string limits;
+    if (options.fail_above_pct) limits = fmt::format("rows over {:g}%", *options.fail_above_pct);
+    if (options.fail_step_above_pct) {
+      limits += fmt::format("{}step rows over {:g}%", limits.empty() ? "" : ", ",
+                            *options.fail_step_above_pct);
+    }
     line("gate", result.failing_rows == 0
-                     ? fmt::format("pass: nothing significantly slower by more than {:g}%",
-                                   *options.fail_above_pct)
-                     : fmt::format("FAIL: {} rows significantly slower by more than {:g}% "
-                                   "(column Gate; docs/diff.md)",
-                                   result.failing_rows, *options.fail_above_pct));
+                     ? fmt::format("pass: nothing significantly slower ({})", limits)
+                     : fmt::format("FAIL: {} rows significantly slower ({}; column Gate, "
+                                   "docs/diff.md)",
+                                   result.failing_rows, limits));
   }
   out.push_back(std::move(summary));
 
@@ -708,16 +748,12 @@ std::vector<ReportTable> diff_tables(const DiffResult& result, const DiffOptions
     column(r, "New calls", Unit::kRatio);
     column(r, "Gate", Unit::kText);
     size_t n = top > 0 ? std::min(top, t.rows.size()) : t.rows.size();
-    auto number = [](double v) {
-      if (std::isnan(v)) return std::string("na");
-      if (std::isinf(v)) return std::string(v > 0 ? "inf" : "-inf");
-      return fmt::format("{:.0f}", v);
-    };
     auto decimal = [](double v, int places) {
       if (std::isnan(v)) return std::string("na");
       if (std::isinf(v)) return std::string(v > 0 ? "inf" : "-inf");
       return fmt::format("{:.{}f}", v, places);
     };
+    auto number = [&](double v) { return decimal(v, 0); };
     for (size_t i = 0; i < n; ++i) {
       const DiffRow& d = t.rows[i];
       std::vector<std::string> cells = d.key;
@@ -734,7 +770,9 @@ std::vector<ReportTable> diff_tables(const DiffResult& result, const DiffOptions
       cells.push_back(d.in_new ? number(d.new_flops) : "na");
       cells.push_back(d.in_base ? decimal(d.base_calls, 2) : "na");
       cells.push_back(d.in_new ? decimal(d.new_calls, 2) : "na");
-      cells.push_back(!options.fail_above_pct ? "-" : d.fails_gate ? "FAIL" : "ok");
+      const bool gated = t.level == DiffLevel::kStep ? options.fail_step_above_pct.has_value()
+                                                     : options.fail_above_pct.has_value();
+      cells.push_back(!gated ? "-" : d.fails_gate ? "FAIL" : "ok");
       r.rows.push_back(std::move(cells));
     }
     out.push_back(std::move(r));

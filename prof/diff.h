@@ -37,7 +37,9 @@ struct DiffOptions {
   double min_change_pct = 5;  // and at least this large (percent of the base time)
   double min_share_pct = 1;   // a row gates CI only if it added this share of BASE's busy time
   int depth = 0;              // module level: roll up to this depth (0: full paths)
-  std::optional<double> fail_above_pct;  // --fail-above: the CI gate (none: no gate)
+  std::optional<double> fail_above_pct;  // --fail-above: the CI gate on rows (none: no gate)
+  // --fail-step-above: the gate on the step rows (absolute change; none: no gate).
+  std::optional<double> fail_step_above_pct;
 };
 
 enum class Verdict : uint8_t { kSame, kSlower, kFaster, kNew, kGone };
@@ -57,8 +59,9 @@ struct DiffRow {
   // change, which the verdict judges. Step rows: equal to delta_pct.
   double adjusted_delta_pct = 0;
   double p_value = 0;  // Welch's two-sided p; NaN when not tested (fewer than 2 samples a side)
-  // p adjusted for the table's other tested rows (Benjamini-Hochberg); the verdict uses it.
-  // The step rows are not adjusted (q = p).
+  // p adjusted (Benjamini-Hochberg) over the table's rows whose change counts (large enough
+  // and beyond the rows' scatter: the only rows a test can make changed); NaN for the others.
+  // The verdict uses it. The step rows are not adjusted (q = p).
   double q_value = 0;
   double base_share_pct = 0;  // base_ns over the base profile's busy time per iteration
   Verdict verdict = Verdict::kSame;
@@ -90,6 +93,9 @@ struct DiffResult {
   // (diff.cpp: typical_scale), and how many rows it is the median of (0: none, no scaling).
   double typical_change_pct = 0;
   size_t typical_rows = 0;
+  // How far the op rows scatter about it: exp(1.4826 x MAD of ln(NEW / BASE)) - 1, percent. A
+  // row's own change counts beyond 3 of these (diff.cpp: decide).
+  double row_scatter_pct = 0;
 };
 
 // Compares `base` and `next` (both after assign_costs and select_iterations) at `levels`.

@@ -102,7 +102,8 @@ def diff(args: list[str]) -> int:
 
     takes_value = {"-o", "--output", "--report", "--formats", "--top", "--iterations",
                    "--base-iterations", "--new-iterations", "--alpha", "--min-change",
-                   "--min-share", "--depth", "--fail-above"}
+                   "--min-share", "--depth", "--fail-above", "--fail-step-above",
+                   "--base-label", "--new-label"}
     positions = [i for i, a in enumerate(args)
                  if not a.startswith("-") and (i == 0 or args[i - 1] not in takes_value)]
     if (any(a in ("-h", "--help") for a in args) or len(positions) != 2

@@ -2,8 +2,8 @@
 
 * CPU runs of LeNet (tests/scripts/diff_workload.py, 10 steps each) under `pyprof profile`: a
   plain re-run passes the CI gate however the shared machine's speed moved between the runs, and
-  a run whose `conv2` computes its forward twice is caught, with the convolution of LeNet.conv2
-  (called twice per step) as the failing op.
+  a run whose `conv2` computes its forward 4 times is caught, with the convolution of
+  LeNet.conv2 (called 4 times per step) as the failing op.
 * Its statistics against an independent oracle: per-iteration samples summed here from the
   net.dicts, scipy's Welch t-test, Benjamini-Hochberg q-values computed here.
 * HTA's control/test pair of A100 torch.profiler traces (../shared/traces/real): the step times
@@ -17,7 +17,9 @@ from __future__ import annotations
 import collections
 import gzip
 import json
+import math
 import os
+import statistics
 import subprocess
 
 import pytest
@@ -59,10 +61,12 @@ def table(tables, prefix) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """Three profiles of 10 LeNet steps: base, a plain re-run, and conv2 redone."""
+    """Three profiles of 10 LeNet steps: base, a plain re-run, and conv2's forward run 4 times
+    (twice was not enough on the shared VM: oneDNN's per-step weight reorder makes the first call
+    of a step the dear one, and one run's base op took 465 µs where others took 165 µs)."""
     tmp = tmp_path_factory.mktemp("diff")
     out = {}
-    for name, extra in (("base", ()), ("rerun", ()), ("slow", ("--redo", "conv2"))):
+    for name, extra in (("base", ()), ("rerun", ()), ("slow", ("--redo", "conv2", "--times", "4"))):
         res = pyprof_db.profile(tmp, WORKLOAD, "--model", "lenet", "--steps", "10", *extra,
                                 name=name)
         assert res.returncode == 0, res.stderr
@@ -88,16 +92,19 @@ def test_redone_forward_fails_the_gate_at_the_right_op(runs):
     ops = [r for r in rows if r["report"].startswith("diff: ops")]
     failing = [r for r in ops if r["Gate"] == "FAIL"]
     assert failing, "the redone convolution must fail the gate"
-    # The op that regressed most is one of conv2's forward convolution ops, called twice a step
-    # now, on the same shapes; nothing outside LeNet.conv2 fails.
+    # The op that regressed most is one of conv2's forward convolution ops, called 4 times a
+    # step now, on the same shapes; nothing outside LeNet.conv2 fails.
     top = failing[0]
     assert (top["Module"], top["Direction"], top["Verdict"]) == ("LeNet.conv2", "fprop", "slower")
     assert "conv" in top["Op"]
-    assert top["New calls"] == 2 * top["Base calls"]
+    assert top["New calls"] == 4 * top["Base calls"]
     assert all(r["Module"] == "LeNet.conv2" for r in failing)
-    # The module level sees it too; the untouched conv1 does not move.
+    # The module level counts the extra calls in conv2 (its forward's ops, twice) and none in
+    # conv1. Its time moves less than the op's (conv2's backward, not redone, is most of it), so
+    # its verdict depends on the machine's scatter and is not asserted.
     modules = {r["Module"]: r for r in rows if r["report"].startswith("diff: modules")}
-    assert modules["LeNet.conv2"]["vs typical %"] > 20
+    assert modules["LeNet.conv2"]["New calls"] > modules["LeNet.conv2"]["Base calls"]
+    assert modules["LeNet.conv1"]["New calls"] == modules["LeNet.conv1"]["Base calls"]
     assert modules["LeNet.conv1"]["Verdict"] == "same"
 
 
@@ -140,15 +147,16 @@ def test_statistics_match_an_independent_oracle(runs):
     assert busy["Base(ns)"] == pytest.approx(sum(base[("", "busy")]) / 9, abs=1)
     assert busy["New(ns)"] == pytest.approx(sum(new[("", "busy")]) / 9, abs=1)
     # The typical change: the median of NEW / BASE over the op rows of >= 0.1% of the busy time.
-    ratios = sorted(r["New(ns)"] / r["Base(ns)"] for r in table(tables, "diff: ops")
-                    if r["Base(ns)"] not in (None, "na") and r["New(ns)"] not in (None, "na")
-                    and r["Base(ns)"] >= 0.001 * busy["Base(ns)"]
-                    and r["New(ns)"] >= 0.001 * busy["New(ns)"])
-    assert len(ratios) >= 8
-    n = len(ratios)
-    scale = ratios[n // 2] if n % 2 else (ratios[n // 2 - 1] + ratios[n // 2]) / 2
+    logs = sorted(math.log(r["New(ns)"] / r["Base(ns)"]) for r in table(tables, "diff: ops")
+                  if r["Base(ns)"] not in (None, "na") and r["New(ns)"] not in (None, "na")
+                  and r["Base(ns)"] >= 0.001 * busy["Base(ns)"]
+                  and r["New(ns)"] >= 0.001 * busy["New(ns)"])
+    assert len(logs) >= 8
+    scale = math.exp(statistics.median(logs))
+    summary = {r["Metric"]: r["Value"] for r in table(tables, "diff summary")}
+    assert summary["typical change"].startswith(f"{100 * (scale - 1):+.1f}% ")
     rows = table(tables, "diff: op types")
-    ps, ours = [], []
+    ps = []
     for r in rows:
         b, x = base.get((r["Op"], r["Direction"])), new.get((r["Op"], r["Direction"]))
         if b is None or x is None:
@@ -161,13 +169,13 @@ def test_statistics_match_an_independent_oracle(runs):
         p = stats.ttest_ind(b, [v / scale for v in x], equal_var=False).pvalue
         assert r["p"] == pytest.approx(p, rel=2e-2, abs=1e-6), r
         ps.append(r["p"])
-        ours.append(r["q"])
     assert len(ps) > 20
-    # q: Benjamini-Hochberg over every tested row of the table (those left out above included).
-    all_p = [r["p"] for r in rows if isinstance(r["p"], float)]
-    q_of = dict(zip(all_p, benjamini_hochberg(all_p)))
-    for p, q in zip(ps, ours):
-        assert q == pytest.approx(q_of[p], rel=1e-2, abs=1e-9)
+    # q: Benjamini-Hochberg over the rows whose change counts (docs/diff.md §2), the others na.
+    candidates = [r for r in rows if r["q"] not in (None, "na")]
+    q_of = benjamini_hochberg([r["p"] for r in candidates])
+    for r, q in zip(candidates, q_of):
+        assert r["q"] == pytest.approx(q, rel=1e-2, abs=1e-9), r
+    assert all(r["Verdict"] == "same" for r in rows if r["q"] in (None, "na") and r["Op"])
 
 
 def test_a_profile_against_itself_changes_nothing(runs):
@@ -227,6 +235,10 @@ def test_hta_control_and_test_traces():
     assert op_types[("CompiledFunction", "fprop")]["Verdict"] == "new"
     assert op_types[("CompiledFunction", "bprop")]["Verdict"] == "new"
     assert any(r["Verdict"] == "gone" for r in op_types.values())
+    # The step gate, asked for apart: 77.5 -> 124 ms a step (+60%, significant) fails it.
+    steps_only = diff_json(CONTROL, TEST, "--iterations", "all", "--report", "step",
+                           "--fail-step-above", "50", check=GATE_FAILED)
+    assert [r["Gate"] for r in table(steps_only, "diff: per iteration")] == ["FAIL", "FAIL"]
     # Against itself: nothing changes, and the gate passes.
     same = diff_json(CONTROL, CONTROL, "--report", "step,op_type", "--fail-above", "0")
     assert all(r["Verdict"] == "same" for r in table(same, "diff: op types"))
@@ -247,4 +259,24 @@ def test_bad_input_and_usage_errors(runs, tmp_path):
     res = diff(runs["base"], runs["rerun"], "--iterations", "50:60", check=2)
     assert "base" in res.stderr
     res = diff("--help", check=0)
-    assert "--fail-above" in res.stdout and "Exit status" in res.stdout
+    assert "--fail-above" in res.stdout and "--fail-step-above" in res.stdout
+    assert "Exit status" in res.stdout
+
+
+def test_the_front_knows_every_option_that_takes_a_value():
+    """pyprof/cli.py tells the two inputs from option values (to parse non-dict inputs first):
+    every option of pyprof-diff that takes a value must be in its list, or its value would be
+    taken for an input."""
+    import re as _re
+
+    from pyprof import cli
+    help_text = testlib.run_tool(cli.tool_path("pyprof-diff"), "--help").stdout
+    takes = set()
+    for line in help_text.splitlines():
+        m = _re.match(r"\s+((?:-\w,)?--[\w-]+) (TEXT|INT|FLOAT)", line)
+        if m:
+            takes.update(m.group(1).split(","))
+    source = open(cli.__file__).read()
+    listed = set(_re.findall(r'"(-{1,2}[\w-]+)"', source.split("takes_value = {", 2)[2]
+                             .split("}", 1)[0]))
+    assert takes and takes <= listed, takes - listed
