@@ -289,7 +289,10 @@ SideRows side_rows(const ReadResult& data, const SampleMap& map, DiffLevel level
       case DiffLevel::kStep:
         continue;
     }
-    auto [it, inserted] = by_id.try_emplace(key, Samples(map.count), &r);
+    // Looked up first: a row's samples (three vectors of one value per iteration) are made
+    // once per distinct row, not once per record.
+    auto it = by_id.find(key);
+    if (it == by_id.end()) it = by_id.emplace(key, std::make_pair(Samples(map.count), &r)).first;
     Samples& s = it->second.first;
     s.time[k] += static_cast<double>(report_time(r, cpu));
     if (r.counted) s.flops[k] += r.flops;
@@ -301,7 +304,8 @@ SideRows side_rows(const ReadResult& data, const SampleMap& map, DiffLevel level
   for (const auto& [id, entry] : by_id) {
     maker.keys(level, *entry.second, keys);
     for (const std::vector<std::string>& key : keys) {
-      auto [it, inserted] = rows.try_emplace(key, Samples(map.count));
+      auto it = rows.find(key);
+      if (it == rows.end()) it = rows.emplace(key, Samples(map.count)).first;
       Samples& s = it->second;
       for (size_t i = 0; i < map.count; ++i) {
         s.time[i] += entry.first.time[i];
