@@ -346,13 +346,7 @@ void RecordWriter::write_sync(const Attribution& a) {
     w.integer(call.pid);
     w.raw_key("tid");
     w.integer(call.tid);
-    if (iterations_ && !iterations_->steps.empty()) {
-      const int32_t step = iterations_->step_at(call.start);
-      if (step >= 0) {
-        w.raw_key("step");
-        w.integer(step);
-      }
-    }
+    write_step_at(w, call.start);
     write_attribution(w, a);
     write_user_ranges(w, a);
     w.end_object();
@@ -362,7 +356,12 @@ void RecordWriter::write_sync(const Attribution& a) {
 
 void RecordWriter::write_step(JsonWriter& w, size_t k) {
   if (!iterations_ || iterations_->steps.empty()) return;
-  const int32_t step = iterations_->step_at(record_time(trace_, corr_, k));
+  write_step_at(w, record_time(trace_, corr_, k));
+}
+
+void RecordWriter::write_step_at(JsonWriter& w, int64_t t) {
+  if (!iterations_ || iterations_->steps.empty()) return;
+  const int32_t step = iterations_->step_at(t);
   if (step < 0) return;
   w.raw_key("step");
   w.integer(step);

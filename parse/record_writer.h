@@ -88,6 +88,8 @@ class RecordWriter {
   void write_attribution(JsonWriter& w, const Attribution& a);
   // `"step": i` for record `k` of Correlation::order, when it falls in a step.
   void write_step(JsonWriter& w, size_t k);
+  // `"step": i` for a record whose CPU-side time is `t` (sync lines).
+  void write_step_at(JsonWriter& w, int64_t t);
   void write_range(int32_t index, int32_t forward_op);
   bool write_range_lines();
   // The decoded args of range `index` (its message fetched again from the database).

@@ -133,24 +133,6 @@ bool has_selected_steps(const ReadResult& data) {
   return false;
 }
 
-// The union of [start, start + duration) intervals, in ns.
-double union_length(std::vector<std::pair<int64_t, int64_t>>& spans) {
-  std::sort(spans.begin(), spans.end());
-  double total = 0;
-  int64_t open_start = 0, open_end = std::numeric_limits<int64_t>::min();
-  for (const auto& [s, e] : spans) {
-    if (s > open_end) {
-      if (open_end > open_start) total += static_cast<double>(open_end - open_start);
-      open_start = s;
-      open_end = e;
-    } else {
-      open_end = std::max(open_end, e);
-    }
-  }
-  if (open_end > open_start) total += static_cast<double>(open_end - open_start);
-  return total;
-}
-
 // The step level's samples of one profile: wall time and busy time per sample, counted FLOPs.
 struct StepSamples {
   std::vector<double> wall, busy, flops, records;
@@ -179,7 +161,7 @@ StepSamples step_samples(const ReadResult& data, const SampleMap& map) {
     last[k] = std::max(last[k], r.start + r.duration);
   }
   for (size_t k = 0; k < map.count; ++k) {
-    if (!data.cpu_only) s.busy[k] = union_length(spans[k]);
+    if (!data.cpu_only) s.busy[k] = static_cast<double>(union_length(spans[k]));
     if (first[k] <= last[k]) s.wall[k] = static_cast<double>(last[k] - first[k]);
   }
   if (map.per_step) {

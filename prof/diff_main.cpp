@@ -162,15 +162,11 @@ int main(int argc, char** argv) {
   std::vector<std::string> format_names = split_list(formats);
   std::vector<ReportFormat> report_formats;
   for (const std::string& f : format_names) {
-    if (f == "text") {
-      report_formats.push_back(raw ? ReportFormat::kRawText : ReportFormat::kText);
-    } else if (f == "csv") {
-      report_formats.push_back(ReportFormat::kCsv);
-    } else if (f == "json") {
-      report_formats.push_back(ReportFormat::kJson);
-    } else {
+    ReportFormat format;
+    if (!report_format_of(f, raw, format)) {
       return fail("unknown format '" + f + "' (formats: text, csv, json)", 2);
     }
+    report_formats.push_back(format);
   }
   if (report_formats.empty()) return fail("--formats names no format", 2);
   if (report_formats.size() > 1 && output.empty()) {

@@ -29,23 +29,6 @@ bool is_gpu_activity(const ProfRecord& r) {
   return r.kind == Kind::kKernel || r.kind == Kind::kMemcpy || r.kind == Kind::kMemset;
 }
 
-// The length of the union of [start, end) intervals (streams overlap).
-int64_t union_length(std::vector<std::pair<int64_t, int64_t>>& intervals) {
-  std::sort(intervals.begin(), intervals.end());
-  int64_t total = 0, cur_start = 0, cur_end = std::numeric_limits<int64_t>::min();
-  for (const auto& [s, e] : intervals) {
-    if (s > cur_end) {
-      if (cur_end > cur_start) total += cur_end - cur_start;
-      cur_start = s;
-      cur_end = e;
-    } else {
-      cur_end = std::max(cur_end, e);
-    }
-  }
-  if (!intervals.empty() && cur_end > cur_start) total += cur_end - cur_start;
-  return total;
-}
-
 // Raw rate text as the other reports write it (raw_rate_text); "na" without time.
 std::string rate_text(double tflops) {
   return std::isnan(tflops) ? "na" : raw_rate_text(tflops, 3);
@@ -78,6 +61,22 @@ std::vector<double> selected_samples(const ReadResult& data,
 }
 
 }  // namespace
+
+int64_t union_length(std::vector<std::pair<int64_t, int64_t>>& intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  int64_t total = 0, cur_start = 0, cur_end = std::numeric_limits<int64_t>::min();
+  for (const auto& [s, e] : intervals) {
+    if (s > cur_end) {
+      if (cur_end > cur_start) total += cur_end - cur_start;
+      cur_start = s;
+      cur_end = e;
+    } else {
+      cur_end = std::max(cur_end, e);
+    }
+  }
+  if (!intervals.empty() && cur_end > cur_start) total += cur_end - cur_start;
+  return total;
+}
 
 bool parse_iteration_request(std::string_view text, IterationRequest& out, std::string& error) {
   out = IterationRequest{};

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "prof/records.h"
@@ -56,6 +57,9 @@ struct WarmUp {
   int64_t median = 0;  // the median of the others' (ns)
 };
 WarmUp detect_warm_up(const std::vector<int64_t>& walls);
+
+// The length of the union of [start, end) intervals (GPU streams overlap); sorts `intervals`.
+int64_t union_length(std::vector<std::pair<int64_t, int64_t>>& intervals);
 
 // Each step's figures (StepStats) from data.records, records by their `step`.
 std::vector<StepStats> step_stats(const ReadResult& data);

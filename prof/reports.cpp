@@ -106,6 +106,19 @@ std::string format_quantity(double value, Unit unit) {
   return fmt::format("{}", value);
 }
 
+bool report_format_of(const std::string& name, bool raw, ReportFormat& out) {
+  if (name == "text") {
+    out = raw ? ReportFormat::kRawText : ReportFormat::kText;
+  } else if (name == "csv") {
+    out = ReportFormat::kCsv;
+  } else if (name == "json") {
+    out = ReportFormat::kJson;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
   size_t pos = 0;

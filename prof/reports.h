@@ -99,6 +99,10 @@ class PhaseOf {
   std::unordered_map<uint32_t, bool> optimizer_layer_;  // per layer string: names torch.optim's
 };
 
+// A --formats name ("text", "csv", "json"): its ReportFormat, text in raw numbers with `raw`.
+// False for any other name.
+bool report_format_of(const std::string& name, bool raw, ReportFormat& out);
+
 // "a,b,,c" -> {"a", "b", "c"}: the comma-separated lists of --report, --formats, --columns.
 std::vector<std::string> split_list(const std::string& s);
 

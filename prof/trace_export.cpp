@@ -264,6 +264,23 @@ class Exporter {
     w.raw_key(key);
     w.integer(v);
   }
+  // The head of a complete ("X") slice of category `cat` on CPU thread (pid, tid), `name_json`
+  // a JSON string as the dict holds it; the caller adds the rest and calls end_event().
+  JsonWriter& begin_cpu_slice(const char* cat, std::string_view name_json, int64_t pid, int64_t tid,
+                              int64_t ts, int64_t dur) {
+    JsonWriter& w = begin_event();
+    w.raw_key("ph");
+    w.trusted_string("X");
+    w.raw_key("cat");
+    w.trusted_string(cat);
+    w.raw_key("name");
+    w.raw_value(name_json);
+    id_value(w, "pid", pid);
+    id_value(w, "tid", tid);
+    time(w, "ts", ts);
+    time(w, "dur", dur == kNone ? 0 : dur);
+    return w;
+  }
   void cost_args(JsonWriter& w, double flops, double bytes, int64_t counted_time, uint32_t shapes,
                  uint32_t dtype, uint32_t family);
   void header(const Line& l, std::string_view raw_line);
@@ -364,17 +381,7 @@ void Exporter::header(const Line& l, std::string_view raw_line) {
 void Exporter::sync_call(const Line& l) {
   if (l.pid == kNone || l.tid == kNone || l.start == kNone || l.name.empty()) return;
   note_cpu_thread(l.pid, l.tid);
-  JsonWriter& w = begin_event();
-  w.raw_key("ph");
-  w.trusted_string("X");
-  w.raw_key("cat");
-  w.trusted_string("cuda_runtime");
-  w.raw_key("name");
-  w.raw_value(l.name);
-  id_value(w, "pid", l.pid);
-  id_value(w, "tid", l.tid);
-  time(w, "ts", l.start);
-  time(w, "dur", l.duration == kNone ? 0 : l.duration);
+  begin_cpu_slice("cuda_runtime", l.name, l.pid, l.tid, l.start, l.duration);
   end_event();
 }
 
@@ -416,17 +423,8 @@ void Exporter::gpu_record(const Line& l, size_t index) {
     const bool first = launches_seen_.insert({l.pid, l.correlation}).second;
     note_cpu_thread(l.pid, l.tid);
     if (first) {
-      JsonWriter& w = begin_event();
-      w.raw_key("ph");
-      w.trusted_string("X");
-      w.raw_key("cat");
-      w.trusted_string("cuda_runtime");
-      w.raw_key("name");
-      w.raw_value(api);
-      id_value(w, "pid", l.pid);
-      id_value(w, "tid", l.tid);
-      time(w, "ts", launch_start);
-      time(w, "dur", launch_duration == kNone ? 0 : launch_duration);
+      JsonWriter& w =
+          begin_cpu_slice("cuda_runtime", api, l.pid, l.tid, launch_start, launch_duration);
       if (perfetto) {
         id_value(w, "bind_id", flow_id);
         w.raw_key("flow_out");
@@ -582,17 +580,7 @@ void Exporter::cpu_record(const Line& l, size_t index) {
   const ProfRecord& r = costs_.records[index];
   if (l.pid == kNone || l.tid == kNone || l.start == kNone) return;
   note_cpu_thread(l.pid, l.tid);
-  JsonWriter& w = begin_event();
-  w.raw_key("ph");
-  w.trusted_string("X");
-  w.raw_key("cat");
-  w.trusted_string("cpu_op");
-  w.raw_key("name");
-  w.raw_value(l.name);
-  id_value(w, "pid", l.pid);
-  id_value(w, "tid", l.tid);
-  time(w, "ts", l.start);
-  time(w, "dur", l.duration == kNone ? 0 : l.duration);
+  JsonWriter& w = begin_cpu_slice("cpu_op", l.name, l.pid, l.tid, l.start, l.duration);
   w.raw_key("args");
   w.begin_object();
   if (l.id != kNone) id_value(w, "External id", l.id);

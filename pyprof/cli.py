@@ -70,6 +70,21 @@ def _is_dict(path: str) -> bool:
         return False  # pyprof-parse names the problem
 
 
+def _input_positions(args: list[str], takes_value: set[str]) -> list[int]:
+    """Where the inputs are among a tool's arguments: neither an option nor an option's value."""
+    return [i for i, a in enumerate(args)
+            if not a.startswith("-") and (i == 0 or args[i - 1] not in takes_value)]
+
+
+def _run_missing_tool(*names: str) -> int | None:
+    """run_tool()'s message and status for the first of the tools that is not built; None
+    when all are."""
+    for name in names:
+        if not os.access(tool_path(name), os.X_OK):
+            return run_tool(name, [])  # says what is missing
+    return None
+
+
 def export(args: list[str]) -> int:
     """`pyprof export`: pyprof-export on a net.dict; anything else is parsed (with --ranges)
     into a temporary net.dict first (docs/export.md)."""
@@ -77,13 +92,11 @@ def export(args: list[str]) -> int:
     import tempfile
 
     takes_value = {"-o", "--output", "--format"}
-    inputs = [a for i, a in enumerate(args)
-              if not a.startswith("-") and (i == 0 or args[i - 1] not in takes_value)]
+    inputs = [args[i] for i in _input_positions(args, takes_value)]
     if len(inputs) != 1 or any(a in ("-h", "--help") for a in args) or _is_dict(inputs[0]):
         return run_tool("pyprof-export", args)
-    for name in ("pyprof-parse", "pyprof-export"):
-        if not os.access(tool_path(name), os.X_OK):
-            return run_tool(name, [])  # says what is missing
+    if (status := _run_missing_tool("pyprof-parse", "pyprof-export")) is not None:
+        return status
     with tempfile.TemporaryDirectory(prefix="pyprof-export-") as tmp:
         dict_path = os.path.join(tmp, "net.dict")
         parsed = subprocess.run([tool_path("pyprof-parse"), "--ranges", "-q", inputs[0],
@@ -104,14 +117,12 @@ def diff(args: list[str]) -> int:
                    "--base-iterations", "--new-iterations", "--alpha", "--min-change",
                    "--min-share", "--depth", "--fail-above", "--fail-step-above",
                    "--base-label", "--new-label"}
-    positions = [i for i, a in enumerate(args)
-                 if not a.startswith("-") and (i == 0 or args[i - 1] not in takes_value)]
+    positions = _input_positions(args, takes_value)
     if (any(a in ("-h", "--help") for a in args) or len(positions) != 2
             or all(_is_dict(args[i]) for i in positions)):
         return run_tool("pyprof-diff", args)
-    for name in ("pyprof-parse", "pyprof-diff"):
-        if not os.access(tool_path(name), os.X_OK):
-            return run_tool(name, [])  # says what is missing
+    if (status := _run_missing_tool("pyprof-parse", "pyprof-diff")) is not None:
+        return status
     rest = list(args)
     with tempfile.TemporaryDirectory(prefix="pyprof-diff-") as tmp:
         for side, i in zip(("base", "new"), positions):

@@ -207,11 +207,10 @@ def test_synchronizing_calls_are_sync_lines_with_their_op(cap, parsed):
     """Every cudaStreamSynchronize / cudaDeviceSynchronize of the capture (here the blocking
     copies of model.cuda()) is a `sync` line with the call's times and the innermost op range
     around it (docs/formats.md §3)."""
-    import re as _re
     _, records, _, _ = parsed
     syncs = [r for r in records if r["kind"] == "sync"]
     calls = sorted((c for c in cap.runtime
-                    if _re.sub(r"_v\d+$", "", cap.strings.get(c["nameId"], "")).endswith(
+                    if re.sub(r"_v\d+$", "", cap.strings.get(c["nameId"], "")).endswith(
                         "Synchronize")), key=lambda c: c["start"])
     assert len(syncs) == len(calls) == 19
     index = OpRanges(cap.ranges)
