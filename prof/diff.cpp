@@ -549,9 +549,12 @@ DiffResult diff_profiles(const ReadResult& base, const ReadResult& next,
   result.base = describe(base, base_map, base_steps);
   result.next = describe(next, next_map, next_steps);
   const double base_busy = result.base.busy_ns;
-  const TypicalChange typical =
-      typical_change(side_rows(base, base_map, DiffLevel::kOp, 0),
-                     side_rows(next, next_map, DiffLevel::kOp, 0), base_busy, result.next.busy_ns);
+  // The op level's rows serve the typical change and, when asked for, the op table: one pass
+  // over each profile's records for both.
+  SideRows base_ops = side_rows(base, base_map, DiffLevel::kOp, 0);
+  SideRows next_ops = side_rows(next, next_map, DiffLevel::kOp, 0);
+  const TypicalChange typical = typical_change(base_ops, next_ops, base_busy, result.next.busy_ns);
+  bool ops_used = false;
   const double scale = typical.scale;
   const size_t scale_rows = typical.rows;
   result.typical_change_pct = 100.0 * (scale - 1);
@@ -609,8 +612,15 @@ DiffResult diff_profiles(const ReadResult& base, const ReadResult& next,
       if (level == DiffLevel::kKernel && base.cpu_only && next.cpu_only) {
         result.notes.push_back("kernel level: both profiles are CPU-only (no kernels)");
       }
-      SideRows b = side_rows(base, base_map, level, options.depth);
-      SideRows n = side_rows(next, next_map, level, options.depth);
+      SideRows b, n;
+      if (level == DiffLevel::kOp && !ops_used) {
+        b = std::move(base_ops);  // the table takes the samples over
+        n = std::move(next_ops);
+        ops_used = true;
+      } else {
+        b = side_rows(base, base_map, level, options.depth);
+        n = side_rows(next, next_map, level, options.depth);
+      }
       std::map<std::vector<std::string>, DiffRow> merged;
       auto absorb = [&](SideRows& side, bool is_base) {
         for (auto& [key, samples] : side) {
