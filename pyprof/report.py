@@ -788,7 +788,9 @@ def make_report(input_path: str, output: str, peaks: str | None = None, title: s
         dict_path, parse_warnings = ensure_dict(input_path, work)
         header = read_header(dict_path)
         tables, prof_warnings = run_prof_reports(dict_path, work, peaks, no_tf32)
-        steps = step_count(dict_path)
+        # The step card falls back on counting step ranges (another prof run over the whole
+        # dict) only when prof's iteration report has no steady state to give it.
+        steps = 0 if table(tables, "steady state") else step_count(dict_path)
         diff = None
         if diff_base:
             base_work = os.path.join(work, "base")
