@@ -6,17 +6,24 @@ backward and optimizer step) runs in a fresh process per measurement, in these m
   none            no profiling at all
   init-no-tool    pyprof.init() with no NVTX tool attached
   collector       pyprof.init() under `pyprof profile` (our collector records every range)
+  collector-text  the same with PYPROF_MARKERS=text (every op sends its full marker text
+                  instead of a registered marker's handle: the pre-interning behaviour)
   collector-stack the same with pyprof.init(with_stack=True) (file:line of each op)
   torch-profiler  torch.profiler.profile(record_shapes=True) around the loop
 
-Two numbers per mode, as ns added per op relative to `none` (medians over --runs runs):
+Numbers per mode, as ns added per op relative to `none` (medians over --runs runs):
   in-loop  time inside the training loop only;
+  in-loop CPU  the training thread's CPU time in the loop (time.thread_time()): less
+           sensitive to other load on the machine, but blind to the collector's writer thread;
   total    the whole process, start to exit, so it includes teardown: the collector's flush
            and database write, or the profiler's exit and post-processing (key_averages()).
 Ops per iteration are counted by pyprof itself (ranges its callback pushed) in the collector
 mode: forward ops, backward nodes and the ops inside them.
 
     python benchmarks/overhead.py --runs 5 --iters 600
+
+The last lines give pyprof's in-loop cost as a fraction of torch.profiler's in the same run.
+`--modes` runs a subset (none and collector are always included).
 """
 
 from __future__ import annotations
@@ -34,7 +41,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODES = ("none", "init-no-tool", "collector", "collector-stack", "torch-profiler")
+MODES = ("none", "init-no-tool", "collector", "collector-text", "collector-stack",
+         "torch-profiler")
 
 
 def workload(mode: str, iters: int, result_path: str) -> None:
@@ -56,7 +64,7 @@ def workload(mode: str, iters: int, result_path: str) -> None:
         loss.backward()
         opt.step()
 
-    if mode in ("init-no-tool", "collector", "collector-stack"):
+    if mode == "init-no-tool" or mode.startswith("collector"):
         import pyprof
 
         pyprof.init(model=model, with_stack=mode == "collector-stack")
@@ -78,9 +86,11 @@ def workload(mode: str, iters: int, result_path: str) -> None:
                                       record_shapes=True)
         prof.__enter__()
     t0 = time.perf_counter()
+    c0 = time.thread_time()
     for _ in range(iters):
         step()
     loop = time.perf_counter() - t0
+    loop_cpu = time.thread_time() - c0
     if mode == "torch-profiler":
         t1 = time.perf_counter()
         prof.__exit__(None, None, None)
@@ -93,7 +103,7 @@ def workload(mode: str, iters: int, result_path: str) -> None:
         ops_all = pyprof.stats()["ops_annotated"]
         ops = ops_all - ops_before
     with open(result_path, "w") as f:
-        json.dump({"loop_s": loop, "teardown_s": teardown, "ops": ops, "ops_all": ops_all}, f)
+        json.dump({"loop_s": loop, "loop_cpu_s": loop_cpu, "teardown_s": teardown, "ops": ops, "ops_all": ops_all}, f)
 
 
 def run_once(mode: str, iters: int, tmp: str) -> dict:
@@ -102,6 +112,7 @@ def run_once(mode: str, iters: int, tmp: str) -> dict:
              "--result", result]
     env = dict(os.environ, PYTHONPATH=ROOT)
     env.pop("NVTX_INJECTION64_PATH", None)
+    env["PYPROF_MARKERS"] = "text" if mode == "collector-text" else "interned"
     db = os.path.join(tmp, "bench")
     if mode.startswith("collector"):
         child = [sys.executable, "-m", "pyprof", "profile", "-o", db, "--force", "--"] + child
@@ -125,18 +136,25 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=600)
     parser.add_argument("--child", choices=MODES)
     parser.add_argument("--result")
+    parser.add_argument("--modes", default=",".join(MODES),
+                        help="comma-separated subset of: " + ", ".join(MODES))
     args = parser.parse_args()
     if args.child:
         workload(args.child, args.iters, args.result)
         return
+    wanted = set(args.modes.split(",")) | {"none", "collector"}
+    unknown = wanted - set(MODES)
+    if unknown:
+        parser.error(f"unknown mode(s): {', '.join(sorted(unknown))}")
+    modes = tuple(m for m in MODES if m in wanted)
 
-    results: dict[str, list[dict]] = {m: [] for m in MODES}
+    results: dict[str, list[dict]] = {m: [] for m in modes}
     order = random.Random(0)
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.runs):
             # Interleave the modes, in a new order each round, so that drift and warm-up
             # effects of the machine hit them all alike.
-            for mode in order.sample(MODES, len(MODES)):
+            for mode in order.sample(modes, len(modes)):
                 results[mode].append(run_once(mode, args.iters, tmp))
     ops = statistics.median(r["ops"] for r in results["collector"])
     ops_all = statistics.median(r["ops_all"] for r in results["collector"])  # with warm-up
@@ -145,24 +163,36 @@ def main() -> None:
 
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, torch {__import__('torch').__version__}")
-    print(f"command: python benchmarks/overhead.py --runs {args.runs} --iters {args.iters}")
+    print(f"command: python benchmarks/overhead.py --runs {args.runs} --iters {args.iters}"
+          + ("" if modes == MODES else f" --modes {','.join(modes)}"))
     print(f"workload: {args.iters} training steps, {ops:.0f} ops recorded "
           f"({ops / args.iters:.0f} per step); baseline {base_loop / ops * 1e9:.0f} ns/op in loop")
     print()
-    print("| mode | in-loop ns/op added | total ns/op added | loop s (min-max) | wall s (min-max) "
-          "| DB bytes/op |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    for mode in MODES:
+    base_cpu = statistics.median(r["loop_cpu_s"] for r in results["none"])
+    print("| mode | in-loop ns/op added | in-loop CPU ns/op added | total ns/op added "
+          "| loop s (min-max) | wall s (min-max) | DB bytes/op |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    added = {}
+    for mode in modes:
         loop = statistics.median(r["loop_s"] for r in results[mode])
+        added[mode] = (loop - base_loop) / ops * 1e9
         wall = statistics.median(r["wall_s"] for r in results[mode])
         db = (f"{statistics.median(r['db_bytes'] for r in results[mode]) / ops_all:.0f}"
               if mode.startswith("collector") else "-")  # noqa: E501
         loops = [r["loop_s"] for r in results[mode]]
         walls = [r["wall_s"] for r in results[mode]]
+        cpu = statistics.median(r["loop_cpu_s"] for r in results[mode])
         print(f"| {mode} | {(loop - base_loop) / ops * 1e9:.0f} "
+              f"| {(cpu - base_cpu) / ops * 1e9:.0f} "
               f"| {(wall - base_wall) / ops_all * 1e9:.0f} "
               f"| {loop:.3f} ({min(loops):.3f}-{max(loops):.3f}) "
               f"| {wall:.2f} ({min(walls):.2f}-{max(walls):.2f}) | {db} |")
+    if "torch-profiler" in added and added["torch-profiler"] > 0:
+        print()
+        for mode in modes:
+            if mode.startswith("collector"):
+                print(f"{mode}: in-loop cost {added[mode] / added['torch-profiler']:.2f}x "
+                      f"torch.profiler's in the same run")
 
 
 if __name__ == "__main__":

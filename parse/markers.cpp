@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 
+#include "common/marker_schema.h"
 #include "parse/ascii.h"
 #include "parse/marker_dialects.h"
 #include "parse/py_literal.h"
@@ -36,6 +37,7 @@ void reset(Marker& m) {
   m.tid = -1;
   m.fwd_tid = -1;
   m.args_dropped = 0;
+  m.interned = false;
   m.error.clear();
 }
 
@@ -172,6 +174,7 @@ void decode_pyprof(std::string_view text, Marker& out) {
   // String views point into the parser's buffer, valid until the next document.
   std::string_view op, module, type, scope, overload, stack;
   bool have_op = false, have_module = false, have_settings = false;
+  int64_t version = 0;  // newer versions only add keys we may ignore, except as documented
   const auto read_string = [&](od::value& value, std::string_view key, std::string_view& dst,
                                bool* present) {
     const error_code e = value.get_string().get(dst);
@@ -247,7 +250,6 @@ void decode_pyprof(std::string_view text, Marker& out) {
     } else if (key == "type") {
       read_string(value, "\"type\"", type, nullptr);
     } else if (key == "v") {
-      int64_t version = 0;  // newer versions only add keys we may ignore
       read_int(value, "\"v\"", version);
     }
     if (err) break;
@@ -280,6 +282,7 @@ void decode_pyprof(std::string_view text, Marker& out) {
   out.stack.assign(stack);
   if (have_op) {
     out.name.assign(op);
+    out.interned = version >= kInternedMarkerSchemaVersion;
     if (op.starts_with(kEvaluateFunctionPrefix) || scope == "user") {
       // The engine's per-node wrapper is a FUNCTION-scope RecordFunction, yet no op of its own.
       out.kind = MarkerKind::kUser;

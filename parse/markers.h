@@ -72,6 +72,9 @@ struct Marker {
   int64_t tid = -1;                // pyprof "tid" (RecordFunction thread id); -1 = unknown
   int64_t fwd_tid = -1;            // pyprof "fwd_tid" of a backward node; -1 = unknown
   int64_t args_dropped = 0;        // pyprof "args_dropped"
+  // pyprof op marker of version >= 2 (marker_schema.h): a registered string shared by many
+  // calls, whose op id and seq are the range's NVTX payload and category, not in the text.
+  bool interned = false;
   // Non-empty when the message looked like a known dialect but was malformed. The fields
   // above then hold what could still be read (kind may have been demoted to kUser).
   std::string error;

@@ -110,6 +110,22 @@ TEST(PyprofMarker, BackwardNode) {
   EXPECT_EQ(m.error, "");
 }
 
+TEST(PyprofMarker, InternedMarkersTakeIdAndSeqFromTheRange) {
+  // Version 2 (docs/formats.md §1.2): no "id"/"seq" in the text; the reader fills them from
+  // the range's payload and category (trace.cpp).
+  const Marker m = decode(R"({"v":2,"op":"ConvolutionBackward0","tid":2,"fwd_tid":1,)"
+                          R"("scope":"backward","args":{}})",
+                          true);
+  EXPECT_EQ(m.kind, MarkerKind::kBackwardNode);
+  EXPECT_TRUE(m.interned);
+  EXPECT_EQ(m.op_id, 0);
+  EXPECT_EQ(m.seq, -1);
+  EXPECT_EQ(m.error, "");
+  EXPECT_FALSE(decode(R"({"v":1,"op":"aten::add","id":3,"seq":-1,"scope":"function"})", true)
+                   .interned);
+  EXPECT_FALSE(decode(R"({"v":2,"module":"Net.fc","type":"Linear"})", true).interned);
+}
+
 TEST(PyprofMarker, RecordFunctionScopesAreUserRanges) {
   Marker m = decode(
       R"({"v":1,"op":"## forward ##","id":5,"seq":-1,"tid":1,"scope":"user","args":{}})", true);

@@ -475,6 +475,9 @@ bool read_range_chunk(const SqliteDb& db, const std::string& select, int64_t lo,
   using nsys::NvtxEventType;
   using nsys::to_int;
   Marker marker;
+  // Registered strings (module markers, interned op markers) are decoded once per (string,
+  // domain): a training loop pushes the same few thousand of them millions of times.
+  std::unordered_map<uint64_t, Marker> registered;
   int rc;
   while ((rc = s.step()) == SQLITE_ROW) {
     int64_t type = s.is_null(3) ? -1 : s.int64(3);
@@ -503,17 +506,23 @@ bool read_range_chunk(const SqliteDb& db, const std::string& select, int64_t lo,
     base.tid = nsys::tid_of_global_tid(gtid);
     int64_t domain_id = or_default(s, 5, 0);
     if (domain_id != 0) base.domain = domain_of(base.pid, domain_id);
-    std::string_view text;
-    TextRef ref;
-    if (!s.is_null(6)) {
-      uint32_t id = string_id(s.int64(6));
-      text = trace.pool.get(id);
-      ref = {TextRef::Where::kPool, id};
-    } else {
-      text = s.text(7);
-      ref = {TextRef::Where::kRow, s.int64(0)};
+    RangeValues values;
+    values.has_uint64 = !s.is_null(9);
+    if (values.has_uint64) values.uint64_value = static_cast<uint64_t>(s.int64(9));
+    const int64_t category = or_default(s, 8, 0);
+    if (category > 0 && category <= int64_t{UINT32_MAX}) {
+      values.category = static_cast<uint32_t>(category);
     }
-    add_range(trace, base, text, ref, marker);
+    if (!s.is_null(6)) {
+      const uint32_t id = string_id(s.int64(6));
+      const std::string_view text = trace.pool.get(id);
+      const TextRef ref{TextRef::Where::kPool, id};
+      auto [it, fresh] = registered.try_emplace((uint64_t{id} << 32) | base.domain);
+      if (fresh) decode_marker(text, marker_domain(trace, base), it->second);
+      add_decoded_range(trace, base, text, ref, it->second, values);
+    } else {
+      add_range(trace, base, s.text(7), {TextRef::Where::kRow, s.int64(0)}, marker, values);
+    }
   }
   if (rc != SQLITE_DONE) {
     error = "error reading table NVTX_EVENTS: " + db.last_error();
@@ -595,9 +604,10 @@ bool NsysReader::read_ranges(Trace& trace, std::string& error,
     if (s.step() == SQLITE_ROW && !s.is_null(0)) (agg[1] == 'i' ? lo : hi) = s.int64(0);
   }
   DomainNames domain_names;
-  const std::string select = select_columns(
-      cols, table,
-      {"rowid", "start", "end", "eventType", "globalTid", "domainId", "textId", "text"});
+  const std::string select =
+      select_columns(cols, table,
+                     {"rowid", "start", "end", "eventType", "globalTid", "domainId", "textId",
+                      "text", "category", "uint64Value"});
   constexpr int64_t kParallelRows = 200000;
   if (hi < lo || hi - lo < kParallelRows) {
     return other_tables() && read_domain_names(db_, domain_names, error) &&

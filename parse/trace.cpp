@@ -63,8 +63,14 @@ void count_reversed_times(Trace& trace) {
   }
 }
 
-void add_range(Trace& trace, RangeRecord r, std::string_view text, TextRef ref, Marker& m) {
+void add_range(Trace& trace, RangeRecord r, std::string_view text, TextRef ref, Marker& m,
+               const RangeValues& values) {
   decode_marker(text, marker_domain(trace, r), m);
+  add_decoded_range(trace, r, text, ref, m, values);
+}
+
+void add_decoded_range(Trace& trace, RangeRecord r, std::string_view text, TextRef ref,
+                       const Marker& m, const RangeValues& values) {
   if (!m.error.empty()) {
     ++trace.stats.malformed_markers;
     std::string_view head = text.substr(0, 80);
@@ -82,6 +88,16 @@ void add_range(Trace& trace, RangeRecord r, std::string_view text, TextRef ref, 
   r.dialect = m.dialect;
   r.op_id = m.op_id;
   r.seq = m.seq;
+  if (m.interned) {
+    if (values.has_uint64 && values.uint64_value <= uint64_t{INT64_MAX}) {
+      r.op_id = static_cast<int64_t>(values.uint64_value);
+    } else {
+      trace.warn("interned marker without its op id",
+                 "op \"" + std::string(m.name.substr(0, 60)) +
+                     "\" has no uint64 payload (or one past 2^63): its op_id is left out");
+    }
+    r.seq = static_cast<int64_t>(values.category) - 1;
+  }
   r.rf_tid = clamp_tid(m.tid);
   r.fwd_tid = clamp_tid(m.fwd_tid);
   r.name = intern_bounded(trace, m.name);

@@ -221,9 +221,22 @@ uint32_t intern_bounded(Trace& trace, std::string_view s);
 // The key of one thread of one process, for sorting and grouping by thread.
 inline uint64_t thread_key(uint32_t pid, uint32_t tid) { return (uint64_t{pid} << 32) | tid; }
 
+// The NVTX event attributes of a range that an interned pyprof marker (Marker::interned) takes
+// its op id and seq from.
+struct RangeValues {
+  bool has_uint64 = false;
+  uint64_t uint64_value = 0;  // NVTX_EVENTS.uint64Value: the op id
+  uint32_t category = 0;      // NVTX_EVENTS.category (NULL = 0): seq + 1, 0 = no seq
+};
+
 // Adds one range to the trace: decodes `text` with `marker` (reused scratch), interns what the
 // record keeps, counts malformed markers. `ref` says how to fetch the text again; a reader may
 // pass TextRef::kPool with the interned id when the text is short or already pooled.
-void add_range(Trace& trace, RangeRecord base, std::string_view text, TextRef ref, Marker& marker);
+void add_range(Trace& trace, RangeRecord base, std::string_view text, TextRef ref, Marker& marker,
+               const RangeValues& values = {});
+// The same for a message the caller has already decoded into `marker` (readers that decode a
+// registered string once for all the ranges that use it).
+void add_decoded_range(Trace& trace, RangeRecord base, std::string_view text, TextRef ref,
+                       const Marker& marker, const RangeValues& values = {});
 
 }  // namespace pyprof::parse

@@ -89,7 +89,8 @@ def init(model: torch.nn.Module | None = None, *, with_stack: bool = False) -> b
                      os.path.dirname(os.path.abspath(__file__)) + os.sep]
         if model is not None:
             _name_module_tree(model, type(model).__name__)
-        _C.install(with_stack=with_stack, framework_prefixes=framework)
+        _C.install(with_stack=with_stack, framework_prefixes=framework,
+                   intern_markers=_markers_interned())
         _C.set_module_namer(_name_new_module)
         _hook_handles.append(
             torch.nn.modules.module.register_module_forward_pre_hook(_C.module_pre_hook))
@@ -107,6 +108,15 @@ def init(model: torch.nn.Module | None = None, *, with_stack: bool = False) -> b
         _enabled = True
         _record_settings()
         return True
+
+
+def _markers_interned() -> bool:
+    """PYPROF_MARKERS: `interned` (the default: each distinct op marker is registered once and
+    pushed by handle, docs/formats.md §1.2) or `text` (every call sends its full marker)."""
+    value = os.environ.get("PYPROF_MARKERS", "interned").strip().lower() or "interned"
+    if value not in ("interned", "text"):
+        raise ValueError(f"PYPROF_MARKERS={value!r}: expected 'interned' or 'text'")
+    return value == "interned"
 
 
 def stop() -> None:
@@ -158,7 +168,10 @@ def _record_settings() -> None:
 
 
 def stats() -> dict:
-    """Counters of the annotation layer: ops annotated and bytes of their markers."""
+    """Counters of the annotation layer: ops annotated (`ops_annotated`), of them pushed by
+    handle (`interned`), distinct markers registered (`markers_registered`), ops sent as text
+    although interning was on (`not_interned`: a thread's 32 MiB of distinct markers spent, or
+    a seq beyond 2**32), and the bytes of the text markers sent (`message_bytes`)."""
     return dict(_C.stats())
 
 

@@ -26,6 +26,7 @@ class Range:
     text: str
     color: int | None = None
     marker: dict | None = None  # the parsed JSON of a pyprof marker
+    interned: bool = False  # a registered op marker, its "id" and "seq" filled in from the row
 
     @property
     def tid(self) -> int:
@@ -51,8 +52,10 @@ def read_ranges(path: str) -> list[Range]:
                 (DOMAIN_CREATE,)):
             domains[domain_id] = text
         out = []
-        for start, end, etype, gtid, domain_id, text, text_id, color in con.execute(
-                "SELECT start, end, eventType, globalTid, domainId, text, textId, color "
+        for (start, end, etype, gtid, domain_id, text, text_id, color, category,
+             payload) in con.execute(
+                "SELECT start, end, eventType, globalTid, domainId, text, textId, color, "
+                "category, uint64Value "
                 "FROM NVTX_EVENTS WHERE eventType IN (?, ?, ?) ORDER BY start",
                 (PUSH_POP, START_END, MARK)):
             if text is None and text_id is not None:
@@ -60,6 +63,12 @@ def read_ranges(path: str) -> list[Range]:
             r = Range(start, end, etype, gtid, domains.get(domain_id or 0, "?"), text, color)
             if r.domain == "pyprof":
                 r.marker = json.loads(text)  # every pyprof marker must be valid JSON
+                if "op" in r.marker and r.marker.get("v", 1) >= 2:
+                    # An interned marker (docs/formats.md §1.2): the call's id is the uint64
+                    # payload and seq + 1 the category; put them where a text marker has them.
+                    r.interned = True
+                    r.marker["id"] = payload
+                    r.marker["seq"] = (category or 0) - 1
             out.append(r)
         return out
     finally:

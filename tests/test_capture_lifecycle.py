@@ -512,7 +512,12 @@ def test_init_twice_stop_and_init_again(tmp_path):
     info = first_json_line(result.stdout)
     assert info["init1"] is True and info["init2"] is True and info["init3"] is True, info
     assert (info["enabled1"], info["enabled2"], info["enabled3"]) == (True, False, True), info
-    assert info["stats"]["ops_annotated"] > 0 and info["stats"]["message_bytes"] > 0, info
+    stats = info["stats"]
+    # Interned markers (the default): every op went by handle, each distinct marker registered
+    # once, so far fewer registrations than ops (the loop repeats itself); no text was sent.
+    assert stats["ops_annotated"] > 0 and stats["interned"] == stats["ops_annotated"], info
+    assert 0 < stats["markers_registered"] < stats["interned"], info
+    assert stats["not_interned"] == 0 and stats["message_bytes"] == 0, info
     # init() printed nothing when a tool is attached.
     assert "no NVTX tool" not in result.stderr
 
@@ -543,6 +548,7 @@ def test_init_without_a_tool_is_a_silent_noop(tmp_path):
     info = first_json_line(result.stdout)
     assert info["init1"] is False and info["init2"] is False and info["enabled"] is False
     assert info["stats"]["ops_annotated"] == 0 and info["stats"]["message_bytes"] == 0, info
+    assert info["stats"]["interned"] == 0 and info["stats"]["markers_registered"] == 0, info
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert "pyprof profile" in lines[0]

@@ -51,7 +51,23 @@ void push_marker(const char* message) {
 void pop_marker() { nvtxDomainRangePop(marker_domain()); }
 
 uint64_t register_marker_string(const std::string& message) {
-  return reinterpret_cast<uint64_t>(nvtxDomainRegisterStringA(marker_domain(), message.c_str()));
+  return register_marker_string(message.c_str());
+}
+
+uint64_t register_marker_string(const char* message) {
+  return reinterpret_cast<uint64_t>(nvtxDomainRegisterStringA(marker_domain(), message));
+}
+
+void push_interned_marker(uint64_t handle, uint64_t op_id, uint32_t category) {
+  nvtxEventAttributes_t attr{};
+  attr.version = NVTX_VERSION;
+  attr.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  attr.category = category;
+  attr.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+  attr.payload.ullValue = op_id;
+  attr.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+  attr.message.registered = reinterpret_cast<nvtxStringHandle_t>(handle);
+  nvtxDomainRangePushEx(marker_domain(), &attr);
 }
 
 void push_registered_marker(uint64_t handle) {

@@ -24,7 +24,11 @@ void pop_marker();
 // Registered strings (NVTX_MESSAGE_TYPE_REGISTERED) for messages pushed many times, such as a
 // module's range: the collector stores the text once and each range refers to it.
 uint64_t register_marker_string(const std::string& message);
+uint64_t register_marker_string(const char* message);  // NUL-terminated
 void push_registered_marker(uint64_t handle);
+// An interned op marker (marker_schema.h): the registered message, the op id as the uint64
+// payload and `category` (seq + 1, or 0) as the NVTX category.
+void push_interned_marker(uint64_t handle, uint64_t op_id, uint32_t category);
 
 // User ranges, like the `nvtx` Python package: `domain` empty means the default NVTX domain;
 // `argb` 0 means no color.

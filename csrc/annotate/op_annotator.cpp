@@ -8,12 +8,14 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
 #include "call_site.h"
 #include "common/marker_schema.h"
+#include "marker_key.h"
 #include "nvtx_ranges.h"
 #include "op_marker.h"
 
@@ -23,12 +25,16 @@ namespace {
 std::mutex g_install_mutex;
 at::CallbackHandle g_handle = 0;
 std::atomic<bool> g_with_stack{false};
+std::atomic<bool> g_intern{true};
 
 std::atomic<uint64_t> g_next_id_block{0};
 constexpr uint64_t kIdBlock = 4096;
 
 std::atomic<uint64_t> g_ops_annotated{0};
 std::atomic<uint64_t> g_message_bytes{0};
+std::atomic<uint64_t> g_interned{0};
+std::atomic<uint64_t> g_markers_registered{0};
+std::atomic<uint64_t> g_not_interned{0};
 
 // The marker an op gets when building its own failed (out of memory, most likely). Spelled out
 // at compile time, since that path must not allocate; NUL-terminated like every message.
@@ -88,10 +94,59 @@ class OpInfoCache {
   std::unordered_map<std::string, std::unique_ptr<OpInfo>> by_name_;
 };
 
+// Interned markers of one thread: marker text -> NVTX string handle, and the binary keys
+// (marker_key.h) of calls already seen -> the same handles. Per thread, because the RecordFunction
+// thread id is part of every marker anyway, and so the hot path takes no lock.
+class InternedMarkers {
+ public:
+  // The handle of the marker a call with this binary key got before; 0 if none.
+  uint64_t handle_of_key(std::string_view key) const {
+    auto it = by_key_.find(key);
+    return it == by_key_.end() ? 0 : it->second;
+  }
+  void remember_key(std::string_view key, uint64_t handle) {
+    if (bytes_ + key.size() > kMaxInternedBytesPerThread) return;
+    bytes_ += key.size();
+    by_key_.emplace(std::string(key), handle);
+  }
+
+  // The handle of `marker` (NUL-terminated view), registering it on first sight; 0 when the
+  // thread's budget is spent and the marker is new.
+  uint64_t handle_of(std::string_view marker) {
+    auto it = by_text_.find(marker);
+    if (it != by_text_.end()) return it->second;
+    if (bytes_ + marker.size() > kMaxInternedBytesPerThread) return 0;
+    const uint64_t handle = register_marker_string(marker.data());
+    if (handle == 0) return 0;
+    bytes_ += marker.size();
+    by_text_.emplace(std::string(marker), handle);
+    g_markers_registered.fetch_add(1, std::memory_order_relaxed);
+    return handle;
+  }
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+  };
+  using Table = std::unordered_map<std::string, uint64_t, Hash, std::equal_to<>>;
+  Table by_text_;
+  Table by_key_;
+  size_t bytes_ = 0;  // of both tables' keys
+};
+
+// seq + 1 as an NVTX category, when it fits one (0: the op has no seq).
+std::optional<uint32_t> seq_category(int64_t seq) {
+  if (seq < -1 || seq >= int64_t{UINT32_MAX}) return std::nullopt;
+  return static_cast<uint32_t>(seq + 1);
+}
+
 struct ThreadState {
   std::string buffer;     // scratch space for the message, reused for every op on this thread
+  std::string key;        // scratch space for the marker's binary key
   std::string call_site;  // of the outermost op in progress
   OpInfoCache cache;
+  InternedMarkers interned;
   uint64_t next_id = 0;
   uint64_t id_limit = 0;
   // Op ranges (not record_function scopes) open on this thread. An op at depth 0 was called
@@ -117,6 +172,9 @@ ThreadState& thread_state() {
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
   ThreadState& ts = thread_state();
   std::string_view message;  // NUL-terminated
+  uint64_t handle = 0;       // set when the marker goes by handle
+  uint64_t op_id = 0;
+  uint32_t category = 0;
   try {
     const OpInfo& info = ts.cache.lookup(fn);
     OpInstance op;
@@ -130,14 +188,45 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
       if (ts.op_depth == 0) current_call_site(ts.call_site);
       op.call_site = ts.call_site;
     }
-    message = build_op_message(ts.buffer, info, op, fn.inputs());
+    const std::optional<uint32_t> seq_as_category = seq_category(op.seq);
+    if (g_intern.load(std::memory_order_relaxed) && seq_as_category) {
+      op_id = op.id;
+      category = *seq_as_category;
+      // Everything the interned marker is made of, but the JSON's formatting: the OpInfo stands
+      // for the op's name and overload (one per name on this thread, never freed).
+      MarkerKeyWriter key(ts.key);
+      key.u64(reinterpret_cast<uintptr_t>(&info));
+      key.u8(static_cast<uint8_t>(op.scope));
+      key.u64(op.tid);
+      key.u64(op.scope == at::RecordScope::BACKWARD_FUNCTION ? op.fwd_tid : 0);
+      key.text(op.call_site);
+      const bool keyed = key.inputs(fn.inputs());
+      if (keyed) handle = ts.interned.handle_of_key(key.view());
+      if (handle == 0) {
+        message = build_op_message(ts.buffer, info, op, fn.inputs(), {}, MarkerForm::kInterned);
+        handle = ts.interned.handle_of(message);
+        if (keyed && handle != 0) ts.interned.remember_key(key.view(), handle);
+      }
+    }
+    if (handle == 0) {
+      if (g_intern.load(std::memory_order_relaxed)) {
+        g_not_interned.fetch_add(1, std::memory_order_relaxed);
+      }
+      message = build_op_message(ts.buffer, info, op, fn.inputs());
+    }
   } catch (...) {
+    handle = 0;
     message = std::string_view(kErrorMarker.data(), kErrorMarker.size() - 1);
   }
   if (fn.scope() != at::RecordScope::USER_SCOPE) ++ts.op_depth;
-  push_marker(message.data());
+  if (handle != 0) {
+    push_interned_marker(handle, op_id, category);
+    g_interned.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    push_marker(message.data());
+    g_message_bytes.fetch_add(message.size(), std::memory_order_relaxed);
+  }
   g_ops_annotated.fetch_add(1, std::memory_order_relaxed);
-  g_message_bytes.fetch_add(message.size(), std::memory_order_relaxed);
   return nullptr;
 }
 
@@ -154,6 +243,7 @@ bool install_op_annotator(const AnnotatorOptions& options) {
   if (g_handle != 0) return true;
   if (!nvtx_tool_attached()) return false;
   g_with_stack.store(options.with_stack);
+  g_intern.store(options.intern_markers);
   g_handle = at::addGlobalCallback(
       at::RecordFunctionCallback(&on_op_start, &on_op_end)
           .needsInputs(true)
@@ -174,6 +264,9 @@ bool op_annotator_installed() {
   return g_handle != 0;
 }
 
-AnnotatorStats annotator_stats() { return {g_ops_annotated.load(), g_message_bytes.load()}; }
+AnnotatorStats annotator_stats() {
+  return {g_ops_annotated.load(), g_message_bytes.load(), g_interned.load(),
+          g_markers_registered.load(), g_not_interned.load()};
+}
 
 }  // namespace pyprof

@@ -36,9 +36,7 @@ OpInfo make_op_info(std::string_view name, std::string_view overload,
   OpInfo info;
   info.name = name;
   info.overload = overload;
-  info.prefix = "{\"v\":";
-  info.prefix += std::to_string(kMarkerSchemaVersion);
-  info.prefix += ",\"op\":\"";
+  info.prefix = "\"op\":\"";
   JsonWriter::append_escaped(info.prefix, name, JsonWriter::kDefaultMaxString);
   info.prefix += '"';
   if (!overload.empty()) {
@@ -58,14 +56,21 @@ OpInfo make_op_info(std::string_view name, std::string_view overload,
 
 std::string_view build_op_message(std::string& buffer, const OpInfo& info, const OpInstance& op,
                                   c10::ArrayRef<const c10::IValue> inputs,
-                                  const EncodeLimits& limits) {
+                                  const EncodeLimits& limits, MarkerForm form) {
+  static_assert(kMarkerSchemaVersion < 10 && kInternedMarkerSchemaVersion < 10);
+  constexpr char kTextHead[] = {'{', '"', 'v', '"', ':', '0' + kMarkerSchemaVersion, ',', '\0'};
+  constexpr char kInternedHead[] = {'{', '"', 'v', '"', ':', '0' + kInternedMarkerSchemaVersion,
+                                    ',', '\0'};
   JsonWriter w(buffer, JsonWriter::kDefaultMaxString, /*start=*/0);
+  w.raw(form == MarkerForm::kText ? kTextHead : kInternedHead);
   w.raw(info.prefix);
   w.resume_object();
-  w.raw_key("id");
-  w.unsigned_integer(op.id);
-  w.raw_key("seq");
-  w.integer(op.seq);
+  if (form == MarkerForm::kText) {
+    w.raw_key("id");
+    w.unsigned_integer(op.id);
+    w.raw_key("seq");
+    w.integer(op.seq);
+  }
   w.raw_key("tid");
   w.unsigned_integer(op.tid);
   if (op.scope == at::RecordScope::BACKWARD_FUNCTION) {

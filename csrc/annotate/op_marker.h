@@ -24,7 +24,7 @@ inline constexpr size_t kMaxMessageBytes = 32 * 1024;
 struct OpInfo {
   std::string name;      // as RecordFunction reports it
   std::string overload;  // "" when none
-  std::string prefix;    // `{"v":1,"op":"aten::add","overload":"Tensor"` (no closing brace)
+  std::string prefix;    // `"op":"aten::add","overload":"Tensor"` (no braces, no version)
   // Per schema argument: its JSON-escaped name, and how to read its boxed value.
   std::vector<std::string> arg_keys;
   std::vector<ArgKind> arg_kinds;
@@ -43,12 +43,18 @@ struct OpInstance {
   std::string_view call_site;  // "file.py:12" or empty
 };
 
+// kText: a version-1 marker with the call's "id" and "seq" in it (unique per call).
+// kInterned: a version-2 marker without them, identical for every call of the same op with the
+// same arguments on the same thread, so it can be registered once (marker_schema.h).
+enum class MarkerForm : uint8_t { kText, kInterned };
+
 // Builds the marker for one op call in `buffer` (scratch space, reused across calls; its size
 // is not the message's) and returns it; the view is NUL-terminated and valid until the next
 // use of `buffer`.
 std::string_view build_op_message(std::string& buffer, const OpInfo& info, const OpInstance& op,
                                   c10::ArrayRef<const c10::IValue> inputs,
-                                  const EncodeLimits& limits = {});
+                                  const EncodeLimits& limits = {},
+                                  MarkerForm form = MarkerForm::kText);
 
 std::string_view scope_name(at::RecordScope scope);
 

@@ -44,13 +44,15 @@ PYBIND11_MODULE(_C, m) {
         "True when an NVTX tool (pyprof's collector, Nsight Systems) is attached.");
   m.def(
       "install",
-      [](bool with_stack, std::vector<std::string> framework_prefixes) {
+      [](bool with_stack, std::vector<std::string> framework_prefixes, bool intern_markers) {
         pyprof::set_framework_prefixes(std::move(framework_prefixes));
         pyprof::AnnotatorOptions options;
         options.with_stack = with_stack;
+        options.intern_markers = intern_markers;
         return pyprof::install_op_annotator(options);
       },
       py::arg("with_stack") = false, py::arg("framework_prefixes") = std::vector<std::string>{},
+      py::arg("intern_markers") = true,
       "Install the RecordFunction callback; False (and nothing installed) without an NVTX tool.");
   m.def("uninstall", &pyprof::uninstall_op_annotator);
   m.def("installed", &pyprof::op_annotator_installed);
@@ -59,10 +61,16 @@ PYBIND11_MODULE(_C, m) {
     py::dict d;
     d["ops_annotated"] = s.ops_annotated;
     d["message_bytes"] = s.message_bytes;
+    d["interned"] = s.interned;
+    d["markers_registered"] = s.markers_registered;
+    d["not_interned"] = s.not_interned;
     return d;
   });
 
-  m.def("register_marker_string", &pyprof::register_marker_string, py::arg("message"));
+  m.def(
+      "register_marker_string",
+      [](const std::string& message) { return pyprof::register_marker_string(message); },
+      py::arg("message"));
   m.def("push_registered_marker", &pyprof::push_registered_marker, py::arg("handle"));
   m.def("pop_marker", &pyprof::pop_marker);
 

@@ -1,0 +1,111 @@
+#include "marker_key.h"
+
+#include <cstring>
+
+namespace pyprof {
+namespace {
+
+// Beyond these the JSON encoder truncates or summarises (ivalue_json.h's EncodeLimits); such
+// values are rare, so the key simply gives up on them rather than mirror those rules.
+constexpr size_t kMaxListItems = 1024;
+constexpr int kMaxDepth = 4;
+constexpr int64_t kMaxTensorDims = 12;
+
+// Distinct first bytes for every kind of value, so that no two encodings can collide.
+enum Tag : uint8_t {
+  kNone = 1,
+  kUndefinedTensor,
+  kTensor,
+  kInt,
+  kBool,
+  kDouble,
+  kString,
+  kList,
+  kTuple,
+  kDevice,
+  kComplex,
+};
+
+}  // namespace
+
+void MarkerKeyWriter::bytes(const void* data, size_t size) {
+  if (pos_ + size > buffer_.size()) buffer_.resize((pos_ + size) * 2);
+  std::memcpy(buffer_.data() + pos_, data, size);
+  pos_ += size;
+}
+
+bool MarkerKeyWriter::tensor(const at::Tensor& t) {
+  if (!t.defined()) {
+    u8(kUndefinedTensor);
+    return true;
+  }
+  const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  if (impl->is_nested() || impl->has_symbolic_sizes_strides() || impl->layout() != c10::kStrided ||
+      impl->dim() > kMaxTensorDims) {
+    return false;
+  }
+  const c10::Device device = impl->device();
+  u8(kTensor);
+  u8(static_cast<uint8_t>(impl->dtype().toScalarType()));
+  u8(static_cast<uint8_t>(device.type()));
+  u8(static_cast<uint8_t>(device.index()));
+  const auto sizes = impl->sizes();
+  const auto strides = impl->strides();
+  u8(static_cast<uint8_t>(sizes.size()));
+  bytes(sizes.data(), sizes.size() * sizeof(int64_t));
+  bytes(strides.data(), strides.size() * sizeof(int64_t));
+  return true;
+}
+
+bool MarkerKeyWriter::value(const c10::IValue& v, int depth) {
+  if (v.isTensor()) return tensor(v.toTensor());
+  if (v.isNone()) {
+    u8(kNone);
+  } else if (v.isInt()) {
+    u8(kInt);
+    u64(static_cast<uint64_t>(v.toInt()));
+  } else if (v.isBool()) {
+    u8(kBool);
+    u8(v.toBool() ? 1 : 0);
+  } else if (v.isDouble()) {
+    u8(kDouble);
+    const double d = v.toDouble();
+    bytes(&d, sizeof d);
+  } else if (v.isString()) {
+    u8(kString);
+    text(v.toStringRef());
+  } else if (v.isDevice()) {
+    const c10::Device device = v.toDevice();
+    u8(kDevice);
+    u8(static_cast<uint8_t>(device.type()));
+    u8(static_cast<uint8_t>(device.index()));
+  } else if (v.isComplexDouble()) {
+    const auto c = v.toComplexDouble();
+    u8(kComplex);
+    const double parts[2] = {c.real(), c.imag()};
+    bytes(parts, sizeof parts);
+  } else if (v.isList() || v.isTuple()) {
+    if (depth >= kMaxDepth) return false;
+    const c10::ArrayRef<c10::IValue> items =
+        v.isList() ? v.toListRef() : v.toTupleRef().elements().asArrayRef();
+    if (items.size() > kMaxListItems) return false;
+    u8(v.isList() ? kList : kTuple);
+    u64(items.size());
+    for (const c10::IValue& item : items) {
+      if (!value(item, depth + 1)) return false;
+    }
+  } else {
+    return false;  // SymInt/SymFloat, dicts, generators, objects: the JSON is the key
+  }
+  return true;
+}
+
+bool MarkerKeyWriter::inputs(c10::ArrayRef<const c10::IValue> values) {
+  u64(values.size());
+  for (const c10::IValue& v : values) {
+    if (!value(v, 0)) return false;
+  }
+  return true;
+}
+
+}  // namespace pyprof

@@ -1,0 +1,46 @@
+// The binary key of an interned op marker: a cheaper stand-in for the marker's JSON when looking
+// up the handle of a marker registered before (op_annotator.cpp).
+//
+// A training loop calls the same ops with the same shapes step after step, so almost every call
+// finds its marker already registered. Formatting the JSON only to find it in a table costs more
+// than the rest of the callback; the key instead copies the raw bytes the JSON is made from
+// (dtype, device, sizes, strides, scalars) into a buffer. The key must never map two different
+// markers to one handle: it holds at least everything the JSON encodes (often more, e.g. a whole
+// list the JSON truncates), and values it cannot capture exactly make append_input_keys fail, so
+// the caller falls back to the JSON itself as the key.
+#pragma once
+
+#include <ATen/core/ivalue.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace pyprof {
+
+class MarkerKeyWriter {
+ public:
+  explicit MarkerKeyWriter(std::string& buffer) : buffer_(buffer) {}
+
+  void u8(uint8_t value) { bytes(&value, 1); }
+  void u64(uint64_t value) { bytes(&value, sizeof value); }
+  void text(std::string_view value) {
+    u64(value.size());
+    bytes(value.data(), value.size());
+  }
+  // Appends the key of every input; false (the key is then unusable) if one holds a value the
+  // key cannot capture exactly (opaque objects, symbolic shapes, long or deep lists, ...).
+  bool inputs(c10::ArrayRef<const c10::IValue> values);
+
+  std::string_view view() const { return std::string_view(buffer_.data(), pos_); }
+
+ private:
+  bool value(const c10::IValue& v, int depth);
+  bool tensor(const at::Tensor& t);
+  void bytes(const void* data, size_t size);
+
+  std::string& buffer_;  // scratch, reused across calls: its size() is not the key's
+  size_t pos_ = 0;
+};
+
+}  // namespace pyprof
