@@ -103,7 +103,8 @@ def workload(mode: str, iters: int, result_path: str) -> None:
         ops_all = pyprof.stats()["ops_annotated"]
         ops = ops_all - ops_before
     with open(result_path, "w") as f:
-        json.dump({"loop_s": loop, "loop_cpu_s": loop_cpu, "teardown_s": teardown, "ops": ops, "ops_all": ops_all}, f)
+        json.dump({"loop_s": loop, "loop_cpu_s": loop_cpu, "teardown_s": teardown, "ops": ops,
+                   "ops_all": ops_all}, f)
 
 
 def run_once(mode: str, iters: int, tmp: str) -> dict:

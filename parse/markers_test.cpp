@@ -111,8 +111,8 @@ TEST(PyprofMarker, BackwardNode) {
 }
 
 TEST(PyprofMarker, InternedMarkersTakeIdAndSeqFromTheRange) {
-  // Version 2 (docs/formats.md §1.2): no "id"/"seq" in the text; the reader fills them from
-  // the range's payload and category (trace.cpp).
+  // Version 2 (docs/formats.md §1.1, interned form): no "id"/"seq" in the text; the reader fills
+  // them from the range's payload and category (trace.cpp).
   const Marker m = decode(R"({"v":2,"op":"ConvolutionBackward0","tid":2,"fwd_tid":1,)"
                           R"("scope":"backward","args":{}})",
                           true);
@@ -121,8 +121,8 @@ TEST(PyprofMarker, InternedMarkersTakeIdAndSeqFromTheRange) {
   EXPECT_EQ(m.op_id, 0);
   EXPECT_EQ(m.seq, -1);
   EXPECT_EQ(m.error, "");
-  EXPECT_FALSE(decode(R"({"v":1,"op":"aten::add","id":3,"seq":-1,"scope":"function"})", true)
-                   .interned);
+  EXPECT_FALSE(
+      decode(R"({"v":1,"op":"aten::add","id":3,"seq":-1,"scope":"function"})", true).interned);
   EXPECT_FALSE(decode(R"({"v":2,"module":"Net.fc","type":"Linear"})", true).interned);
 }
 

@@ -112,7 +112,8 @@ def init(model: torch.nn.Module | None = None, *, with_stack: bool = False) -> b
 
 def _markers_interned() -> bool:
     """PYPROF_MARKERS: `interned` (the default: each distinct op marker is registered once and
-    pushed by handle, docs/formats.md §1.2) or `text` (every call sends its full marker)."""
+    pushed by handle; docs/formats.md §1.1, interned form) or `text` (every call sends its full
+    marker)."""
     value = os.environ.get("PYPROF_MARKERS", "interned").strip().lower() or "interned"
     if value not in ("interned", "text"):
         raise ValueError(f"PYPROF_MARKERS={value!r}: expected 'interned' or 'text'")

@@ -64,8 +64,9 @@ def read_ranges(path: str) -> list[Range]:
             if r.domain == "pyprof":
                 r.marker = json.loads(text)  # every pyprof marker must be valid JSON
                 if "op" in r.marker and r.marker.get("v", 1) >= 2:
-                    # An interned marker (docs/formats.md §1.2): the call's id is the uint64
-                    # payload and seq + 1 the category; put them where a text marker has them.
+                    # An interned marker (docs/formats.md §1.1, interned form): the call's id
+                    # is the uint64 payload and seq + 1 the category; put them where a text
+                    # marker has them.
                     r.interned = True
                     r.marker["id"] = payload
                     r.marker["seq"] = (category or 0) - 1

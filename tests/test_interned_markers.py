@@ -1,5 +1,6 @@
-"""Interned op markers (docs/formats.md §1.2): each distinct marker is registered once and every
-call pushes its handle, with the op id as the NVTX payload and seq + 1 as the category.
+"""Interned op markers (docs/formats.md §1.1, interned form): each distinct marker is registered
+once and every call pushes its handle, with the op id as the NVTX payload and seq + 1 as the
+category.
 
 The oracle is the same program recorded with PYPROF_MARKERS=text, where every call sends its
 full marker: parse must produce the same records from both databases (timings aside), and the

@@ -9,10 +9,10 @@ namespace pyprof {
 // know); removing a key or changing its meaning is.
 inline constexpr int kMarkerSchemaVersion = 1;
 
-// Interned op markers (docs/formats.md §1.2): the same JSON without the per-call "id" and "seq",
-// registered once as an NVTX string per distinct (op, arguments, thread, call site) and pushed by
-// handle; the call's id travels as the range's uint64 payload and seq + 1 as its category (0:
-// no seq). Removing those keys changes the marker's meaning, hence its own version.
+// Interned op markers (docs/formats.md §1.1, interned form): the same JSON without the per-call
+// "id" and "seq", registered once as an NVTX string per distinct (op, arguments, thread, call site)
+// and pushed by handle; the call's id travels as the range's uint64 payload and seq + 1 as its
+// category (0: no seq). Removing those keys changes the marker's meaning, hence its own version.
 inline constexpr int kInternedMarkerSchemaVersion = 2;
 
 }  // namespace pyprof

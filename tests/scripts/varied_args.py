@@ -1,9 +1,9 @@
 """Ops whose arguments differ in every way a marker can tell apart, each called a few times, so
-that interned markers (docs/formats.md §1.2) are registered and then reused: shapes and
-strides (views, transposes, channels-last), dtypes, devices, ints vs bools vs floats of the
-same value, lists vs tuples, strings, None, complex and non-finite scalars, an op with a
-dict-like opaque argument, and shapes that change every step (a loop that never repeats).
-Run under `pyprof profile`; prints the number of ops pyprof annotated.
+that interned markers (docs/formats.md §1.1, interned form) are registered and then reused:
+shapes and strides (views, transposes, channels-last), dtypes, ints vs bools vs floats of the
+same value, lists vs tuples, strings, None, complex and non-finite scalars, an opaque argument
+(a Generator), and shapes that change every step (a loop that never repeats).
+Run under `pyprof profile`; prints pyprof.stats().
 """
 
 import json
