@@ -28,11 +28,7 @@ enum Tag : uint8_t {
 
 }  // namespace
 
-void MarkerKeyWriter::bytes(const void* data, size_t size) {
-  if (pos_ + size > buffer_.size()) buffer_.resize((pos_ + size) * 2);
-  std::memcpy(buffer_.data() + pos_, data, size);
-  pos_ += size;
-}
+void MarkerKeyWriter::grow(size_t size) { buffer_.resize(size < 256 ? 512 : size * 2); }
 
 bool MarkerKeyWriter::tensor(const at::Tensor& t) {
   if (!t.defined()) {

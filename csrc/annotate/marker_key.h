@@ -13,6 +13,7 @@
 #include <ATen/core/ivalue.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -37,7 +38,12 @@ class MarkerKeyWriter {
  private:
   bool value(const c10::IValue& v, int depth);
   bool tensor(const at::Tensor& t);
-  void bytes(const void* data, size_t size);
+  void bytes(const void* data, size_t size) {
+    if (pos_ + size > buffer_.size()) grow(pos_ + size);
+    std::memcpy(buffer_.data() + pos_, data, size);
+    pos_ += size;
+  }
+  void grow(size_t size);
 
   std::string& buffer_;  // scratch, reused across calls: its size() is not the key's
   size_t pos_ = 0;
