@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "call_site.h"
 #include "common/marker_schema.h"
@@ -30,9 +31,36 @@ std::atomic<bool> g_intern{true};
 std::atomic<uint64_t> g_next_id_block{0};
 constexpr uint64_t kIdBlock = 4096;
 
-std::atomic<uint64_t> g_ops_annotated{0};
-std::atomic<uint64_t> g_message_bytes{0};
-std::atomic<uint64_t> g_interned{0};
+// Counted per thread: each counter has one writer, so a relaxed load and store does (no locked
+// instruction, no cache line shared between threads on the hot path); annotator_stats() sums.
+struct ThreadCounters {
+  std::atomic<uint64_t> ops_annotated{0};
+  std::atomic<uint64_t> message_bytes{0};
+  std::atomic<uint64_t> interned{0};
+  static void add(std::atomic<uint64_t>& counter, uint64_t n) {
+    counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+};
+// Every thread's counters, leaked on purpose: a thread may still start annotating while the
+// process runs its static destructors.
+struct AllThreadCounters {
+  std::mutex mutex;
+  std::vector<std::shared_ptr<ThreadCounters>> threads;
+};
+AllThreadCounters& all_thread_counters() {
+  static auto* all = new AllThreadCounters;
+  return *all;
+}
+
+std::shared_ptr<ThreadCounters> new_thread_counters() {
+  auto counters = std::make_shared<ThreadCounters>();
+  AllThreadCounters& all = all_thread_counters();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  all.threads.push_back(counters);
+  return counters;
+}
+
+// Rare events: shared counters.
 std::atomic<uint64_t> g_markers_registered{0};
 std::atomic<uint64_t> g_not_interned{0};
 
@@ -147,6 +175,7 @@ struct ThreadState {
   std::string call_site;  // of the outermost op in progress
   OpInfoCache cache;
   InternedMarkers interned;
+  std::shared_ptr<ThreadCounters> counters = new_thread_counters();
   uint64_t next_id = 0;
   uint64_t id_limit = 0;
   // Op ranges (not record_function scopes) open on this thread. An op at depth 0 was called
@@ -221,12 +250,12 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
   if (fn.scope() != at::RecordScope::USER_SCOPE) ++ts.op_depth;
   if (handle != 0) {
     push_interned_marker(handle, op_id, category);
-    g_interned.fetch_add(1, std::memory_order_relaxed);
+    ThreadCounters::add(ts.counters->interned, 1);
   } else {
     push_marker(message.data());
-    g_message_bytes.fetch_add(message.size(), std::memory_order_relaxed);
+    ThreadCounters::add(ts.counters->message_bytes, message.size());
   }
-  g_ops_annotated.fetch_add(1, std::memory_order_relaxed);
+  ThreadCounters::add(ts.counters->ops_annotated, 1);
   return nullptr;
 }
 
@@ -265,8 +294,19 @@ bool op_annotator_installed() {
 }
 
 AnnotatorStats annotator_stats() {
-  return {g_ops_annotated.load(), g_message_bytes.load(), g_interned.load(),
-          g_markers_registered.load(), g_not_interned.load()};
+  AnnotatorStats stats;
+  {
+    AllThreadCounters& all = all_thread_counters();
+    std::lock_guard<std::mutex> lock(all.mutex);
+    for (const auto& counters : all.threads) {
+      stats.ops_annotated += counters->ops_annotated.load(std::memory_order_relaxed);
+      stats.message_bytes += counters->message_bytes.load(std::memory_order_relaxed);
+      stats.interned += counters->interned.load(std::memory_order_relaxed);
+    }
+  }
+  stats.markers_registered = g_markers_registered.load();
+  stats.not_interned = g_not_interned.load();
+  return stats;
 }
 
 }  // namespace pyprof
