@@ -41,15 +41,24 @@ bool MarkerKeyWriter::tensor(const at::Tensor& t) {
     return false;
   }
   const c10::Device device = impl->device();
-  u8(kTensor);
-  u8(static_cast<uint8_t>(impl->dtype().toScalarType()));
-  u8(static_cast<uint8_t>(device.type()));
-  u8(static_cast<uint8_t>(device.index()));
-  const auto sizes = impl->sizes();
-  const auto strides = impl->strides();
-  u8(static_cast<uint8_t>(sizes.size()));
-  bytes(sizes.data(), sizes.size() * sizeof(int64_t));
-  bytes(strides.data(), strides.size() * sizeof(int64_t));
+  const c10::IntArrayRef sizes = impl->sizes();
+  const c10::IntArrayRef strides = impl->strides();
+  const size_t dims = sizes.size();
+  // One reservation and plain stores: tensors are most of every key.
+  char* out = reserve(5 + 2 * dims * sizeof(int64_t));
+  out[0] = static_cast<char>(kTensor);
+  out[1] = static_cast<char>(impl->dtype().toScalarType());
+  out[2] = static_cast<char>(device.type());
+  out[3] = static_cast<char>(device.index());
+  out[4] = static_cast<char>(dims);
+  out += 5;
+  for (size_t i = 0; i < dims; ++i, out += sizeof(int64_t)) {
+    std::memcpy(out, &sizes[i], sizeof(int64_t));
+  }
+  for (size_t i = 0; i < dims; ++i, out += sizeof(int64_t)) {
+    std::memcpy(out, &strides[i], sizeof(int64_t));
+  }
+  pos_ += 5 + 2 * dims * sizeof(int64_t);
   return true;
 }
 

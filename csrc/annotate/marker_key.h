@@ -35,6 +35,25 @@ class MarkerKeyWriter {
 
   std::string_view view() const { return std::string_view(buffer_.data(), pos_); }
 
+  // A hash of a key, 8 bytes at a time: several times faster than std::hash's byte-wise Murmur
+  // on keys of a few hundred bytes, and good enough for a hash table of a few thousand keys.
+  static uint64_t hash(std::string_view key) {
+    uint64_t h = key.size() * 0x9E3779B97F4A7C15ull;
+    size_t i = 0;
+    for (; i + 8 <= key.size(); i += 8) {
+      uint64_t word;
+      std::memcpy(&word, key.data() + i, 8);
+      h = (h ^ word) * 0xFF51AFD7ED558CCDull;
+      h ^= h >> 29;
+    }
+    if (i < key.size()) {
+      uint64_t word = 0;
+      std::memcpy(&word, key.data() + i, key.size() - i);
+      h = (h ^ word) * 0xC4CEB9FE1A85EC53ull;
+    }
+    return h ^ (h >> 32);
+  }
+
  private:
   bool value(const c10::IValue& v, int depth);
   bool tensor(const at::Tensor& t);
@@ -44,6 +63,11 @@ class MarkerKeyWriter {
     pos_ += size;
   }
   void grow(size_t size);
+  // Room for `size` more bytes; returns where they go (advance with pos_ += size).
+  char* reserve(size_t size) {
+    if (pos_ + size > buffer_.size()) grow(pos_ + size);
+    return buffer_.data() + pos_;
+  }
 
   std::string& buffer_;  // scratch, reused across calls: its size() is not the key's
   size_t pos_ = 0;

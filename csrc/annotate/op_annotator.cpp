@@ -155,7 +155,7 @@ class InternedMarkers {
  private:
   struct Hash {
     using is_transparent = void;
-    size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+    size_t operator()(std::string_view text) const { return MarkerKeyWriter::hash(text); }
   };
   using Table = std::unordered_map<std::string, uint64_t, Hash, std::equal_to<>>;
   Table by_text_;
