@@ -100,6 +100,9 @@ struct Fields {
   int64_t device = -1, stream = -1, start = 0, duration = 0, self_duration = 0, tid = -1, seq = -1,
           sub = 0, parent_id = 0, pid = 0, op_id = 0, fwd_op_id = 0, fwd_instance = 0, instance = 0,
           id = 0, bwd_op_id = 0, bytes = -1;
+  // The compact form's references to `"kind":"args"` lines (docs/formats.md §3); -1: none.
+  // Resolved by ArgsTable::resolve, which points `args` and `bwd_args` at the defined text.
+  int64_t args_ref = -1, bwd_args_ref = -1;
   bool has_self_duration = false;  // absent or null: the record's duration stands in
   // The first of start, duration, self_duration that holds a value but not an integer int64
   // holds (a fraction, a number past 2^63): the record's time is unknown. null is parse's
@@ -118,6 +121,7 @@ struct Fields {
   // A record's `step`: kNoStep when absent, kBadStep when not an integer.
   int64_t step = kNoStep;
   static constexpr int64_t kNoStep = -1, kBadStep = -2;
+  static constexpr int64_t kBadRef = -2;  // args_ref / bwd_args_ref not a non-negative integer
 };
 
 // FLOPs per clock per SM of an architecture's densest dense Tensor Core mode (FP4/FP8/INT8
@@ -330,9 +334,18 @@ bool read_object_fields(od::object o, Fields& f) {
           out = {};
       }
     };
+    // A reference to an args line: a non-negative integer; anything else is kBadRef, which
+    // resolve() reports.
+    auto ref = [&](int64_t& out) {
+      int64_t x;
+      out = v.get_int64().get(x) == simdjson::SUCCESS && x >= 0 ? x : Fields::kBadRef;
+    };
     switch (key.empty() ? '\0' : key[0]) {
       case 'a':
-        if (key == "args") raw(f.args);
+        if (key == "args")
+          raw(f.args);
+        else if (key == "args_ref")
+          ref(f.args_ref);
         break;
       case 'b':
         if (key == "bwd_op")
@@ -341,6 +354,8 @@ bool read_object_fields(od::object o, Fields& f) {
           num(f.bwd_op_id);
         else if (key == "bwd_args")
           raw(f.bwd_args);
+        else if (key == "bwd_args_ref")
+          ref(f.bwd_args_ref);
         else if (key == "block")
           read_xyz(v, f.block);
         else if (key == "bytes")
@@ -511,9 +526,10 @@ bool read_line_fields(od::parser& parser, std::string& line, Fields& f) {
 
 // The header line: what kind of records follow and where they came from.
 void read_header(const Fields& f, ReadResult& out) {
-  if (f.version > 1) {
-    out.warnings.push_back("net.dict version " + std::to_string(f.version) +
-                           " is newer than this prof (1): unknown keys are ignored");
+  if (f.version > kNewestDictVersion) {
+    out.warnings.push_back(
+        fmt::format("net.dict version {} is newer than this prof ({}): unknown keys are ignored",
+                    f.version, kNewestDictVersion));
   }
   out.cpu_only = f.records == "op";
   out.source = std::string(f.source);
@@ -529,6 +545,53 @@ void read_header(const Fields& f, ReadResult& out) {
   }
   out.iterations = f.iterations;
 }
+
+// The compact form's `"kind":"args"` lines (docs/formats.md §3): each distinct arguments value,
+// defined once before the first record that refers to it by `args_ref` or `bwd_args_ref`.
+class ArgsTable {
+ public:
+  // Keeps line `f`'s definition; false with `error` set when it is malformed or repeats an id.
+  bool define(const Fields& f, std::string& error) {
+    if (f.id < 0 || f.args.empty()) {
+      error = fmt::format(
+          "line {}: an \"args\" line needs an \"id\" (a non-negative integer) and \"args\" (an "
+          "object or array)",
+          f.line);
+      return false;
+    }
+    if (!text_.emplace(f.id, std::string(f.args)).second) {
+      error = fmt::format("line {}: args id {} is defined twice", f.line, f.id);
+      return false;
+    }
+    return true;
+  }
+
+  // Points f.args / f.bwd_args at the text their references name; false with `error` set when
+  // a reference is malformed or names no earlier args line.
+  bool resolve(Fields& f, std::string& error) const {
+    return resolve_one(f, "args_ref", f.args_ref, f.args, error) &&
+           resolve_one(f, "bwd_args_ref", f.bwd_args_ref, f.bwd_args, error);
+  }
+
+ private:
+  bool resolve_one(const Fields& f, const char* key, int64_t id, std::string_view& args,
+                   std::string& error) const {
+    if (id == -1) return true;
+    if (id == Fields::kBadRef) {
+      error = fmt::format("line {}: \"{}\" is not a non-negative integer", f.line, key);
+      return false;
+    }
+    auto it = text_.find(id);
+    if (it == text_.end()) {
+      error = fmt::format("line {}: \"{}\": {} names no \"args\" line before it", f.line, key, id);
+      return false;
+    }
+    args = it->second;
+    return true;
+  }
+
+  std::unordered_map<int64_t, std::string> text_;  // id -> the args JSON
+};
 
 // Counts line `out.lines` as unreadable; warns about the first few.
 void skip_line(ReadResult& out) {
@@ -668,6 +731,7 @@ class TimeChecker {
 struct CostSource {
   std::string_view op;    // "" when the record carries no op cost
   std::string_view args;  // that op's args JSON
+  int64_t args_ref = -1;  // the compact form's id of `args`; -1: written inline
   // A bprop kernel whose backward node ran no op the trace names (emit_nvtx, legacy PyProf):
   // its forward op's cost stands in (docs/prof.md §1, "Backward").
   bool backward_estimate = false;
@@ -676,11 +740,12 @@ struct CostSource {
 CostSource cost_source(const Fields& f, const ProfRecord& r) {
   // Its own op (CPU records: the record's name), or for bprop the op that ran inside the
   // backward node.
-  CostSource source{r.kind == Kind::kOp ? f.name : f.op, f.args};
+  CostSource source{r.kind == Kind::kOp ? f.name : f.op, f.args, f.args_ref};
   if (r.dir != Dir::kBprop) return source;
   if (!f.bwd_op.empty()) {
     source.op = f.bwd_op;
     source.args = f.bwd_args;
+    source.args_ref = f.bwd_args_ref;
   } else if (r.kind == Kind::kOp) {
     source.op = {};  // a backward node's own record: its ops carry the cost
   } else {
@@ -763,11 +828,11 @@ class RecordCoster {
   }
 
   void cost_op(const Fields& f, CostSource source, ProfRecord& r) {
-    const CachedCost* cached = &lookup(source.op, source.args);
+    const CachedCost* cached = &lookup(r.cost_op, source.op, source.args, source.args_ref);
     if (!cached->cost.modeled && r.dir == Dir::kBprop && r.kind != Kind::kOp && source.op != f.op) {
       // The backward op's arguments are unknown (emit_nvtx without record_shapes): estimate
       // from the forward op.
-      const CachedCost& forward = lookup(f.op, f.args);
+      const CachedCost& forward = lookup(r.op, f.op, f.args, f.args_ref);
       if (forward.cost.modeled) {
         cached = &forward;
         source.backward_estimate = true;
@@ -792,7 +857,15 @@ class RecordCoster {
     r.shapes = strings_.intern(cached->shapes);
   }
 
-  const CachedCost& lookup(std::string_view op, std::string_view args) {
+  // `op_id` is `op`'s string id; `args_ref` the compact form's id of `args` (-1: inline), by
+  // which a repeated call is found without hashing its arguments' text.
+  const CachedCost& lookup(uint32_t op_id, std::string_view op, std::string_view args,
+                           int64_t args_ref) {
+    if (args_ref >= 0) {
+      const CachedCost*& known = cost_by_ref_[{op_id, args_ref}];
+      if (known == nullptr) known = &lookup(op_id, op, args, -1);
+      return *known;
+    }
     key_.assign(op);
     key_ += '\n';
     key_ += args;
@@ -818,6 +891,18 @@ class RecordCoster {
   bool allow_tf32_;
   Strings& strings_;
   std::unordered_map<std::string, CachedCost> costs_;  // op + '\n' + args -> cost
+  struct OpArgsRef {
+    uint32_t op;
+    int64_t args_ref;
+    bool operator==(const OpArgsRef&) const = default;
+  };
+  struct OpArgsRefHash {
+    size_t operator()(const OpArgsRef& k) const {
+      return std::hash<int64_t>()(k.args_ref * 1000003 ^ k.op);
+    }
+  };
+  // (op string id, args id) -> its entry in costs_ (whose nodes do not move).
+  std::unordered_map<OpArgsRef, const CachedCost*, OpArgsRefHash> cost_by_ref_;
   std::string key_;
   const TensorCoreRules& rules_ = TensorCoreRules::builtin();
   std::vector<int8_t> tc_by_long_name_;  // long-name string id -> 1/0, -1 not judged yet
@@ -906,6 +991,7 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
   od::parser parser;
   Fields f;
   RecordCoster coster(options, out.strings);
+  ArgsTable args_table;
   TimeChecker times;
   std::vector<CpuOp> cpu_ops;
   bool header_seen = false;
@@ -929,9 +1015,15 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
               ": no pyprof_dict header (is this the output of `pyprof parse`?)";
       return false;
     }
+    f.line = out.lines;
+    if (f.kind == "args") {
+      if (!args_table.define(f, error)) return false;
+      continue;
+    }
     // `pyprof parse --ranges` appends the spans of the trace's ranges (docs/formats.md §3.1):
     // not records, and not unreadable either.
     if (f.kind == "range") continue;
+    if (!args_table.resolve(f, error)) return false;
     if (f.kind == "sync") {
       SyncCall c;
       c.start = f.start;
@@ -945,7 +1037,6 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
       out.syncs.push_back(c);
       continue;
     }
-    f.line = out.lines;
     ProfRecord r = make_record(f, out.records.size(), out.strings);
     times.check(f, r);
     if (f.step != Fields::kNoStep && !iterations_ignored) {
