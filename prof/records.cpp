@@ -1097,35 +1097,42 @@ void assign_costs(ReadResult& result) {
     // An op instance's cost is spread over its kernels by duration, so that the instance is
     // counted once and each kernel shows the rate of the op it belongs to. In a backward node
     // (the instance), each backward op's cost is spread over that op's kernels (cost_part).
-    struct InstancePart {
+    // Grouped by sorting the records' (instance, part) keys: a hash map of a million
+    // instances cost more than the rest of the costing.
+    struct Keyed {
       int64_t instance, part;
-      bool operator==(const InstancePart&) const = default;
+      int32_t record;
     };
-    struct InstancePartHash {
-      size_t operator()(const InstancePart& k) const {
-        return std::hash<int64_t>()(k.instance) * 1000003u ^ std::hash<int64_t>()(k.part);
-      }
-    };
-    std::unordered_map<InstancePart, std::pair<int64_t, int64_t>, InstancePartHash>
-        totals;  // duration, count
-    for (const ProfRecord& r : records) {
-      if (r.modeled && r.instance != 0) {
-        auto& t = totals[{r.instance, r.cost_part}];
-        t.first += r.duration;
-        t.second += 1;
-      }
-    }
-    for (ProfRecord& r : records) {
+    std::vector<Keyed> keyed;
+    for (size_t i = 0; i < records.size(); ++i) {
+      ProfRecord& r = records[i];
       if (!r.modeled) continue;
       // A record without a credible time keeps its cost but is out of the totals: the achieved
       // rate divides the counted FLOPs by the time they took.
       r.counted = !r.bad_time;
-      if (r.instance == 0) continue;
-      const auto& [duration, count] = totals[{r.instance, r.cost_part}];
-      double share = duration > 0 ? static_cast<double>(r.duration) / static_cast<double>(duration)
-                                  : 1.0 / static_cast<double>(count);
-      r.flops *= share;
-      r.bytes *= share;
+      if (r.instance != 0) keyed.push_back({r.instance, r.cost_part, static_cast<int32_t>(i)});
+    }
+    std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
+      return a.instance != b.instance ? a.instance < b.instance
+             : a.part != b.part       ? a.part < b.part
+                                      : a.record < b.record;
+    });
+    for (size_t first = 0, last; first < keyed.size(); first = last) {
+      int64_t duration = 0;
+      for (last = first; last < keyed.size() && keyed[last].instance == keyed[first].instance &&
+                         keyed[last].part == keyed[first].part;
+           ++last) {
+        duration += records[keyed[last].record].duration;
+      }
+      const auto count = static_cast<double>(last - first);
+      for (size_t k = first; k < last; ++k) {
+        ProfRecord& r = records[keyed[k].record];
+        double share = duration > 0
+                           ? static_cast<double>(r.duration) / static_cast<double>(duration)
+                           : 1.0 / count;
+        r.flops *= share;
+        r.bytes *= share;
+      }
     }
     flag_above_peak(result);
     return;
