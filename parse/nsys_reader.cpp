@@ -607,10 +607,6 @@ bool NsysReader::read_ranges(Trace& trace, std::string& error,
   // the domain names and then the upper part of the table into its own Trace (merged
   // afterwards), while this thread reads the other tables and then the lower part.
   int64_t mid = lo + (hi - lo) * 2 / 5;
-  // Room for every row's range up front: merging the upper part into a vector that had to
-  // grow then held the old, the new and the part's copies at once (the read's peak memory).
-  // Pages never written cost no memory.
-  trace.ranges.reserve(trace.ranges.size() + static_cast<size_t>(hi - lo + 1));
   Trace part;
   std::string part_error;
   bool part_ok = false;
