@@ -832,7 +832,16 @@ class RecordCoster {
   struct CachedCost {
     models::OpCost cost;
     std::string shapes;
+    // The string ids of params (and of params + ",bwd=est"), dtype, family and shapes, each
+    // interned when a record first needs it, as before they were cached (string ids break ties
+    // in the reports, so their order must not change); 0: not yet.
+    uint32_t params_id = 0, estimated_params_id = 0, dtype_id = 0, family_id = 0, shapes_id = 0;
   };
+
+  uint32_t interned(uint32_t& id, std::string_view text) {
+    if (id == 0) id = strings_.intern(text);
+    return id;
+  }
 
   void cost_copy(const Fields& f, ProfRecord& r) {
     r.bytes_moved = f.bytes;
@@ -842,11 +851,11 @@ class RecordCoster {
   }
 
   void cost_op(const Fields& f, CostSource source, ProfRecord& r) {
-    const CachedCost* cached = &lookup(r.cost_op, source.op, source.args, source.args_ref);
+    CachedCost* cached = &lookup(r.cost_op, source.op, source.args, source.args_ref);
     if (!cached->cost.modeled && r.dir == Dir::kBprop && r.kind != Kind::kOp && source.op != f.op) {
       // The backward op's arguments are unknown (emit_nvtx without record_shapes): estimate
       // from the forward op.
-      const CachedCost& forward = lookup(r.op, f.op, f.args, f.args_ref);
+      CachedCost& forward = lookup(r.op, f.op, f.args, f.args_ref);
       if (forward.cost.modeled) {
         cached = &forward;
         source.backward_estimate = true;
@@ -865,18 +874,18 @@ class RecordCoster {
     r.flops = r.op_flops = c.flops * scale;
     r.bytes = r.op_bytes = c.bytes * scale;
     r.tc_eligible = c.tc_eligible && (allow_tf32_ || c.dtype != "float32");
-    r.params = strings_.intern(r.estimated ? c.params + ",bwd=est" : c.params);
-    r.dtype = strings_.intern(c.dtype);
-    r.family = strings_.intern(c.family);
-    r.shapes = strings_.intern(cached->shapes);
+    r.params = r.estimated ? interned(cached->estimated_params_id, c.params + ",bwd=est")
+                           : interned(cached->params_id, c.params);
+    r.dtype = interned(cached->dtype_id, c.dtype);
+    r.family = interned(cached->family_id, c.family);
+    r.shapes = interned(cached->shapes_id, cached->shapes);
   }
 
   // `op_id` is `op`'s string id; `args_ref` the compact form's id of `args` (-1: inline), by
   // which a repeated call is found without hashing its arguments' text.
-  const CachedCost& lookup(uint32_t op_id, std::string_view op, std::string_view args,
-                           int64_t args_ref) {
+  CachedCost& lookup(uint32_t op_id, std::string_view op, std::string_view args, int64_t args_ref) {
     if (args_ref >= 0) {
-      const CachedCost*& known = cost_by_ref_[{op_id, args_ref}];
+      CachedCost*& known = cost_by_ref_[{op_id, args_ref}];
       if (known == nullptr) known = &lookup(op_id, op, args, -1);
       return *known;
     }
@@ -916,7 +925,7 @@ class RecordCoster {
     }
   };
   // (op string id, args id) -> its entry in costs_ (whose nodes do not move).
-  std::unordered_map<OpArgsRef, const CachedCost*, OpArgsRefHash> cost_by_ref_;
+  std::unordered_map<OpArgsRef, CachedCost*, OpArgsRefHash> cost_by_ref_;
   std::string key_;
   const TensorCoreRules& rules_ = TensorCoreRules::builtin();
   std::vector<int8_t> tc_by_long_name_;  // long-name string id -> 1/0, -1 not judged yet
