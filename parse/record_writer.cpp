@@ -131,6 +131,10 @@ const std::string& RecordWriter::args_of(int32_t index) {
   cached_index_[slot] = index;
   cached_args_[slot].clear();
   const RangeRecord& r = trace_.ranges[index];
+  if (r.args_length == kArgsInPool) {
+    cached_args_[slot].assign(trace_.pool.get(r.args_offset));
+    return cached_args_[slot];
+  }
   std::string_view text = reader_.fetch_text(trace_, r.text);
   if (text.empty()) {
     ++args_unavailable_;
