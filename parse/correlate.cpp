@@ -130,12 +130,16 @@ void check_declared_pairs(Trace& trace, const ForwardOps& forward_ops, Correlati
 // really contains it.
 void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_calls,
            std::vector<int32_t>& innermost_of_call) {
+  // 16 bytes an item (4.2M at 1M kernels, so the sort's array is parse's largest temporary):
+  // the thread as its position among the threads' keys, kind and index in one word, and the
+  // end looked up only for the rare ties in start.
   struct Item {
-    uint64_t thread;
     int64_t start;
-    int64_t neg_end;  // longer ranges first at equal start: the outer one is the parent
-    int32_t kind;     // 0 range, 1 call: at equal start a range contains the call
-    int32_t index;
+    uint32_t thread;      // position of thread_key(pid, tid) in sorted order
+    uint32_t kind_index;  // kind << 31 | index; kind 0 range, 1 call: at equal start a range
+                          // contains the call
+    int32_t index() const { return static_cast<int32_t>(kind_index & 0x7fffffffu); }
+    uint32_t kind() const { return kind_index >> 31; }
   };
   // By pool id: whether a user range's name is the autograd engine's per-node step.
   std::vector<char> engine_step_name(trace.pool.size(), 0);
@@ -146,30 +150,48 @@ void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_ca
     }
   }
   out.node_of_step.assign(trace.ranges.size(), -1);
+  std::unordered_map<uint64_t, uint32_t> thread_of_key;
+  for (const auto& r : trace.ranges) thread_of_key.emplace(thread_key(r.pid, r.tid), 0);
+  for (int32_t c : needed_calls) {
+    thread_of_key.emplace(thread_key(trace.api_calls[c].pid, trace.api_calls[c].tid), 0);
+  }
+  {
+    std::vector<uint64_t> keys;
+    keys.reserve(thread_of_key.size());
+    for (const auto& [key, unused] : thread_of_key) keys.push_back(key);
+    std::sort(keys.begin(), keys.end());
+    for (size_t i = 0; i < keys.size(); ++i) thread_of_key[keys[i]] = static_cast<uint32_t>(i);
+  }
   std::vector<Item> items;
   items.reserve(trace.ranges.size() + needed_calls.size());
   for (size_t i = 0; i < trace.ranges.size(); ++i) {
     const auto& r = trace.ranges[i];
     if (r.shape == RangeShape::kMark) continue;
-    items.push_back({thread_key(r.pid, r.tid), r.start, -r.end, 0, static_cast<int32_t>(i)});
+    items.push_back({r.start, thread_of_key[thread_key(r.pid, r.tid)], static_cast<uint32_t>(i)});
   }
   for (int32_t c : needed_calls) {
     const auto& call = trace.api_calls[c];
-    items.push_back({thread_key(call.pid, call.tid), call.start, -call.end, 1, c});
+    items.push_back({call.start, thread_of_key[thread_key(call.pid, call.tid)],
+                     uint32_t{1} << 31 | static_cast<uint32_t>(c)});
   }
-  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+  auto end_of = [&](const Item& item) {
+    return item.kind() == 0 ? trace.ranges[item.index()].end : trace.api_calls[item.index()].end;
+  };
+  std::sort(items.begin(), items.end(), [&](const Item& a, const Item& b) {
     if (a.thread != b.thread) return a.thread < b.thread;
     if (a.start != b.start) return a.start < b.start;
-    if (a.kind != b.kind) return a.kind < b.kind;
-    if (a.neg_end != b.neg_end) return a.neg_end < b.neg_end;
-    return a.index < b.index;
+    if (a.kind() != b.kind()) return a.kind() < b.kind();
+    // Longer ranges first at equal start: the outer one is the parent.
+    const int64_t a_end = end_of(a), b_end = end_of(b);
+    if (a_end != b_end) return a_end > b_end;
+    return a.index() < b.index();
   });
 
   out.contexts.assign(trace.ranges.size(), RangeContext{});
   out.rank.assign(trace.ranges.size(), 0);
   int32_t next_rank = 0;
   std::vector<int32_t> stack;
-  uint64_t current_thread = ~uint64_t{0};
+  uint32_t current_thread = ~uint32_t{0};
   auto innermost_containing = [&](int64_t end) -> int32_t {
     for (size_t k = stack.size(); k-- > 0;) {
       if (trace.ranges[stack[k]].end >= end) return stack[k];
@@ -182,10 +204,10 @@ void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_ca
       current_thread = item.thread;
     }
     while (!stack.empty() && trace.ranges[stack.back()].end < item.start) stack.pop_back();
-    int64_t end = -item.neg_end;
-    int32_t parent = innermost_containing(end);
-    if (item.kind == 1) {
-      innermost_of_call[item.index] = parent;
+    int32_t parent = innermost_containing(end_of(item));
+    const int32_t index = item.index();
+    if (item.kind() == 1) {
+      innermost_of_call[index] = parent;
       continue;
     }
     // A range that starts where the open one ends only touches it (whole-microsecond times
@@ -193,17 +215,17 @@ void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_ca
     if (!stack.empty() && parent != stack.back() && trace.ranges[stack.back()].end > item.start) {
       ++out.stats.ranges_improperly_nested;
     }
-    auto& r = trace.ranges[item.index];
-    out.rank[item.index] = ++next_rank;
+    auto& r = trace.ranges[index];
+    out.rank[index] = ++next_rank;
     r.parent = parent;
-    out.contexts[item.index] = extend(parent >= 0 ? &out.contexts[parent] : nullptr, r, item.index,
-                                      r.kind == MarkerKind::kUser && engine_step_name[r.name]);
-    const RangeContext& made = out.contexts[item.index];
+    out.contexts[index] = extend(parent >= 0 ? &out.contexts[parent] : nullptr, r, index,
+                                 r.kind == MarkerKind::kUser && engine_step_name[r.name]);
+    const RangeContext& made = out.contexts[index];
     if (r.kind == MarkerKind::kBackwardNode && made.engine_step >= 0 &&
         out.node_of_step[made.engine_step] < 0) {
-      out.node_of_step[made.engine_step] = item.index;
+      out.node_of_step[made.engine_step] = index;
     }
-    stack.push_back(item.index);
+    stack.push_back(index);
   }
 }
 
@@ -360,9 +382,14 @@ Correlation correlate(Trace& trace) {
     std::stable_sort(out.order.begin(), out.order.end(), [&](int32_t a, int32_t b) {
       return trace.activities[a].start < trace.activities[b].start;
     });
-    std::vector<Attribution> by_activity(n_act);
+    // Attributed in place, in output order: a second array of a million attributions, copied
+    // over at the end, was the peak of parse's memory.
+    std::vector<int32_t> position(n_act);
+    for (size_t k = 0; k < n_act; ++k) position[out.order[k]] = static_cast<int32_t>(k);
+    out.attributions.resize(n_act);
+    auto of_activity = [&](int32_t i) -> Attribution& { return out.attributions[position[i]]; };
     for (size_t i = 0; i < n_act; ++i) {
-      Attribution& a = by_activity[i];
+      Attribution& a = of_activity(static_cast<int32_t>(i));
       a.launch = launch_of[i];
       if (a.launch < 0) continue;
       attribute(trace, out, forward_ops, innermost_of_call[a.launch], -1, a);
@@ -372,22 +399,20 @@ Correlation correlate(Trace& trace) {
     std::vector<int32_t> by_launch;
     by_launch.reserve(n_act);
     for (size_t i = 0; i < n_act; ++i) {
-      if (by_activity[i].launch >= 0) by_launch.push_back(static_cast<int32_t>(i));
+      if (launch_of[i] >= 0) by_launch.push_back(static_cast<int32_t>(i));
     }
     std::stable_sort(by_launch.begin(), by_launch.end(), [&](int32_t a, int32_t b) {
-      const auto& ca = trace.api_calls[by_activity[a].launch];
-      const auto& cb = trace.api_calls[by_activity[b].launch];
+      const auto& ca = trace.api_calls[launch_of[a]];
+      const auto& cb = trace.api_calls[launch_of[b]];
       if (ca.start != cb.start) return ca.start < cb.start;
       return trace.activities[a].start < trace.activities[b].start;
     });
     std::vector<int32_t> count(trace.ranges.size(), 0);
     for (int32_t i : by_launch) {
-      Attribution& a = by_activity[i];
+      Attribution& a = of_activity(i);
       int32_t instance = a.dir == Direction::kBackward ? a.node : a.op >= 0 ? a.op : -1;
       if (instance >= 0) a.sub = count[instance]++;
     }
-    out.attributions.resize(n_act);
-    for (size_t k = 0; k < n_act; ++k) out.attributions[k] = by_activity[out.order[k]];
     out.sync_attributions.resize(out.sync_calls.size());
     for (size_t k = 0; k < out.sync_calls.size(); ++k) {
       Attribution& a = out.sync_attributions[k];

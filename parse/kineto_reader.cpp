@@ -1032,7 +1032,7 @@ void KinetoReader::EventReader::add_cpu_range(const Event& e, int64_t start, int
     r.text = store_args(args_text_);
     r.has_args = true;
     r.args_offset = 0;
-    r.args_length = static_cast<uint32_t>(std::min<size_t>(args_text_.size(), UINT32_MAX));
+    r.args_length = static_cast<uint32_t>(std::min<size_t>(args_text_.size(), kArgsInPool - 1));
   }
   ++trace_.stats.ranges;
   if (r.end < r.start) {
@@ -1272,7 +1272,7 @@ void KinetoReader::EventReader::add_pyprof_range(const Event& e, int64_t start, 
         r.text = store_args(json);
         r.has_args = true;
         r.args_offset = 0;
-        r.args_length = static_cast<uint32_t>(std::min<size_t>(json.size(), UINT32_MAX));
+        r.args_length = static_cast<uint32_t>(std::min<size_t>(json.size(), kArgsInPool - 1));
         continue;
       }
       if (key == "open") {

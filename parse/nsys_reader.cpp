@@ -547,6 +547,7 @@ void merge_ranges(Trace& part, Trace& trace) {
     if (r.text.where == TextRef::Where::kPool) {
       r.text.id = map(static_cast<uint32_t>(r.text.id));
     }
+    if (r.args_length == kArgsInPool) r.args_offset = map(r.args_offset);
     trace.ranges.push_back(r);
   }
   ReadStats& a = trace.stats;

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,19 +35,33 @@
 namespace pyprof::parse {
 namespace {
 
-// PYPROF_PARSE_TIMING=1 prints how long each phase took (for benchmarks/parse_bench.py).
+// PYPROF_PARSE_TIMING=1 prints how long each phase took, and the peak resident memory so far
+// (for benchmarks/parse_bench.py and docs/benchmarks.md §4).
 class PhaseTimer {
  public:
   PhaseTimer() : enabled_(std::getenv("PYPROF_PARSE_TIMING") != nullptr) {}
   void lap(const char* phase) {
     if (!enabled_) return;
     auto now = std::chrono::steady_clock::now();
-    fmt::print(stderr, "pyprof parse: {:<10} {:.3f} s\n", phase,
-               std::chrono::duration<double>(now - last_).count());
+    fmt::print(stderr, "pyprof parse: {:<10} {:.3f} s, peak RSS {} MB\n", phase,
+               std::chrono::duration<double>(now - last_).count(), peak_rss_mb());
     last_ = now;
   }
 
  private:
+  // VmHWM from /proc/self/status; -1 where there is none.
+  static int64_t peak_rss_mb() {
+    std::FILE* status = std::fopen("/proc/self/status", "r");
+    if (!status) return -1;
+    char line[256];
+    int64_t kb = -1;
+    while (std::fgets(line, sizeof line, status)) {
+      if (std::sscanf(line, "VmHWM: %" SCNd64 " kB", &kb) == 1) break;
+    }
+    std::fclose(status);
+    return kb < 0 ? -1 : kb / 1024;
+  }
+
   bool enabled_;
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
@@ -188,7 +203,7 @@ std::string file_head(const std::string& path) {
 }
 
 int run(const std::string& path, const std::string& output, bool quiet, bool ranges,
-        const std::string& step_range) {
+        bool full_records, const std::string& step_range) {
   PhaseTimer timer;
   SqliteDb db;
   std::string error;
@@ -248,6 +263,7 @@ int run(const std::string& path, const std::string& output, bool quiet, bool ran
   std::setvbuf(out.stream(), out_buffer, _IOFBF, sizeof out_buffer);
   RecordWriter writer(out.stream(), trace, corr, *reader);
   writer.set_write_ranges(ranges);
+  writer.set_full_records(full_records);
   writer.set_iterations(&iterations);
   if (!writer.write(path)) out.fail(errno);
   if (!out.finish(error)) {
@@ -283,7 +299,7 @@ std::string stem_of_trace(const std::string& name) {
 // Expands folders (their *.json / *.json.gz files, by name) and checks the outputs: one input
 // writes to -o FILE or standard output; several need -o DIR.
 int run_all(const std::vector<std::string>& inputs, const std::string& output, bool quiet,
-            bool ranges, const std::string& step_range) {
+            bool ranges, bool full_records, const std::string& step_range) {
   namespace fs = std::filesystem;
   std::vector<std::string> files;
   for (const std::string& input : inputs) {
@@ -314,7 +330,7 @@ int run_all(const std::vector<std::string>& inputs, const std::string& output, b
     files.insert(files.end(), found.begin(), found.end());
   }
   if (files.size() == 1 && !(inputs.size() == 1 && fs::is_directory(inputs[0]))) {
-    return run(files[0], output, quiet, ranges, step_range);
+    return run(files[0], output, quiet, ranges, full_records, step_range);
   }
   if (output.empty() || output == "-") {
     fmt::print(stderr,
@@ -342,7 +358,7 @@ int run_all(const std::vector<std::string>& inputs, const std::string& output, b
     }
     written.push_back(name);
     const std::string target = (fs::path(output) / name).string();
-    int code = run(file, target, quiet, ranges, step_range);
+    int code = run(file, target, quiet, ranges, full_records, step_range);
     if (code == pyprof::kBrokenPipeExitStatus) return code;
     if (code != 0) status = 1;
     if (!quiet && code == 0) fmt::print(stderr, "  -> {}\n", target);
@@ -378,6 +394,11 @@ int main(int argc, char** argv) {
                "also write the spans of the trace's ranges (ops, backward nodes, modules, user "
                "ranges) as \"kind\":\"range\" lines after the records, for `pyprof export` "
                "(docs/formats.md §3.1)");
+  bool full_records = false;
+  app.add_flag("--full-records", full_records,
+               "write every record's arguments in full (net.dict version 1) instead of once per "
+               "distinct value on an \"kind\":\"args\" line that records refer to "
+               "(docs/formats.md §3)");
   std::string step_range;
   app.add_option("--step-range", step_range,
                  "the user ranges that are the program's iterations: ranges named NAME, or NAME "
@@ -402,7 +423,7 @@ int main(int argc, char** argv) {
   }
   int code = 1;
   try {
-    code = pyprof::parse::run_all(inputs, output, quiet, ranges, step_range);
+    code = pyprof::parse::run_all(inputs, output, quiet, ranges, full_records, step_range);
   } catch (const std::bad_alloc&) {
     // A trace whose records do not fit the memory the process may use (ulimit -v, a cgroup).
     fmt::print(stderr,

@@ -82,6 +82,10 @@ namespace {
 // Kernel names and user ranges are bounded upstream; nothing in a record is cut here.
 constexpr size_t kNoTruncation = size_t{1} << 30;
 constexpr size_t kFlushBytes = size_t{1} << 20;
+// The compact form keeps the text of each distinct args value. A training loop has a few
+// hundred; a trace whose every call has new arguments would keep them all, so past this the
+// new ones are written inline (readers accept either form on any record).
+constexpr size_t kMaxInternedArgsBytes = size_t{64} << 20;
 
 // "duration": end - start; null when the end precedes the start (the trace's clocks went
 // wrong), with the raw difference in "negative_duration" so that nothing is lost.
@@ -127,6 +131,10 @@ const std::string& RecordWriter::args_of(int32_t index) {
   cached_index_[slot] = index;
   cached_args_[slot].clear();
   const RangeRecord& r = trace_.ranges[index];
+  if (r.args_length == kArgsInPool) {
+    cached_args_[slot].assign(trace_.pool.get(r.args_offset));
+    return cached_args_[slot];
+  }
   std::string_view text = reader_.fetch_text(trace_, r.text);
   if (text.empty()) {
     ++args_unavailable_;
@@ -139,6 +147,45 @@ const std::string& RecordWriter::args_of(int32_t index) {
   decode_marker(text, marker_domain(trace_, r), marker_);
   cached_args_[slot].swap(marker_.args);
   return cached_args_[slot];
+}
+
+int32_t RecordWriter::args_id_of(int32_t index) {
+  if (args_id_of_range_.empty()) args_id_of_range_.assign(trace_.ranges.size(), -1);
+  int32_t& known = args_id_of_range_[index];
+  if (known >= 0) return known;
+  const std::string& args = args_of(index);
+  if (args.empty()) return -1;  // not kept: args_of counts each unavailable fetch
+  auto it = args_ids_.find(args);
+  if (it != args_ids_.end()) return known = it->second;
+  if (interned_args_bytes_ + args.size() > kMaxInternedArgsBytes) return -1;
+  const auto id = static_cast<int32_t>(interned_args_.size());
+  interned_args_.push_back(std::make_unique<std::string>(args));
+  interned_args_bytes_ += args.size();
+  args_ids_.emplace(*interned_args_.back(), id);
+  // The definition precedes its first use: it goes to the output before the record being
+  // built in record_.
+  buffer_ += R"({"kind":"args","id":)";
+  buffer_ += std::to_string(id);
+  buffer_ += R"(,"args":)";
+  buffer_ += args;
+  buffer_ += "}\n";
+  return known = id;
+}
+
+void RecordWriter::write_args(JsonWriter& w, int32_t index, const char* key, const char* ref_key) {
+  if (!full_records_) {
+    const int32_t id = args_id_of(index);
+    if (id >= 0) {
+      w.raw_key(ref_key);
+      w.integer(id);
+      return;
+    }
+  }
+  const std::string& args = args_of(index);
+  if (!args.empty()) {
+    w.raw_key(key);
+    w.raw_value(args);
+  }
 }
 
 BackgroundOutput::BackgroundOutput(std::FILE* out) : out_(out), thread_([this] { run(); }) {}
@@ -215,7 +262,7 @@ void RecordWriter::write_header(const std::string& source) {
 void RecordWriter::write_header_object(JsonWriter& w, const std::string& source) {
   w.begin_object();
   w.raw_key("pyprof_dict");
-  w.integer(kDictVersion);
+  w.integer(full_records_ ? kFullDictVersion : kDictVersion);
   w.raw_key("source");
   w.string(source);
   w.raw_key("format");
@@ -409,13 +456,7 @@ void RecordWriter::write_attribution(JsonWriter& w, const Attribution& a) {
     w.raw_key("instance");
     w.integer(corr_.rank[instance]);
   }
-  if (a.op >= 0 && ranges[a.op].has_args) {
-    const std::string& args = args_of(a.op);
-    if (!args.empty()) {
-      w.raw_key("args");
-      w.raw_value(args);
-    }
-  }
+  if (a.op >= 0 && ranges[a.op].has_args) write_args(w, a.op, "args", "args_ref");
   if (a.op >= 0 && ranges[a.op].stack != 0) {
     w.raw_key("stack");
     pooled(w, ranges[a.op].stack);
@@ -467,13 +508,7 @@ void RecordWriter::write_attribution(JsonWriter& w, const Attribution& a) {
         w.raw_key("bwd_op_id");
         w.integer(bop.op_id);
       }
-      if (bop.has_args) {
-        const std::string& args = args_of(a.bwd_op);
-        if (!args.empty()) {
-          w.raw_key("bwd_args");
-          w.raw_value(args);
-        }
-      }
+      if (bop.has_args) write_args(w, a.bwd_op, "bwd_args", "bwd_args_ref");
     }
   }
 }
@@ -713,13 +748,7 @@ void RecordWriter::write_range(int32_t index, int32_t forward_op) {
       w.raw_key("stack");
       pooled(w, r.stack);
     }
-    if (r.has_args) {
-      const std::string& args = args_of(index);
-      if (!args.empty()) {
-        w.raw_key("args");
-        w.raw_value(args);
-      }
-    }
+    if (r.has_args) write_args(w, index, "args", "args_ref");
     if (forward_op >= 0) {
       w.raw_key("fwd");  // the forward op this backward node was paired with
       w.integer(corr_.rank[forward_op]);

@@ -1,13 +1,16 @@
 // Writes parse's output: JSON Lines, one header line, then one record per GPU activity (in GPU
 // start order) or, for a CPU-only profile, per op instance (in CPU start order). The format is
-// docs/formats.md §3; bump kDictVersion when a key changes meaning or disappears.
+// docs/formats.md §3; bump the versions when a key changes meaning or disappears.
 #pragma once
 
 #include <condition_variable>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
+#include <vector>
 
 #include "common/json_writer.h"
 #include "parse/correlate.h"
@@ -16,7 +19,11 @@
 
 namespace pyprof::parse {
 
-inline constexpr int kDictVersion = 1;
+// The compact form (the default): each distinct `args` value is written once, on an
+// `"kind":"args"` line, and records refer to it (`args_ref`, `bwd_args_ref`).
+inline constexpr int kDictVersion = 2;
+// The full form (`pyprof parse --full-records`): every record carries its arguments verbatim.
+inline constexpr int kFullDictVersion = 1;
 
 // Writes buffers to a FILE on a second thread, so that formatting records and the write
 // system calls (a million-kernel profile gives over a gigabyte) overlap. One buffer is in
@@ -75,6 +82,9 @@ class RecordWriter {
   // Detected iterations: the header's `iterations` and each record's `step` (docs/formats.md
   // §3). Null or none detected: neither is written.
   void set_iterations(const Iterations* iterations) { iterations_ = iterations; }
+  // `pyprof parse --full-records`: version 1, every record with its `args` and `bwd_args`
+  // written out, instead of the compact form's references to `"kind":"args"` lines.
+  void set_full_records(bool on) { full_records_ = on; }
 
  private:
   void write_header(const std::string& source);
@@ -94,6 +104,12 @@ class RecordWriter {
   bool write_range_lines();
   // The decoded args of range `index` (its message fetched again from the database).
   const std::string& args_of(int32_t index);
+  // Writes range `index`'s args under `key` (full form), or a reference to their `"kind":"args"`
+  // line under `ref_key` (compact form; the line is written first when the value is new).
+  void write_args(JsonWriter& w, int32_t index, const char* key, const char* ref_key);
+  // The id of range `index`'s args in the compact form, defining them if new; -1 when they
+  // are unavailable or go inline (the interned text reached kMaxInternedArgsBytes).
+  int32_t args_id_of(int32_t index);
   // Writes pool string `id` as a JSON string value.
   void pooled(JsonWriter& w, uint32_t id);
   bool flush();
@@ -111,6 +127,13 @@ class RecordWriter {
   int next_slot_ = 0;
   int64_t args_unavailable_ = 0;
   bool write_ranges_ = false;
+  bool full_records_ = false;
+  // Compact form: each distinct args text (stored in interned_args_) -> its id, and each
+  // range's id once known (-1: not yet), so a range's message is fetched once.
+  std::unordered_map<std::string_view, int32_t> args_ids_;
+  std::vector<std::unique_ptr<std::string>> interned_args_;
+  size_t interned_args_bytes_ = 0;
+  std::vector<int32_t> args_id_of_range_;
   const Iterations* iterations_ = nullptr;
   std::vector<int32_t> chain_;
   std::vector<std::string> escaped_;  // pool id -> quoted, escaped JSON string

@@ -26,6 +26,11 @@ int32_t clamp_tid(int64_t v) { return (v < 0 || v > INT32_MAX) ? -1 : static_cas
 
 }  // namespace
 
+// Past this much distinct argument text in a trace's pool, further args stay in the database
+// and are read again when written (a trace whose every call has new arguments keeps bounded
+// memory).
+constexpr size_t kMaxInternedArgsBytes = size_t{32} << 20;
+
 uint32_t intern_bounded(Trace& trace, std::string_view s) {
   if (s.size() <= kMaxNameBytes) return trace.pool.intern(s);
   size_t cut = kMaxNameBytes;
@@ -115,8 +120,17 @@ void add_decoded_range(Trace& trace, RangeRecord r, std::string_view text, TextR
   }
   if (!m.stack.empty()) r.stack = intern_bounded(trace, m.stack);
   r.has_args = !m.args.empty();
-  if (m.dialect == Dialect::kPyprof && r.has_args && text.size() > m.args.size() &&
-      text.size() < UINT32_MAX) {
+  if (r.has_args && m.args.size() < UINT32_MAX &&
+      trace.interned_args_bytes + m.args.size() <= kMaxInternedArgsBytes) {
+    // A training loop calls the same ops on the same arguments step after step: the args are
+    // kept once in the pool, and the record writer finds them there instead of fetching and
+    // cutting the message again from the database (most of its time at 1M kernels).
+    const size_t pool_size = trace.pool.size();
+    r.args_offset = trace.pool.intern(m.args);
+    r.args_length = kArgsInPool;
+    if (trace.pool.size() != pool_size) trace.interned_args_bytes += m.args.size();
+  } else if (m.dialect == Dialect::kPyprof && r.has_args && text.size() > m.args.size() &&
+             text.size() < UINT32_MAX) {
     // The annotator writes "args" last: then the object is the text's tail before the '}'.
     size_t at = text.size() - 1 - m.args.size();
     if (text.compare(at, m.args.size(), m.args) == 0) {

@@ -7,9 +7,10 @@
 // ever compared within one file.
 //
 // Memory is the constraint that shapes this file: a 1M-kernel profile carries ~3M ranges, so a
-// range is a fixed-size record with interned strings, and the (large, unique) argument text of
-// op markers is not kept: `RangeRecord::text` says where to fetch it again when a record is
-// written (TraceReader::fetch_text).
+// range is a fixed-size record with interned strings, and the argument text of op markers is
+// kept once per distinct value (a training loop repeats them), up to a bound past which
+// `RangeRecord::text` says where to fetch it again when a record is written
+// (TraceReader::fetch_text).
 #pragma once
 
 #include <cstdint>
@@ -80,6 +81,9 @@ struct TextRef {
 
 enum class RangeShape : uint8_t { kPushPop = 0, kStartEnd, kMark };
 
+// RangeRecord::args_length when the args are in the trace's pool (args_offset: their id).
+inline constexpr uint32_t kArgsInPool = UINT32_MAX;
+
 // One NVTX range (or mark) with its decoded message.
 struct RangeRecord {
   int64_t start = 0;
@@ -97,8 +101,10 @@ struct RangeRecord {
                          // joined frames (kTrace)
   uint32_t stack = 0;    // pool id: pyprof call site
   int32_t parent = -1;   // filled by correlation: tightest enclosing range, same thread
-  // pyprof markers: where the "args" object lies in the message, so that writing a record
-  // copies it from the re-fetched text instead of decoding the marker again. 0/0: unknown.
+  // Where the decoded "args" are. args_length kArgsInPool: add_range interned them, and
+  // args_offset is their pool id. Else (pyprof markers) their place in the message, so that
+  // writing a record copies them from the re-fetched text instead of decoding the marker again.
+  // 0/0: unknown.
   uint32_t args_offset = 0;
   uint32_t args_length = 0;
   MarkerKind kind = MarkerKind::kUser;
@@ -179,6 +185,8 @@ struct Trace {
   // indices: correlation checks its own pairing against them.
   std::vector<std::pair<int32_t, int32_t>> declared_pairs;
   StringPool pool;
+  // Bytes of distinct op arguments add_range has put in `pool` (bounded there).
+  size_t interned_args_bytes = 0;
   std::vector<GpuActivity> activities;
   std::vector<ApiCall> api_calls;
   std::vector<RangeRecord> ranges;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <unordered_set>
 
 #include "models/op_model.h"
@@ -100,6 +101,9 @@ struct Fields {
   int64_t device = -1, stream = -1, start = 0, duration = 0, self_duration = 0, tid = -1, seq = -1,
           sub = 0, parent_id = 0, pid = 0, op_id = 0, fwd_op_id = 0, fwd_instance = 0, instance = 0,
           id = 0, bwd_op_id = 0, bytes = -1;
+  // The compact form's references to `"kind":"args"` lines (docs/formats.md §3); -1: none.
+  // Resolved by ArgsTable::resolve, which points `args` and `bwd_args` at the defined text.
+  int64_t args_ref = -1, bwd_args_ref = -1;
   bool has_self_duration = false;  // absent or null: the record's duration stands in
   // The first of start, duration, self_duration that holds a value but not an integer int64
   // holds (a fraction, a number past 2^63): the record's time is unknown. null is parse's
@@ -118,6 +122,7 @@ struct Fields {
   // A record's `step`: kNoStep when absent, kBadStep when not an integer.
   int64_t step = kNoStep;
   static constexpr int64_t kNoStep = -1, kBadStep = -2;
+  static constexpr int64_t kBadRef = -2;  // args_ref / bwd_args_ref not a non-negative integer
 };
 
 // FLOPs per clock per SM of an architecture's densest dense Tensor Core mode (FP4/FP8/INT8
@@ -286,12 +291,25 @@ void read_xyz(od::value v, int32_t out[3]) {
   }
 }
 
+// Keys longer than this are read through simdjson's unescaping (none of prof's keys is).
+constexpr size_t kMaxRawKey = 64;
+
 // One pass over the object's fields (On-Demand): no tape of the whole record, and `args` comes
 // back as its raw JSON text.
 bool read_object_fields(od::object o, Fields& f) {
   for (auto field : o) {
     std::string_view key;
-    if (field.unescaped_key().get(key) != simdjson::SUCCESS) return false;
+    // The key as it is in the line when it holds no escape (parse writes none): unescaping
+    // copies every key of every line, a tenth of the read.
+    if (field.error() != simdjson::SUCCESS) return false;
+    const char* raw_key = field.value_unsafe().key().raw();
+    const auto* key_end = static_cast<const char*>(std::memchr(raw_key, '"', kMaxRawKey));
+    const size_t length = key_end != nullptr ? static_cast<size_t>(key_end - raw_key) : 0;
+    if (key_end != nullptr && std::memchr(raw_key, '\\', length) == nullptr) {
+      key = std::string_view(raw_key, length);
+    } else if (field.unescaped_key().get(key) != simdjson::SUCCESS) {
+      return false;
+    }
     od::value v = field.value();
     auto str = [&](std::string_view& out) {
       if (v.get_string().get(out) != simdjson::SUCCESS) out = {};
@@ -330,9 +348,18 @@ bool read_object_fields(od::object o, Fields& f) {
           out = {};
       }
     };
+    // A reference to an args line: a non-negative integer; anything else is kBadRef, which
+    // resolve() reports.
+    auto ref = [&](int64_t& out) {
+      int64_t x;
+      out = v.get_int64().get(x) == simdjson::SUCCESS && x >= 0 ? x : Fields::kBadRef;
+    };
     switch (key.empty() ? '\0' : key[0]) {
       case 'a':
-        if (key == "args") raw(f.args);
+        if (key == "args")
+          raw(f.args);
+        else if (key == "args_ref")
+          ref(f.args_ref);
         break;
       case 'b':
         if (key == "bwd_op")
@@ -341,6 +368,8 @@ bool read_object_fields(od::object o, Fields& f) {
           num(f.bwd_op_id);
         else if (key == "bwd_args")
           raw(f.bwd_args);
+        else if (key == "bwd_args_ref")
+          ref(f.bwd_args_ref);
         else if (key == "block")
           read_xyz(v, f.block);
         else if (key == "bytes")
@@ -511,9 +540,10 @@ bool read_line_fields(od::parser& parser, std::string& line, Fields& f) {
 
 // The header line: what kind of records follow and where they came from.
 void read_header(const Fields& f, ReadResult& out) {
-  if (f.version > 1) {
-    out.warnings.push_back("net.dict version " + std::to_string(f.version) +
-                           " is newer than this prof (1): unknown keys are ignored");
+  if (f.version > kNewestDictVersion) {
+    out.warnings.push_back(
+        fmt::format("net.dict version {} is newer than this prof ({}): unknown keys are ignored",
+                    f.version, kNewestDictVersion));
   }
   out.cpu_only = f.records == "op";
   out.source = std::string(f.source);
@@ -529,6 +559,53 @@ void read_header(const Fields& f, ReadResult& out) {
   }
   out.iterations = f.iterations;
 }
+
+// The compact form's `"kind":"args"` lines (docs/formats.md §3): each distinct arguments value,
+// defined once before the first record that refers to it by `args_ref` or `bwd_args_ref`.
+class ArgsTable {
+ public:
+  // Keeps line `f`'s definition; false with `error` set when it is malformed or repeats an id.
+  bool define(const Fields& f, std::string& error) {
+    if (f.id < 0 || f.args.empty()) {
+      error = fmt::format(
+          "line {}: an \"args\" line needs an \"id\" (a non-negative integer) and \"args\" (an "
+          "object or array)",
+          f.line);
+      return false;
+    }
+    if (!text_.emplace(f.id, std::string(f.args)).second) {
+      error = fmt::format("line {}: args id {} is defined twice", f.line, f.id);
+      return false;
+    }
+    return true;
+  }
+
+  // Points f.args / f.bwd_args at the text their references name; false with `error` set when
+  // a reference is malformed or names no earlier args line.
+  bool resolve(Fields& f, std::string& error) const {
+    return resolve_one(f, "args_ref", f.args_ref, f.args, error) &&
+           resolve_one(f, "bwd_args_ref", f.bwd_args_ref, f.bwd_args, error);
+  }
+
+ private:
+  bool resolve_one(const Fields& f, const char* key, int64_t id, std::string_view& args,
+                   std::string& error) const {
+    if (id == -1) return true;
+    if (id == Fields::kBadRef) {
+      error = fmt::format("line {}: \"{}\" is not a non-negative integer", f.line, key);
+      return false;
+    }
+    auto it = text_.find(id);
+    if (it == text_.end()) {
+      error = fmt::format("line {}: \"{}\": {} names no \"args\" line before it", f.line, key, id);
+      return false;
+    }
+    args = it->second;
+    return true;
+  }
+
+  std::unordered_map<int64_t, std::string> text_;  // id -> the args JSON
+};
 
 // Counts line `out.lines` as unreadable; warns about the first few.
 void skip_line(ReadResult& out) {
@@ -668,6 +745,7 @@ class TimeChecker {
 struct CostSource {
   std::string_view op;    // "" when the record carries no op cost
   std::string_view args;  // that op's args JSON
+  int64_t args_ref = -1;  // the compact form's id of `args`; -1: written inline
   // A bprop kernel whose backward node ran no op the trace names (emit_nvtx, legacy PyProf):
   // its forward op's cost stands in (docs/prof.md §1, "Backward").
   bool backward_estimate = false;
@@ -676,11 +754,12 @@ struct CostSource {
 CostSource cost_source(const Fields& f, const ProfRecord& r) {
   // Its own op (CPU records: the record's name), or for bprop the op that ran inside the
   // backward node.
-  CostSource source{r.kind == Kind::kOp ? f.name : f.op, f.args};
+  CostSource source{r.kind == Kind::kOp ? f.name : f.op, f.args, f.args_ref};
   if (r.dir != Dir::kBprop) return source;
   if (!f.bwd_op.empty()) {
     source.op = f.bwd_op;
     source.args = f.bwd_args;
+    source.args_ref = f.bwd_args_ref;
   } else if (r.kind == Kind::kOp) {
     source.op = {};  // a backward node's own record: its ops carry the cost
   } else {
@@ -753,7 +832,16 @@ class RecordCoster {
   struct CachedCost {
     models::OpCost cost;
     std::string shapes;
+    // The string ids of params (and of params + ",bwd=est"), dtype, family and shapes, each
+    // interned when a record first needs it, as before they were cached (string ids break ties
+    // in the reports, so their order must not change); 0: not yet.
+    uint32_t params_id = 0, estimated_params_id = 0, dtype_id = 0, family_id = 0, shapes_id = 0;
   };
+
+  uint32_t interned(uint32_t& id, std::string_view text) {
+    if (id == 0) id = strings_.intern(text);
+    return id;
+  }
 
   void cost_copy(const Fields& f, ProfRecord& r) {
     r.bytes_moved = f.bytes;
@@ -763,11 +851,11 @@ class RecordCoster {
   }
 
   void cost_op(const Fields& f, CostSource source, ProfRecord& r) {
-    const CachedCost* cached = &lookup(source.op, source.args);
+    CachedCost* cached = &lookup(r.cost_op, source.op, source.args, source.args_ref);
     if (!cached->cost.modeled && r.dir == Dir::kBprop && r.kind != Kind::kOp && source.op != f.op) {
       // The backward op's arguments are unknown (emit_nvtx without record_shapes): estimate
       // from the forward op.
-      const CachedCost& forward = lookup(f.op, f.args);
+      CachedCost& forward = lookup(r.op, f.op, f.args, f.args_ref);
       if (forward.cost.modeled) {
         cached = &forward;
         source.backward_estimate = true;
@@ -786,13 +874,21 @@ class RecordCoster {
     r.flops = r.op_flops = c.flops * scale;
     r.bytes = r.op_bytes = c.bytes * scale;
     r.tc_eligible = c.tc_eligible && (allow_tf32_ || c.dtype != "float32");
-    r.params = strings_.intern(r.estimated ? c.params + ",bwd=est" : c.params);
-    r.dtype = strings_.intern(c.dtype);
-    r.family = strings_.intern(c.family);
-    r.shapes = strings_.intern(cached->shapes);
+    r.params = r.estimated ? interned(cached->estimated_params_id, c.params + ",bwd=est")
+                           : interned(cached->params_id, c.params);
+    r.dtype = interned(cached->dtype_id, c.dtype);
+    r.family = interned(cached->family_id, c.family);
+    r.shapes = interned(cached->shapes_id, cached->shapes);
   }
 
-  const CachedCost& lookup(std::string_view op, std::string_view args) {
+  // `op_id` is `op`'s string id; `args_ref` the compact form's id of `args` (-1: inline), by
+  // which a repeated call is found without hashing its arguments' text.
+  CachedCost& lookup(uint32_t op_id, std::string_view op, std::string_view args, int64_t args_ref) {
+    if (args_ref >= 0) {
+      CachedCost*& known = cost_by_ref_[{op_id, args_ref}];
+      if (known == nullptr) known = &lookup(op_id, op, args, -1);
+      return *known;
+    }
     key_.assign(op);
     key_ += '\n';
     key_ += args;
@@ -818,6 +914,18 @@ class RecordCoster {
   bool allow_tf32_;
   Strings& strings_;
   std::unordered_map<std::string, CachedCost> costs_;  // op + '\n' + args -> cost
+  struct OpArgsRef {
+    uint32_t op;
+    int64_t args_ref;
+    bool operator==(const OpArgsRef&) const = default;
+  };
+  struct OpArgsRefHash {
+    size_t operator()(const OpArgsRef& k) const {
+      return std::hash<int64_t>()(k.args_ref * 1000003 ^ k.op);
+    }
+  };
+  // (op string id, args id) -> its entry in costs_ (whose nodes do not move).
+  std::unordered_map<OpArgsRef, CachedCost*, OpArgsRefHash> cost_by_ref_;
   std::string key_;
   const TensorCoreRules& rules_ = TensorCoreRules::builtin();
   std::vector<int8_t> tc_by_long_name_;  // long-name string id -> 1/0, -1 not judged yet
@@ -906,6 +1014,7 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
   od::parser parser;
   Fields f;
   RecordCoster coster(options, out.strings);
+  ArgsTable args_table;
   TimeChecker times;
   std::vector<CpuOp> cpu_ops;
   bool header_seen = false;
@@ -929,9 +1038,15 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
               ": no pyprof_dict header (is this the output of `pyprof parse`?)";
       return false;
     }
+    f.line = out.lines;
+    if (f.kind == "args") {
+      if (!args_table.define(f, error)) return false;
+      continue;
+    }
     // `pyprof parse --ranges` appends the spans of the trace's ranges (docs/formats.md §3.1):
     // not records, and not unreadable either.
     if (f.kind == "range") continue;
+    if (!args_table.resolve(f, error)) return false;
     if (f.kind == "sync") {
       SyncCall c;
       c.start = f.start;
@@ -945,7 +1060,6 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
       out.syncs.push_back(c);
       continue;
     }
-    f.line = out.lines;
     ProfRecord r = make_record(f, out.records.size(), out.strings);
     times.check(f, r);
     if (f.step != Fields::kNoStep && !iterations_ignored) {
@@ -1006,35 +1120,42 @@ void assign_costs(ReadResult& result) {
     // An op instance's cost is spread over its kernels by duration, so that the instance is
     // counted once and each kernel shows the rate of the op it belongs to. In a backward node
     // (the instance), each backward op's cost is spread over that op's kernels (cost_part).
-    struct InstancePart {
+    // Grouped by sorting the records' (instance, part) keys: a hash map of a million
+    // instances cost more than the rest of the costing.
+    struct Keyed {
       int64_t instance, part;
-      bool operator==(const InstancePart&) const = default;
+      int32_t record;
     };
-    struct InstancePartHash {
-      size_t operator()(const InstancePart& k) const {
-        return std::hash<int64_t>()(k.instance) * 1000003u ^ std::hash<int64_t>()(k.part);
-      }
-    };
-    std::unordered_map<InstancePart, std::pair<int64_t, int64_t>, InstancePartHash>
-        totals;  // duration, count
-    for (const ProfRecord& r : records) {
-      if (r.modeled && r.instance != 0) {
-        auto& t = totals[{r.instance, r.cost_part}];
-        t.first += r.duration;
-        t.second += 1;
-      }
-    }
-    for (ProfRecord& r : records) {
+    std::vector<Keyed> keyed;
+    for (size_t i = 0; i < records.size(); ++i) {
+      ProfRecord& r = records[i];
       if (!r.modeled) continue;
       // A record without a credible time keeps its cost but is out of the totals: the achieved
       // rate divides the counted FLOPs by the time they took.
       r.counted = !r.bad_time;
-      if (r.instance == 0) continue;
-      const auto& [duration, count] = totals[{r.instance, r.cost_part}];
-      double share = duration > 0 ? static_cast<double>(r.duration) / static_cast<double>(duration)
-                                  : 1.0 / static_cast<double>(count);
-      r.flops *= share;
-      r.bytes *= share;
+      if (r.instance != 0) keyed.push_back({r.instance, r.cost_part, static_cast<int32_t>(i)});
+    }
+    std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
+      return a.instance != b.instance ? a.instance < b.instance
+             : a.part != b.part       ? a.part < b.part
+                                      : a.record < b.record;
+    });
+    for (size_t first = 0, last; first < keyed.size(); first = last) {
+      int64_t duration = 0;
+      for (last = first; last < keyed.size() && keyed[last].instance == keyed[first].instance &&
+                         keyed[last].part == keyed[first].part;
+           ++last) {
+        duration += records[keyed[last].record].duration;
+      }
+      const auto count = static_cast<double>(last - first);
+      for (size_t k = first; k < last; ++k) {
+        ProfRecord& r = records[keyed[k].record];
+        double share = duration > 0
+                           ? static_cast<double>(r.duration) / static_cast<double>(duration)
+                           : 1.0 / count;
+        r.flops *= share;
+        r.bytes *= share;
+      }
     }
     flag_above_peak(result);
     return;

@@ -197,6 +197,10 @@ struct ReadResult {
   std::map<std::string, std::string> torch_settings;
 };
 
+// The newest net.dict version prof reads (docs/formats.md §3): 2, the compact form with
+// `"kind":"args"` lines; 1, the full form, is a subset of it.
+inline constexpr int64_t kNewestDictVersion = 2;
+
 struct ReadOptions {
   bool allow_tf32 = true;  // fp32 GEMMs count as Tensor Core eligible (TF32)
 };

@@ -1,13 +1,20 @@
-// format_quantity's edge cases and the text report's human units against its raw numbers.
+// format_quantity's edge cases and the text report's human units against its raw numbers; the
+// table's fixed-point cells against fmt.
 #include "prof/reports.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <string>
+#include <vector>
+
+#include "prof/table.h"
 
 namespace pyprof::prof {
 namespace {
@@ -151,3 +158,27 @@ TEST(WriteReport, TableWithoutUnitsPrintsItsCellsAsTheyAre) {
 
 }  // namespace
 }  // namespace pyprof::prof
+
+// The table's fixed-point cells (prof/table.h, append_fixed) are fmt's "{:.Nf}" byte for byte:
+// on ties (0.5, 2.125), integers, shares of integers, huge and tiny values, and random ones.
+TEST(AppendFixed, MatchesFmt) {
+  std::vector<double> values = {0,       0.5,   1.5,    2.5,  2.125, 0.0005, 1e-300, 123.4565,
+                                1e12,    1e15,  4.5e15, 9e15, 1e300, -0.0,   -1.5,   -0.0001,
+                                2097152, 90624, 23.145, 0.05, 0.15,  0.25,   1.005,  999.9995};
+  uint64_t state = 12345;
+  for (int i = 0; i < 200000; ++i) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    const double unit = static_cast<double>(state >> 11) / 9007199254740992.0;
+    const int exponent = static_cast<int>(state % 40) - 10;
+    values.push_back(unit * std::pow(10.0, exponent));
+    values.push_back(std::round(unit * 1e6) / 1e3);  // decimals that sit on or near ties
+    values.push_back(std::round(unit * 1e9) * (static_cast<double>(state % 7) / 7.0));
+  }
+  for (double v : values) {
+    for (int decimals = 0; decimals <= 3; ++decimals) {
+      std::string out;
+      pyprof::prof::append_fixed(out, v, decimals);
+      ASSERT_EQ(out, fmt::format("{:.{}f}", v, decimals)) << v << " " << decimals;
+    }
+  }
+}

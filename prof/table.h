@@ -30,6 +30,12 @@ enum class TableFormat { kColumns, kWidth, kCsv, kJson };
 
 // One cell as text (CSV/columns) — "-" or "na" where PyProf printed them.
 std::string cell(const Column& c, const ProfRecord& r, size_t index, const ReadResult& data);
+// Appends `v` with `decimals` (0 to 3) decimals, exactly as fmt's "{:.Nf}" writes it (faster for
+// the values whose rounding is certain).
+void append_fixed(std::string& out, double v, int decimals);
+// The cell, appended to `out` (no string of its own: the table's writer calls it 30M times).
+void append_cell(std::string& out, const Column& c, const ProfRecord& r, size_t index,
+                 const ReadResult& data);
 
 // Writes the table. For kWidth, `width` is the line width; returns false with `error` when it
 // is smaller than the selected columns need. A failed write stops it early; out.close() says

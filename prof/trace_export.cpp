@@ -45,6 +45,7 @@ struct Line {
   int64_t shared_memory = kNone, bytes = kNone, value = kNone, instance = kNone, range = kNone;
   int64_t id = kNone, parent = kNone, seq = kNone, op_id = kNone, rf_tid = kNone;
   int64_t fwd_tid = kNone, fwd = kNone, sub = kNone;
+  int64_t args_ref = kNone;  // the compact form's reference to an `"kind":"args"` line
   bool header = false;
 };
 
@@ -125,6 +126,8 @@ simdjson::error_code read_line(od::parser& parser, std::string& padded, Line& l)
       str(l.module_type);
     } else if (key == "args") {
       str(l.args);
+    } else if (key == "args_ref") {
+      num(l.args_ref);
     } else if (key == "stack") {
       str(l.stack);
     } else if (key == "bwd_node") {
@@ -314,6 +317,17 @@ class Exporter {
   std::set<std::pair<int64_t, int64_t>> cpu_threads_;
   std::set<std::pair<int64_t, int64_t>> gpu_streams_;  // (device, stream)
   std::string header_line_;
+  // The compact form's `"kind":"args"` lines: id -> the arguments' JSON (docs/formats.md §3).
+  std::unordered_map<int64_t, std::string> args_text_;
+
+  // Keeps an args line's definition. read_dict has checked the ids before the export starts.
+  void define_args(const Line& l) { args_text_[l.id] = std::string(l.args); }
+  // Points l.args at the text its `args_ref` names.
+  void resolve_args(Line& l) const {
+    if (l.args_ref == kNone) return;
+    auto it = args_text_.find(l.args_ref);
+    if (it != args_text_.end()) l.args = it->second;
+  }
 };
 
 void Exporter::cost_args(JsonWriter& w, double flops, double bytes, int64_t counted_time,
@@ -909,6 +923,11 @@ bool Exporter::run(std::FILE* in, std::string& error) {
       header(l, text);
       continue;
     }
+    if (is(l.kind, "args")) {
+      define_args(l);
+      continue;
+    }
+    resolve_args(l);
     if (is(l.kind, "range")) {
       result_.had_ranges = true;
       if (l.fwd != kNone && !fwd_flow_of_range_.count(l.fwd)) {
@@ -942,6 +961,7 @@ bool Exporter::run(std::FILE* in, std::string& error) {
     padded.assign(text);
     padded.append(simdjson::SIMDJSON_PADDING, '\0');
     if (read_line(parser, padded, l) != simdjson::SUCCESS) continue;
+    resolve_args(l);
     range(l);
     if (!flush()) return false;
   }

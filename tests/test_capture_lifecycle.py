@@ -23,7 +23,7 @@ import pytest
 
 import pyprof_db
 from pyprof_db import MARK, PUSH_POP, START_END, modules, ops, read_ranges, stats
-from testlib import PARSE, PY, ROOT, all_but_one_slow, script
+from testlib import PARSE, PY, ROOT, all_but_one_slow, read_records, script
 from testlib import pyprof_env as session_env  # what pyprof_db.profile gives the launcher
 
 pytestmark = pytest.mark.needs_build
@@ -358,7 +358,7 @@ def test_parse_says_a_killed_capture_is_unfinished(tmp_path):
     assert (f"capture was not finished (the profiled program was killed, or its disk filled "
             f"up?): up to 4,096 events per thread ({len(threads)} threads seen)") in res.stderr
     # What was committed is all there: the first step's ops.
-    names = {json.loads(line)["name"] for line in res.stdout.splitlines()[1:]}
+    names = {r["name"] for r in read_records(res.stdout)[1]}
     assert "aten::cumsum" in names, sorted(names)[:20]
 
 

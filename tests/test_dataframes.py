@@ -346,10 +346,12 @@ def test_prof_warnings_become_python_warnings(dicts, tmp_path):
     the record's flag says bad-time."""
     with open(dicts["mlp"]) as f:
         lines = f.read().splitlines()
-    first = json.loads(lines[1])
+    # The first record: the compact form's `args` lines come before it (docs/formats.md §3).
+    at = next(i for i, line in enumerate(lines[1:], 1) if not line.startswith('{"kind":"args",'))
+    first = json.loads(lines[at])
     first["duration"] = -7
     path = tmp_path / "bad.dict"
-    path.write_text("\n".join([lines[0], json.dumps(first), *lines[2:]]) + "\n")
+    path.write_text("\n".join([*lines[:at], json.dumps(first), *lines[at + 1:]]) + "\n")
     with pytest.warns(frames.ProfWarning, match="cannot be right"):
         frame = pyprof.read_dict(path)
     assert frame.at[0, "flag"] == "bad-time"

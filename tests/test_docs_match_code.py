@@ -18,6 +18,7 @@ docs/ops.md names ops in code spans, with this shorthand (what `ops_md_names` ex
 """
 
 import collections
+import itertools
 import json
 import os
 import re
@@ -149,8 +150,9 @@ def test_formats_md_record_keys_are_the_keys_parse_writes(tmp_path):
         db.save(tmp_path / name)
         traces.append(str(tmp_path / name))
     written = collections.defaultdict(set)  # key -> the record kinds it was written on
-    for trace in traces:
-        res = testlib.run_tool(testlib.PARSE, trace, "-q")
+    # Both forms: the compact one's `args` lines and references, the full one's `bwd_args`.
+    for trace, form in itertools.product(traces, ([], ["--full-records"])):
+        res = testlib.run_tool(testlib.PARSE, trace, "-q", *form)
         assert res.returncode == 0, f"{trace}: {res.stderr}"
         for line in res.stdout.splitlines()[1:]:
             record = json.loads(line)

@@ -246,7 +246,7 @@ def test_parse_through_front_into_head(tmp_path):
                        'echo "status ${PIPESTATUS[0]}"; cat err.txt', PY, BEAST],
         capture_output=True, text=True, timeout=120, env=pyprof_env(), cwd=tmp_path)
     first, status, *rest = res.stdout.splitlines()
-    assert json.loads(first)["pyprof_dict"] == 1
+    assert json.loads(first)["pyprof_dict"] == 2
     assert (status, rest) == (f"status {SIGPIPE_STATUS}", []), res.stdout
 
 
@@ -283,6 +283,7 @@ def test_report_text_cell_elision(dicts, tmp_path, name, shown):
 
 
 def gpu_lines(text: str) -> int:
-    """The header and the GPU records of a net.dict, without the `sync` lines after them
-    (docs/formats.md §3)."""
-    return sum('"kind":"sync"' not in line for line in text.splitlines())
+    """The header and the GPU records of a net.dict, without the `sync` lines after them and
+    the compact form's `args` lines (docs/formats.md §3)."""
+    return sum('"kind":"sync"' not in line and not line.startswith('{"kind":"args",')
+               for line in text.splitlines())

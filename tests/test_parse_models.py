@@ -76,7 +76,7 @@ def parsed(request, tmp_path_factory):
 
 def test_header_and_summary(parsed):
     _, header, records, _, summary = parsed
-    assert header["pyprof_dict"] == 1
+    assert header["pyprof_dict"] == 2
     assert header["format"] == "pyprof"
     assert header["records"] == "op"  # CPU-only run: one record per op instance
     assert "no GPU activity (CPU-only profile)" in summary

@@ -126,7 +126,7 @@ def test_empty_profile(tmp_path):
     rc, out, err = run(path)
     assert rc == 0
     header, = [json.loads(line) for line in out.splitlines()]
-    assert header["pyprof_dict"] == 1 and header["records"] == "op"
+    assert header["pyprof_dict"] == 2 and header["records"] == "op"
     assert "empty profile" in err
 
 
@@ -266,6 +266,7 @@ def test_write_cut_off_by_a_kill_is_undone_on_a_copy(tmp_path):
 
 
 def gpu_lines(text: str) -> int:
-    """The header and the GPU records of a net.dict, without the `sync` lines after them
-    (docs/formats.md §3)."""
-    return sum('"kind":"sync"' not in line for line in text.splitlines())
+    """The header and the GPU records of a net.dict, without the `sync` lines after them and
+    the compact form's `args` lines (docs/formats.md §3)."""
+    return sum('"kind":"sync"' not in line and not line.startswith('{"kind":"args",')
+               for line in text.splitlines())

@@ -58,11 +58,29 @@ def run_tool(path: str, *args, stdin: str | None = None, timeout: float = 120,
     return res
 
 
+def expand_args(lines: list[dict]) -> list[dict]:
+    """The compact net.dict's lines (docs/formats.md §3, version 2) in the full form: each
+    `args_ref` / `bwd_args_ref` replaced, in place, by the `args` / `bwd_args` its
+    `"kind":"args"` line defines, and those lines dropped. Full-form lines pass unchanged."""
+    defined: dict[int, object] = {}
+    out = []
+    for line in lines:
+        if line.get("kind") == "args":
+            defined[line["id"]] = line["args"]
+            continue
+        if "args_ref" in line or "bwd_args_ref" in line:
+            line = {(k[:-4] if k in ("args_ref", "bwd_args_ref") else k):
+                    (defined[v] if k in ("args_ref", "bwd_args_ref") else v)
+                    for k, v in line.items()}
+        out.append(line)
+    return out
+
+
 def read_records(text: str, with_syncs: bool = False) -> tuple[dict, list[dict]]:
-    """parse's JSON Lines: (header, records). The records are the GPU (or op) records; the
-    `sync` lines after a GPU profile's records (docs/formats.md §3: synchronizing API calls,
-    no GPU activity) only with `with_syncs`."""
-    lines = [json.loads(line) for line in text.splitlines() if line.strip()]
+    """parse's JSON Lines: (header, records). The records are the GPU (or op) records, with
+    their arguments written out (expand_args); the `sync` lines after a GPU profile's records
+    (docs/formats.md §3: synchronizing API calls, no GPU activity) only with `with_syncs`."""
+    lines = expand_args([json.loads(line) for line in text.splitlines() if line.strip()])
     records = lines[1:] if with_syncs else [r for r in lines[1:] if r.get("kind") != "sync"]
     return lines[0], records
 
