@@ -60,12 +60,7 @@ void bench(const char* label, const OpInfo& info, const OpInstance& op,
   std::string key_buffer;
   auto key_of = [&] {
     pyprof::MarkerKeyWriter key(key_buffer);
-    key.u64(reinterpret_cast<uintptr_t>(&info));
-    key.u8(static_cast<uint8_t>(op.scope));
-    key.u64(op.tid);
-    key.u64(op.fwd_tid);
-    key.text(op.call_site);
-    key.inputs(args);
+    pyprof::write_marker_key(key, info, op, args);
     return std::string(key.view());
   };
   std::unordered_map<std::string, uint64_t, Hash, std::equal_to<>> handles;
@@ -75,12 +70,7 @@ void bench(const char* label, const OpInfo& info, const OpInstance& op,
   uint64_t found = 0;
   const double key_ns = best_ns([&] {
     pyprof::MarkerKeyWriter key(key_buffer);
-    key.u64(reinterpret_cast<uintptr_t>(&info));
-    key.u8(static_cast<uint8_t>(op.scope));
-    key.u64(op.tid);
-    key.u64(op.fwd_tid);
-    key.text(op.call_site);
-    key.inputs(args);
+    pyprof::write_marker_key(key, info, op, args);
     found += handles.find(key.view())->second;
   });
   std::printf("%-28s text marker %6.1f ns %4zu bytes | interned hit %6.1f ns (key %zu bytes)\n",

@@ -221,15 +221,8 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     if (g_intern.load(std::memory_order_relaxed) && seq_as_category) {
       op_id = op.id;
       category = *seq_as_category;
-      // Everything the interned marker is made of, but the JSON's formatting: the OpInfo stands
-      // for the op's name and overload (one per name on this thread, never freed).
       MarkerKeyWriter key(ts.key);
-      key.u64(reinterpret_cast<uintptr_t>(&info));
-      key.u8(static_cast<uint8_t>(op.scope));
-      key.u64(op.tid);
-      key.u64(op.scope == at::RecordScope::BACKWARD_FUNCTION ? op.fwd_tid : 0);
-      key.text(op.call_site);
-      const bool keyed = key.inputs(fn.inputs());
+      const bool keyed = write_marker_key(key, info, op, fn.inputs());
       if (keyed) handle = ts.interned.handle_of_key(key.view());
       if (handle == 0) {
         message = build_op_message(ts.buffer, info, op, fn.inputs(), {}, MarkerForm::kInterned);

@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "common/marker_schema.h"
+#include "marker_key.h"
 
 namespace pyprof {
 
@@ -121,6 +122,16 @@ std::string_view build_op_message(std::string& buffer, const OpInfo& info, const
   }
   w.end_object();
   return w.terminated_view();
+}
+
+bool write_marker_key(MarkerKeyWriter& key, const OpInfo& info, const OpInstance& op,
+                      c10::ArrayRef<const c10::IValue> inputs) {
+  key.u64(reinterpret_cast<uintptr_t>(&info));
+  key.u8(static_cast<uint8_t>(op.scope));
+  key.u64(op.tid);
+  key.u64(op.scope == at::RecordScope::BACKWARD_FUNCTION ? op.fwd_tid : 0);
+  key.text(op.call_site);
+  return key.inputs(inputs);
 }
 
 }  // namespace pyprof

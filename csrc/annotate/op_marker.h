@@ -58,4 +58,11 @@ std::string_view build_op_message(std::string& buffer, const OpInfo& info, const
 
 std::string_view scope_name(at::RecordScope scope);
 
+class MarkerKeyWriter;
+// Writes the binary key of this call's interned marker (marker_key.h): the OpInfo's address
+// (one per op name and overload per thread, never freed), scope, thread ids, call site and
+// arguments. False when the key cannot capture the arguments exactly.
+bool write_marker_key(MarkerKeyWriter& key, const OpInfo& info, const OpInstance& op,
+                      c10::ArrayRef<const c10::IValue> inputs);
+
 }  // namespace pyprof
