@@ -712,10 +712,21 @@ class Thread:
                   args_json: str | None = None, scope: str = "function",
                   fwd_tid: int | None = None, id: int | None = None, tid: int | None = None,
                   overload: str | None = None, stack: str | None = None,
-                  extra: dict | None = None) -> contextlib.AbstractContextManager:
+                  extra: dict | None = None, interned: bool = False
+                  ) -> contextlib.AbstractContextManager:
         """Context manager: an op marker (push/pop in domain "pyprof", plain-text JSON).
         `id` defaults to a per-process counter, `tid` to this thread's RecordFunction id;
-        `args_json` (pre-encoded JSON object text) skips encoding `args` (fast path)."""
+        `args_json` (pre-encoded JSON object text) skips encoding `args` (fast path).
+        `interned`: the interned form (docs/formats.md §1.1): a registered v2 marker without id
+        and seq, the id as the uint64 payload and seq + 1 as the category (NULL for 0)."""
+        if interned:
+            text = self.db.op_marker(
+                op, seq=seq, args=args, args_json=args_json, scope=scope, fwd_tid=fwd_tid,
+                id=0, tid=self.rf_tid if tid is None else tid, overload=overload, stack=stack,
+                extra=extra, interned=True)
+            return self.range(text, domain="pyprof", registered=True,
+                              category=seq + 1 if seq + 1 > 0 else None,
+                              payload=("uint64Value", self._op_id(id)))
         return self.range(self.db.op_marker(
             op, seq=seq, args=args, args_json=args_json, scope=scope, fwd_tid=fwd_tid,
             id=self._op_id(id), tid=self.rf_tid if tid is None else tid, overload=overload,
@@ -1085,14 +1096,15 @@ class SynthDb:
                   args_json: str | None = None, scope: str = "function",
                   fwd_tid: int | None = None, id: int = 1, tid: int = 1,
                   overload: str | None = None, stack: str | None = None,
-                  extra: dict | None = None) -> str:
-        """The JSON text of a pyprof op marker (docs/formats.md §1.1), keys in pyprof's order."""
+                  extra: dict | None = None, interned: bool = False) -> str:
+        """The JSON text of a pyprof op marker (docs/formats.md §1.1), keys in pyprof's order;
+        `interned`: the v2 text, without id and seq."""
         if args_json is None:
             args_json = json.dumps(args or {}, separators=(",", ":"))
-        parts = ['{"v":1,"op":', _json_str(op)]
+        parts = ['{"v":2,"op":' if interned else '{"v":1,"op":', _json_str(op)]
         if overload:
             parts += [',"overload":', json.dumps(overload)]
-        parts.append(f',"id":{id},"seq":{seq},"tid":{tid}')
+        parts.append(f',"tid":{tid}' if interned else f',"id":{id},"seq":{seq},"tid":{tid}')
         if fwd_tid is not None:
             parts.append(f',"fwd_tid":{fwd_tid}')
         parts += [',"scope":', _json_str(scope)]

@@ -76,6 +76,50 @@ def test_pyprof_forward_backward(tmp_path):
     assert "backward: 3 records, 3 paired with their forward op, 0 unpaired" in summary
 
 
+@pytest.mark.parametrize("interned", [False, True])
+def test_interned_markers_read_like_text_ones(tmp_path, interned):
+    """An Nsight Systems export of interned markers (registered v2 strings, the op id as the
+    uint64 payload, seq + 1 as the category; docs/formats.md §1.1) gives the same records as
+    the text form, backward pairing included."""
+    db = SynthDb()
+    main, engine = db.thread(pid=100), db.thread(pid=100, tid=101)
+    for step in range(2):  # the same markers twice: one registered string each
+        x = tensor([8, 64])
+        with main.pyprof_op("aten::addmm", seq=4 + step, interned=interned, id=10 + step,
+                            args={"self": tensor([32]), "mat1": x, "mat2": tensor([64, 32])}):
+            main.launch(GEMM)
+        with main.pyprof_op("aten::relu", interned=interned, id=20 + step, args={"self": x}):
+            main.launch(ELEMENTWISE)
+        engine.wait_until(main.now)
+        with engine.pyprof_op("AddmmBackward0", scope="backward", seq=4 + step,
+                              fwd_tid=main.rf_tid, interned=interned, id=30 + step,
+                              args={"0": tensor([8, 32])}):
+            engine.launch(GEMM.replace("_tn_", "_nn_"))
+        main.wait_until(engine.now)
+    _, recs, summary = parse(db, tmp_path)
+    fwd = [r for r in recs if r["dir"] == "fprop" and r["op"] == "aten::addmm"]
+    relu = [r for r in recs if r["op"] == "aten::relu"]
+    bwd = [r for r in recs if r["dir"] == "bprop"]
+    assert [(r["op_id"], r["seq"]) for r in fwd] == [(10, 4), (11, 5)]
+    assert [(r["op_id"], r["seq"]) for r in relu] == [(20, -1), (21, -1)]
+    assert [(r["bwd_node_id"], r["fwd_op_id"], r["paired"]) for r in bwd] == [
+        (30, 10, True), (31, 11, True)]
+    assert bwd[0]["args"] == fwd[0]["args"] and fwd[0]["args"]["mat1"]["shape"] == [8, 64]
+    assert "backward: 2 records, 2 paired with their forward op, 0 unpaired" in summary
+    assert "interned marker" not in summary
+
+
+def test_interned_marker_without_payload_is_reported(tmp_path):
+    db = SynthDb()
+    t = db.thread(pid=100)
+    text = SynthDb.op_marker("aten::relu", args={"self": tensor([4])}, interned=True)
+    with t.range(text, domain="pyprof", registered=True, category=3):
+        t.launch(ELEMENTWISE)
+    _, recs, summary = parse(db, tmp_path)
+    assert recs[0]["op"] == "aten::relu" and recs[0]["seq"] == 2 and "op_id" not in recs[0]
+    assert "interned marker without its op id" in summary
+
+
 def test_pairing_uses_forward_thread(tmp_path):
     """Two forward threads reuse seq numbers (each thread has its own counter): the node's
     fwd_tid picks the right one."""

@@ -47,7 +47,7 @@ bool MarkerKeyWriter::tensor(const at::Tensor& t) {
   // One reservation and plain stores: tensors are most of every key.
   char* out = reserve(5 + 2 * dims * sizeof(int64_t));
   out[0] = static_cast<char>(kTensor);
-  out[1] = static_cast<char>(impl->dtype().toScalarType());
+  out[1] = static_cast<char>(t.scalar_type());
   out[2] = static_cast<char>(device.type());
   out[3] = static_cast<char>(device.index());
   out[4] = static_cast<char>(dims);

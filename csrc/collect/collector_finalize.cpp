@@ -391,10 +391,15 @@ int Collector::write_final(FinalizeReason reason) noexcept {
             ? MetadataRow{std::string(nsys::kCudaTraceMetadata), gpu_source->status()}
             : cuda_trace_not_started_row(config_);
 
-    const MetadataRow finalized_by{"FINALIZED_BY", reason == FinalizeReason::kExit ? "exit"
+    // A termination signal pending here ends the process once the file is finished (it is
+    // re-raised below), whoever got to finalize first: Python's atexit shutdown call wins the
+    // race when a SIGINT right after the SIGTERM unwinds the program before the writer wakes.
+    const int pending_signal = pending_signal_.load();
+    const MetadataRow finalized_by{"FINALIZED_BY", pending_signal != 0 ? signal_name(pending_signal)
+                                                   : reason == FinalizeReason::kExit ? "exit"
                                                    : reason == FinalizeReason::kShutdownCall
                                                        ? "pyprof_collect_shutdown"
-                                                       : signal_name(pending_signal_.load())};
+                                                       : signal_name(pending_signal)};
     if (writes_stopped_) {
       // The disk is full: what is still pending is lost, and only the finalization record is
       // attempted (it may fit where rolled-back transactions left room). It says the database is
