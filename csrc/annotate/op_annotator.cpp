@@ -217,8 +217,9 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
       if (ts.op_depth == 0) current_call_site(ts.call_site);
       op.call_site = ts.call_site;
     }
+    const bool intern = g_intern.load(std::memory_order_relaxed);
     const std::optional<uint32_t> seq_as_category = seq_category(op.seq);
-    if (g_intern.load(std::memory_order_relaxed) && seq_as_category) {
+    if (intern && seq_as_category) {
       op_id = op.id;
       category = *seq_as_category;
       MarkerKeyWriter key(ts.key);
@@ -231,9 +232,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
       }
     }
     if (handle == 0) {
-      if (g_intern.load(std::memory_order_relaxed)) {
-        g_not_interned.fetch_add(1, std::memory_order_relaxed);
-      }
+      if (intern) g_not_interned.fetch_add(1, std::memory_order_relaxed);
       message = build_op_message(ts.buffer, info, op, fn.inputs());
     }
   } catch (...) {
