@@ -30,7 +30,10 @@ chunks inside one transaction (memory stays small for any size). `--legacy-compa
 module markers as plain text instead of registered strings, because NVIDIA PyProf's nsys parser
 reads only NVTX_EVENTS.text and fails on a range whose text is NULL; it also writes the "mod" of
 "ceil_mode" keys as "m\\u006fd" (same JSON), since PyProf eval()s any text containing "mod", "op",
-"args" and "type" as one of its own markers.
+"args" and "type" as one of its own markers. `--interned` writes op markers in the interned form
+pyprof's annotator records by default since marker schema v2 (docs/formats.md §1.1): each
+distinct marker a registered string, the op id as the row's uint64Value and seq + 1 as its
+category; without it they are plain-text v1 markers (an older pyprof, or PYPROF_MARKERS=text).
 """
 
 from __future__ import annotations
@@ -313,8 +316,10 @@ SPEC = Spec()
 class Trainer:
     """One process running the training loop (main thread + autograd thread)."""
 
-    def __init__(self, db: SynthDb, pid: int, rank: int, ranks: int, legacy: bool):
+    def __init__(self, db: SynthDb, pid: int, rank: int, ranks: int, legacy: bool,
+                 interned: bool = False):
         self.db, self.rank, self.ranks, self.legacy = db, rank, ranks, legacy
+        self.interned = interned
         self.t = db.thread(pid, pid, name="python3", process_name="python3")
         self.bw = db.thread(pid, pid + 11, name="pt_autograd_0")
         self.device = rank
@@ -334,7 +339,7 @@ class Trainer:
         t.advance(1200)  # dispatcher + Python overhead before the op's RecordFunction
         if self.legacy:
             args = legacy_safe(args)
-        return t.pyprof_op(name, seq=seq, args_json=args, **kw)
+        return t.pyprof_op(name, seq=seq, args_json=args, interned=self.interned, **kw)
 
     def chain(self, names_args, seq, kernels, t: Thread | None = None, node=None, cpu=3000):
         """Nested op markers (outermost first) sharing `seq`; `kernels` launched innermost."""
@@ -553,11 +558,11 @@ class Period:
     each table's rows start), plus what advances from one period to the next: the time span and,
     per process, the correlation ids, op ids, grid ids and sequence numbers used."""
 
-    def __init__(self, processes: int, legacy: bool, layout: str):
+    def __init__(self, processes: int, legacy: bool, layout: str, interned: bool = False):
         db = self.db = SynthDb(layout)
         for rank in range(processes):
             db.gpu(rank)
-        trainers = [Trainer(db, 41_000 + 1000 * r, r, processes, legacy)
+        trainers = [Trainer(db, 41_000 + 1000 * r, r, processes, legacy, interned)
                     for r in range(processes)]
         for tr in trainers:  # created once, before the loop: not part of what repeats
             tr.t.domain("pyprof")
@@ -595,7 +600,8 @@ class Period:
 
 class Replayer:
     """Rows of iteration `it` of repetition `rep` of a Period: times shifted by rep * span,
-    per-process ids by rep * their per-period delta, op marker texts re-rendered."""
+    per-process ids by rep * their per-period delta, op marker texts re-rendered (interned op
+    markers: their uint64Value op id and category seq + 1 shifted instead)."""
 
     def __init__(self, period: Period):
         self.period = period
@@ -603,12 +609,14 @@ class Replayer:
         for table in TIMED_TABLES:
             cols = columns(table)
             self.tables[table] = {c: cols.index(c) for c in (
-                "start", "end", "correlationId", "globalPid", "globalTid", "gridId", "text")
+                "start", "end", "correlationId", "globalPid", "globalTid", "gridId", "text",
+                "uint64Value", "category")
                 if c in cols}
         # per template NVTX row: how to render its text in another repetition
         self.renderers = []
         text_i = self.tables["NVTX_EVENTS"]["text"]
         tid_i = self.tables["NVTX_EVENTS"]["globalTid"]
+        u64_i = self.tables["NVTX_EVENTS"].get("uint64Value")
         for it in range(PERIOD):
             out = []
             for row in period.rows("NVTX_EVENTS", it):
@@ -620,6 +628,9 @@ class Replayer:
                                 d_seq, m.group(5)))
                 elif text == f"iteration {it}":
                     out.append("iteration")
+                elif u64_i is not None and row[u64_i] is not None:
+                    _, d_op, _, d_seq = period.delta[(row[tid_i] >> 24) & 0xFFFFFF]
+                    out.append(("interned", d_op, d_seq))
                 else:
                     out.append(None)
             self.renderers.append(out)
@@ -642,6 +653,16 @@ class Replayer:
                     text = row[t_i]
                 elif r == "iteration":
                     text = f"iteration {rep * PERIOD + it}"
+                elif r[0] == "interned":
+                    u_i, c_i = idx["uint64Value"], idx["category"]
+                    new = list(row)
+                    new[0] += dt
+                    new[1] = None if end is None else end + dt
+                    new[u_i] += rep * r[1]
+                    if new[c_i] is not None:  # seq + 1; NULL for an op without seq
+                        new[c_i] += rep * r[2]
+                    out.append(tuple(new))
+                    continue
                 else:
                     seq = r[4] + rep * r[5] if r[4] >= 0 else r[4]
                     text = f"{r[0]}{r[1] + rep * r[2]}{r[3]}{seq}{r[6]}"
@@ -663,11 +684,13 @@ class Replayer:
 
 
 def generate(path: str, kernels: int, *, processes: int = 1, legacy: bool = False,
-             layout: str = "2024.6", chunk_rows: int = 50_000) -> dict:
+             layout: str = "2024.6", chunk_rows: int = 50_000, interned: bool = False) -> dict:
     """Writes the database (at least `kernels` kernels, whole iterations) and returns what it
     counted."""
     t0 = time.perf_counter()
-    period = Period(processes, legacy, layout)
+    if interned and legacy:
+        raise ValueError("--interned and --legacy-compatible exclude each other")
+    period = Period(processes, legacy, layout, interned)
     replay = Replayer(period)
     if os.path.exists(path):
         os.remove(path)
@@ -718,7 +741,7 @@ def generate(path: str, kernels: int, *, processes: int = 1, legacy: bool = Fals
                          ).fetchone()[0]
     con.close()
     return {"path": path, "iterations": it_total, "processes": processes, "layout": layout,
-            "legacy_compatible": legacy, "kernels": count["CUPTI_ACTIVITY_KIND_KERNEL"],
+            "legacy_compatible": legacy, "interned": interned, "kernels": count["CUPTI_ACTIVITY_KIND_KERNEL"],
             "runtime": count["CUPTI_ACTIVITY_KIND_RUNTIME"],
             "memcpy": count["CUPTI_ACTIVITY_KIND_MEMCPY"],
             "memset": count["CUPTI_ACTIVITY_KIND_MEMSET"],
@@ -739,11 +762,16 @@ def main(argv=None) -> int:
     ap.add_argument("--legacy-compatible", action="store_true",
                     help="module markers as plain text, not registered strings (for NVIDIA "
                          "PyProf's parser, which reads only NVTX_EVENTS.text)")
+    ap.add_argument("--interned", action="store_true",
+                    help="op markers in the interned form pyprof records by default (registered "
+                         "strings, op id and seq in the row; docs/formats.md §1.1)")
     ap.add_argument("--layout", default="2024.6", choices=LAYOUTS)
     ap.add_argument("--json", action="store_true", help="print the counts as one JSON object")
     a = ap.parse_args(argv)
+    if a.interned and a.legacy_compatible:
+        ap.error("--interned and --legacy-compatible exclude each other")
     info = generate(a.output, a.kernels, processes=a.processes, legacy=a.legacy_compatible,
-                    layout=a.layout)
+                    layout=a.layout, interned=a.interned)
     if a.json:
         print(json.dumps(info))
     else:

@@ -130,10 +130,11 @@ def generator_hash() -> str:
     return h.hexdigest()[:16]
 
 
-def database(cache: str, kernels: int, legacy: bool, regenerate: bool) -> dict:
+def database(cache: str, kernels: int, legacy: bool, regenerate: bool,
+             interned: bool = False) -> dict:
     """The cached benchmark database of `kernels` kernels (made when missing or stale)."""
     os.makedirs(cache, exist_ok=True)
-    name = f"parse_{kernels}{'_legacy' if legacy else ''}"
+    name = f"parse_{kernels}{'_legacy' if legacy else ''}{'_interned' if interned else ''}"
     path = os.path.join(cache, name + ".sqlite")
     meta_path = os.path.join(cache, name + ".json")
     want = generator_hash()
@@ -145,9 +146,9 @@ def database(cache: str, kernels: int, legacy: bool, regenerate: bool) -> dict:
     sys.path.insert(0, HERE)
     import make_parse_db  # noqa: E402  (imported lazily: only when a file must be made)
 
-    print(f"making {path} ({kernels} kernels{', legacy-compatible' if legacy else ''})...",
-          file=sys.stderr, flush=True)
-    meta = make_parse_db.generate(path, kernels, legacy=legacy)
+    print(f"making {path} ({kernels} kernels{', legacy-compatible' if legacy else ''}"
+          f"{', interned op markers' if interned else ''})...", file=sys.stderr, flush=True)
+    meta = make_parse_db.generate(path, kernels, legacy=legacy, interned=interned)
     meta["generator"] = want
     with open(meta_path, "w") as f:
         json.dump(meta, f)
@@ -294,6 +295,9 @@ def main(argv=None) -> int:
                     help="interpreter for legacy PyProf (default: this one)")
     ap.add_argument("--legacy-path", action="append", metavar="DIR",
                     help="extra PYTHONPATH entry for legacy PyProf (e.g. where tqdm is)")
+    ap.add_argument("--interned", action="store_true",
+                    help="also time each size on a database whose op markers are in the "
+                         "interned form pyprof records by default (make_parse_db.py --interned)")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     args = ap.parse_args(argv)
 
@@ -328,11 +332,13 @@ def main(argv=None) -> int:
             label = ("pyprof-parse" if parser == os.path.abspath(DEFAULT_PARSER)
                      else os.path.basename(parser))
             for n in sizes:
-                db = database(cache, n, False, args.regenerate)
-                out = os.path.join(cache, f"out_{n}.dict")
-                results.append(bench(label, db, [parser, db["path"], "-o", out], out,
-                                     runs=args.runs, warmup=args.warmup, stdout_to_out=False,
-                                     log_path=log))
+                for interned in (False, True) if args.interned else (False,):
+                    db = database(cache, n, False, args.regenerate, interned)
+                    out = os.path.join(cache, f"out_{n}.dict")
+                    results.append(bench(label + (" (interned markers)" if interned else ""),
+                                         db, [parser, db["path"], "-o", out], out,
+                                         runs=args.runs, warmup=args.warmup,
+                                         stdout_to_out=False, log_path=log))
         if legacy_dir:
             env = legacy_env(args, cache)
             for n in legacy_sizes:

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <unordered_set>
 
 #include "common/marker_schema.h"
 #include "parse/ascii.h"
@@ -70,9 +72,44 @@ class PaddedBuffer {
   size_t capacity_ = 0;
 };
 
+error_code validate_value(od::value& value, int depth);
+
+// The args objects already validated on this thread. raw_json() skips an object checking only
+// its brackets; an atom such as `tru` inside must still be caught, but a training loop sends
+// the same few hundred args objects millions of times, so each distinct text is walked once
+// (on its own parser) and then found here: ~8% of parse's time at 1M kernels before.
+class ValidatedObjects {
+ public:
+  error_code check(std::string_view raw) {
+    if (seen_.contains(raw)) return simdjson::SUCCESS;
+    od::document doc;
+    od::value value;
+    error_code err = parser_.iterate(padded_.load(raw)).get(doc);
+    if (!err) err = doc.get_value().get(value);
+    if (!err) err = validate_value(value, 1);
+    if (err || bytes_ + raw.size() > kMaxBytes) return err;
+    bytes_ += raw.size();
+    seen_.insert(std::string(raw));
+    return simdjson::SUCCESS;
+  }
+
+ private:
+  // Past this (a trace whose every call has new arguments) the new ones are walked each time.
+  static constexpr size_t kMaxBytes = size_t{16} << 20;
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_set<std::string, Hash, std::equal_to<>> seen_;
+  size_t bytes_ = 0;
+  PaddedBuffer padded_;
+  od::parser parser_;
+};
+
 struct DecoderState {
   PaddedBuffer padded;
   od::parser parser;
+  ValidatedObjects validated;
   std::string converted;  // a legacy marker as JSON
   std::string convert_error;
 };
@@ -207,12 +244,14 @@ void decode_pyprof(std::string_view text, Marker& out) {
       add_error(out, key, " is not an object");
       return;
     }
-    const char* start = value.raw_json_token().data();
-    if ((err = validate_value(value, 1))) return;
-    const char* end;
-    if ((err = value.current_location().get(end))) return;
-    while (end > start && is_json_space(end[-1])) --end;
-    dst.assign(start, end - start);
+    od::object object_value;
+    std::string_view raw;
+    if ((err = value.get_object().get(object_value)) || (err = object_value.raw_json().get(raw))) {
+      return;
+    }
+    while (!raw.empty() && is_json_space(raw.back())) raw.remove_suffix(1);
+    if ((err = state.validated.check(raw))) return;
+    dst.assign(raw);
     if (present != nullptr) *present = true;
   };
 

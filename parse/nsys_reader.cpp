@@ -452,6 +452,9 @@ bool read_range_chunk(const SqliteDb& db, const std::string& select, int64_t lo,
   s.bind_int64(2, hi);
   StringIdCache strings;
   if (!strings.open(db, error)) return false;
+  // Nearly every row is a range: sized once, the vector never holds two copies while growing
+  // (3.2M ranges at 1M kernels: ~300 MB).
+  trace.ranges.reserve(trace.ranges.size() + static_cast<size_t>(hi - lo + 1));
   auto string_id = [&](int64_t id) { return strings.get(trace, id); };
   std::unordered_map<uint64_t, uint32_t> domains;  // domain_key -> pool id
   auto domain_of = [&](uint32_t pid, int64_t id) -> uint32_t {
@@ -629,6 +632,7 @@ bool NsysReader::read_ranges(Trace& trace, std::string& error,
     names_ready.set_value(ok);
     part_ok = ok && read_range_chunk(second, select, mid + 1, hi, domain_names, part, part_error);
   });
+  trace.ranges.reserve(trace.ranges.size() + static_cast<size_t>(hi - lo + 1));  // both parts
   bool ok = other_tables();
   bool names_ok = names_ready.get_future().get();
   ok = ok && names_ok && read_range_chunk(db_, select, lo, mid, domain_names, trace, error);

@@ -612,3 +612,32 @@ def test_benchmark_generator_replays_a_consistent_profile(tmp_path):
     pool = [json.loads(t) for (t,) in con.execute(
         "SELECT text FROM NVTX_EVENTS WHERE text LIKE '%aten::max_pool2d\"%'")]
     assert pool and pool[0]["args"]["ceil_mode"] is False
+
+
+def test_benchmark_generator_interned_markers_parse_like_text(tmp_path):
+    """make_parse_db.py --interned (the form pyprof records by default) holds the same profile
+    as the text form: parse writes the same records from both, replayed periods included
+    (their op ids and seqs move in uint64Value / category instead of the text)."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
+    import make_parse_db
+    from testlib import parse as run_parse
+
+    text, interned = str(tmp_path / "text.sqlite"), str(tmp_path / "interned.sqlite")
+    make_parse_db.generate(text, 4700, processes=2)
+    info = make_parse_db.generate(interned, 4700, processes=2, interned=True)
+    assert info["interned"] and info["iterations"] > 2 * make_parse_db.PERIOD
+    con = sqlite3.connect(interned)
+    # op markers are registered strings with the op id as payload, no plain-text op marker
+    assert con.execute("SELECT count(*) FROM NVTX_EVENTS WHERE uint64Value IS NOT NULL AND "
+                       "text IS NULL AND textId IS NOT NULL").fetchone()[0] > 10000
+    assert con.execute("SELECT count(*) FROM NVTX_EVENTS WHERE text LIKE '{\"v\":1,\"op\"%'"
+                       ).fetchone()[0] == 0
+    assert os.path.getsize(interned) < os.path.getsize(text) / 2
+    head_t, recs_t, _ = run_parse(text)
+    head_i, recs_i, _ = run_parse(interned)
+    assert len(recs_t) > 4700
+    assert recs_i == recs_t
+    head_t.pop("source"), head_i.pop("source")
+    assert head_i == head_t
