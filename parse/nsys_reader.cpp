@@ -49,6 +49,18 @@ int64_t or_default(const Statement& s, int col, int64_t fallback) {
 
 // "cudaLaunchKernel_v7000" -> "cudaLaunchKernel": CUPTI callback names carry the API version
 // (trace-formats.md §1.5); "_v2" style suffixes are part of the real API name and stay.
+// "3" -> 3; anything but a plain decimal below 2^31 (empty, "-1", "3x") -> false.
+bool parse_rank_number(std::string_view text, int64_t& out) {
+  if (text.empty() || text.size() > 9) return false;
+  int64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  out = v;
+  return true;
+}
+
 std::string_view strip_api_version(std::string_view name) {
   size_t pos = name.rfind("_v");
   if (pos == std::string_view::npos || name.size() - pos - 2 < 4) return name;
@@ -142,16 +154,25 @@ bool NsysReader::read_metadata(Trace& trace, std::string& error) {
   bool finalized = false;
   std::optional<std::string> write_error;
   bool ok =
-      read_name_value_table(trace, "META_DATA_CAPTURE", error,
-                            [&](std::string_view name, const Statement& s) {
-                              if (name == "PYPROF_CUDA_TRACE") {
-                                trace.cuda_trace = std::string(s.text(1));
-                              }
-                              if (name == "FINALIZED_BY") finalized = true;
-                              if (name == "PYPROF_WRITE_ERROR") {
-                                write_error = std::string(s.text(1));
-                              }
-                            }) &&
+      read_name_value_table(
+          trace, "META_DATA_CAPTURE", error,
+          [&](std::string_view name, const Statement& s) {
+            if (name == "PYPROF_CUDA_TRACE") {
+              trace.cuda_trace = std::string(s.text(1));
+            }
+            if (name == "FINALIZED_BY") finalized = true;
+            // torchrun's RANK / WORLD_SIZE, when the program had them.
+            if (name == "RANK" || name == "WORLD_SIZE") {
+              int64_t v = -1;
+              if (parse_rank_number(s.text(1), v)) {
+                if (!trace.distributed) trace.distributed.emplace();
+                (name == "RANK" ? trace.distributed->rank : trace.distributed->world_size) = v;
+              }
+            }
+            if (name == "PYPROF_WRITE_ERROR") {
+              write_error = std::string(s.text(1));
+            }
+          }) &&
       read_name_value_table(trace, "PYPROF_COLLECTOR_STATS", error,
                             [&](std::string_view name, const Statement& s) {
                               trace.stats.capture_stats.emplace_back(std::string(name), s.int64(1));

@@ -7,9 +7,11 @@
 // unwritable output (with several inputs: any of them), 2 usage, 141 standard output closed by
 // its reader (`... | head`; nothing printed).
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
@@ -19,6 +21,8 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "common/output_file.h"
@@ -82,33 +86,39 @@ double percent(int64_t part, int64_t whole) {
   return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
 
-void print_summary(const std::string& path, const Trace& trace, const Correlation& corr,
-                   const RecordWriter& writer, const Iterations& iterations,
-                   const std::string& step_range) {
+// The summary goes into `out` (printed whole, so that parallel parses do not interleave).
+void print_summary(fmt::memory_buffer& out, const std::string& path, const Trace& trace,
+                   const Correlation& corr, const RecordWriter& writer,
+                   const Iterations& iterations, const std::string& step_range) {
   const ReadStats& s = trace.stats;
   const CorrelationStats& c = corr.stats;
   // Everything from the file (version, metadata, warning examples) is terminal_safe.
   std::string tool = trace.format + (trace.version.empty() ? "" : " " + trace.version);
-  fmt::print(stderr, "pyprof parse: {} ({})\n", path, terminal_safe(tool));
+  fmt::format_to(std::back_inserter(out), "pyprof parse: {} ({})\n", path, terminal_safe(tool));
   int64_t records = static_cast<int64_t>(corr.order.size());
   if (corr.cpu_only) {
-    fmt::print(stderr, "  no GPU activity (CPU-only profile): {} op instances\n", records);
+    fmt::format_to(std::back_inserter(out),
+                   "  no GPU activity (CPU-only profile): {} op instances\n", records);
   } else {
-    fmt::print(stderr, "  GPU: {} kernels, {} memcpy, {} memset; {} API calls\n", s.kernels,
-               s.memcpys, s.memsets, s.api_calls);
-    fmt::print(stderr,
-               "  attributed to an op: {} of {} ({:.1f}%); unattributed: {} ({} without a launch "
-               "call, {} launched outside every range, {} in ranges that hold no op)\n",
-               c.attributed, records, percent(c.attributed, records), records - c.attributed,
-               c.without_launch, c.outside_ranges, c.no_op);
+    fmt::format_to(std::back_inserter(out),
+                   "  GPU: {} kernels, {} memcpy, {} memset; {} API calls\n", s.kernels, s.memcpys,
+                   s.memsets, s.api_calls);
+    fmt::format_to(
+        std::back_inserter(out),
+        "  attributed to an op: {} of {} ({:.1f}%); unattributed: {} ({} without a launch "
+        "call, {} launched outside every range, {} in ranges that hold no op)\n",
+        c.attributed, records, percent(c.attributed, records), records - c.attributed,
+        c.without_launch, c.outside_ranges, c.no_op);
   }
   if (c.backward > 0) {
-    fmt::print(stderr, "  backward: {} records, {} paired with their forward op, {} unpaired\n",
-               c.backward, c.backward_paired, c.backward - c.backward_paired);
+    fmt::format_to(std::back_inserter(out),
+                   "  backward: {} records, {} paired with their forward op, {} unpaired\n",
+                   c.backward, c.backward_paired, c.backward - c.backward_paired);
   }
   if (c.declared_pairs > 0) {
-    fmt::print(stderr, "  fwdbwd flows: {} checked against the pairing, {} disagree\n",
-               c.declared_pairs, c.declared_pairs_disagree);
+    fmt::format_to(std::back_inserter(out),
+                   "  fwdbwd flows: {} checked against the pairing, {} disagree\n",
+                   c.declared_pairs, c.declared_pairs_disagree);
   }
   int64_t by_dialect[5] = {0, 0, 0, 0, 0};
   for (const auto& r : trace.ranges) ++by_dialect[static_cast<int>(r.dialect)];
@@ -118,34 +128,35 @@ void print_summary(const std::string& path, const Trace& trace, const Correlatio
       if (!line.empty()) line += ", ";
       line += fmt::format("{} {}", terminal_safe(category), with_thousands(n));
     }
-    fmt::print(stderr, "  trace events: {} ({})\n", with_thousands(trace.trace_events), line);
+    fmt::format_to(std::back_inserter(out), "  trace events: {} ({})\n",
+                   with_thousands(trace.trace_events), line);
     if (trace.distributed && trace.distributed->rank >= 0) {
       const Trace::Distributed& d = *trace.distributed;
-      fmt::print(stderr, "  rank {}{}{}\n", d.rank,
-                 d.world_size >= 0 ? fmt::format(" of {}", d.world_size) : "",
-                 d.backend.empty() ? "" : " (" + terminal_safe(d.backend) + ")");
+      fmt::format_to(std::back_inserter(out), "  rank {}{}{}\n", d.rank,
+                     d.world_size >= 0 ? fmt::format(" of {}", d.world_size) : "",
+                     d.backend.empty() ? "" : " (" + terminal_safe(d.backend) + ")");
     }
     // Kineto ranges are ops, backward nodes and modules; the rest are user ranges.
     int64_t ops_and_nodes = 0;
     for (const RangeRecord& r : trace.ranges) {
       ops_and_nodes += r.kind == MarkerKind::kOp || r.kind == MarkerKind::kBackwardNode;
     }
-    fmt::print(stderr,
-               "  ranges: {} ops and backward nodes, {} others (modules, record_function); "
-               "skipped events {}\n",
-               ops_and_nodes, s.ranges - ops_and_nodes, s.rows_skipped);
+    fmt::format_to(std::back_inserter(out),
+                   "  ranges: {} ops and backward nodes, {} others (modules, record_function); "
+                   "skipped events {}\n",
+                   ops_and_nodes, s.ranges - ops_and_nodes, s.rows_skipped);
   } else {
-    fmt::print(stderr,
-               "  markers: {} ranges, {} marks; pyprof {}, emit_nvtx {}, legacy PyProf {}, other "
-               "(user) {}; malformed {}, unclosed {}\n",
-               s.ranges, s.marks, by_dialect[static_cast<int>(Dialect::kPyprof)],
-               by_dialect[static_cast<int>(Dialect::kEmitNvtx)],
-               by_dialect[static_cast<int>(Dialect::kLegacyPyprof)],
-               by_dialect[static_cast<int>(Dialect::kUser)], s.malformed_markers,
-               s.ranges_unclosed);
+    fmt::format_to(
+        std::back_inserter(out),
+        "  markers: {} ranges, {} marks; pyprof {}, emit_nvtx {}, legacy PyProf {}, other "
+        "(user) {}; malformed {}, unclosed {}\n",
+        s.ranges, s.marks, by_dialect[static_cast<int>(Dialect::kPyprof)],
+        by_dialect[static_cast<int>(Dialect::kEmitNvtx)],
+        by_dialect[static_cast<int>(Dialect::kLegacyPyprof)],
+        by_dialect[static_cast<int>(Dialect::kUser)], s.malformed_markers, s.ranges_unclosed);
   }
-  fmt::print(stderr, "  iterations: {}\n",
-             terminal_safe(iteration_summary(iterations, step_range)));
+  fmt::format_to(std::back_inserter(out), "  iterations: {}\n",
+                 terminal_safe(iteration_summary(iterations, step_range)));
   if (!s.capture_stats.empty()) {
     std::string line;  // zero counters say nothing; the full set is in PYPROF_COLLECTOR_STATS
     for (const auto& [name, value] : s.capture_stats) {
@@ -153,44 +164,50 @@ void print_summary(const std::string& path, const Trace& trace, const Correlatio
       if (!line.empty()) line += ", ";
       line += fmt::format("{} {}", terminal_safe(name), value);
     }
-    fmt::print(stderr, "  capture: {}\n", line.empty() ? "all counters zero" : line);
+    fmt::format_to(std::back_inserter(out), "  capture: {}\n",
+                   line.empty() ? "all counters zero" : line);
   }
   if (!trace.cuda_trace.empty() && !trace.cuda_trace.starts_with("on")) {
-    fmt::print(stderr, "  note: CUDA activity was not recorded: {}\n",
-               terminal_safe(trace.cuda_trace.substr(
-                   trace.cuda_trace.find(':') == std::string::npos
-                       ? 0
-                       : std::min(trace.cuda_trace.size(), trace.cuda_trace.find(':') + 2))));
+    fmt::format_to(std::back_inserter(out), "  note: CUDA activity was not recorded: {}\n",
+                   terminal_safe(trace.cuda_trace.substr(
+                       trace.cuda_trace.find(':') == std::string::npos
+                           ? 0
+                           : std::min(trace.cuda_trace.size(), trace.cuda_trace.find(':') + 2))));
   }
   if (trace.unfinished_capture) {
-    fmt::print(stderr,
-               "  warning: capture was not finished (the profiled program was killed, or its disk "
-               "filled up?): up to {} events per thread ({} threads seen) may be missing, with "
-               "what the collector had not yet written (it writes every half second) and CUDA "
-               "records still in CUPTI's buffers\n",
-               with_thousands(static_cast<int64_t>(kEventsPerThreadChunk)), trace.capture_threads);
+    fmt::format_to(
+        std::back_inserter(out),
+        "  warning: capture was not finished (the profiled program was killed, or its disk "
+        "filled up?): up to {} events per thread ({} threads seen) may be missing, with "
+        "what the collector had not yet written (it writes every half second) and CUDA "
+        "records still in CUPTI's buffers\n",
+        with_thousands(static_cast<int64_t>(kEventsPerThreadChunk)), trace.capture_threads);
   }
   if (trace.write_failure) {
     const Trace::WriteFailure& f = *trace.write_failure;
-    fmt::print(stderr,
-               "  warning: capture is incomplete: the collector's writes failed ({}), so {} "
-               "events and {} CUDA records were lost; what was written before is kept\n",
-               f.message.empty() ? std::to_string(f.failed_transactions) + " failed transactions"
-                                 : terminal_safe(f.message),
-               with_thousands(f.events_lost), with_thousands(f.cuda_records_lost));
+    fmt::format_to(std::back_inserter(out),
+                   "  warning: capture is incomplete: the collector's writes failed ({}), so {} "
+                   "events and {} CUDA records were lost; what was written before is kept\n",
+                   f.message.empty()
+                       ? std::to_string(f.failed_transactions) + " failed transactions"
+                       : terminal_safe(f.message),
+                   with_thousands(f.events_lost), with_thousands(f.cuda_records_lost));
   }
   if (c.ranges_improperly_nested > 0) {
-    fmt::print(stderr, "  note: {} ranges overlap a sibling without nesting in it\n",
-               c.ranges_improperly_nested);
+    fmt::format_to(std::back_inserter(out),
+                   "  note: {} ranges overlap a sibling without nesting in it\n",
+                   c.ranges_improperly_nested);
   }
   if (writer.args_unavailable() > 0) {
-    fmt::print(stderr, "  warning: the arguments of {} op ranges could not be read again\n",
-               writer.args_unavailable());
+    fmt::format_to(std::back_inserter(out),
+                   "  warning: the arguments of {} op ranges could not be read again\n",
+                   writer.args_unavailable());
   }
   for (const auto& group : trace.warnings) {
-    fmt::print(stderr, "  warning: {} ({}x)", group.category, group.count);
-    for (const auto& example : group.examples) fmt::print(stderr, "\n    {}", example);
-    fmt::print(stderr, "\n");
+    fmt::format_to(std::back_inserter(out), "  warning: {} ({}x)", group.category, group.count);
+    for (const auto& example : group.examples)
+      fmt::format_to(std::back_inserter(out), "\n    {}", example);
+    fmt::format_to(std::back_inserter(out), "\n");
   }
 }
 
@@ -202,8 +219,37 @@ std::string file_head(const std::string& path) {
   return std::string(head, static_cast<size_t>(in.gcount()));
 }
 
-int run(const std::string& path, const std::string& output, bool quiet, bool ranges,
-        bool full_records, const std::string& step_range) {
+struct ParseOptions {
+  bool quiet = false;
+  bool ranges = false;
+  bool full_records = false;
+  std::string step_range;
+};
+
+// "net.rank3.sqlite", "net.rank3.pid77.sqlite" -> 3; -1 when the name says no rank.
+int64_t rank_of_file_name(const std::string& path) {
+  const std::string name = std::filesystem::path(path).filename().string();
+  for (size_t at = name.find(".rank"); at != std::string::npos; at = name.find(".rank", at + 1)) {
+    size_t end = at + 5;
+    int64_t v = 0;
+    while (end < name.size() && end - at - 5 < 9 && name[end] >= '0' && name[end] <= '9') {
+      v = v * 10 + (name[end++] - '0');
+    }
+    if (end > at + 5 && (end == name.size() || name[end] == '.')) return v;
+  }
+  return -1;
+}
+
+// Parses one input into `output`. The summary (and any error) goes into `messages`. With
+// `keep_in_memory` the trace is deliberately never freed: a single parse exits with _Exit once
+// its output is flushed, because tearing down millions of small allocations costs a second or
+// more at 1M kernels; several parses in one process free each trace when done.
+int run(const std::string& path, const std::string& output, const ParseOptions& options,
+        bool keep_in_memory, fmt::memory_buffer& messages) {
+  auto error_line = [&](const std::string& text) {
+    fmt::format_to(std::back_inserter(messages), "pyprof parse: error: {}\n", text);
+    return 1;
+  };
   PhaseTimer timer;
   SqliteDb db;
   std::string error;
@@ -217,8 +263,7 @@ int run(const std::string& path, const std::string& output, bool quiet, bool ran
     if (error.find("not an SQLite") != std::string::npos) {
       error += " nor a torch.profiler JSON trace (plain or gzip)";
     }
-    fmt::print(stderr, "pyprof parse: error: {}\n", error);
-    return 1;
+    return error_line(error);
   } else if (db.has_table("StringTable")) {
     reader = std::make_unique<NvprofReader>(db);
   } else if (db.has_table("NVTX_EVENTS") || db.has_table("CUPTI_ACTIVITY_KIND_KERNEL") ||
@@ -226,54 +271,57 @@ int run(const std::string& path, const std::string& output, bool quiet, bool ran
              db.has_table("META_DATA_EXPORT") || db.has_table("EXPORT_META_DATA")) {
     reader = std::make_unique<NsysReader>(db);
   } else {
-    fmt::print(stderr,
-               "pyprof parse: error: {}: no profile tables (expected an Nsight Systems or pyprof "
-               "export with NVTX_EVENTS / CUPTI_ACTIVITY_KIND_*, or an nvprof database with "
-               "StringTable)\n",
-               path);
-    return 1;
+    return error_line(path +
+                      ": no profile tables (expected an Nsight Systems or pyprof export with "
+                      "NVTX_EVENTS / CUPTI_ACTIVITY_KIND_*, or an nvprof database with "
+                      "StringTable)");
   }
-  // Deliberately never freed: main() exits with _Exit once the output is flushed, because
-  // tearing down millions of small allocations costs a second or more at 1M kernels.
-  Trace& trace = *new Trace;
-  if (!reader->read(trace, error)) {
-    fmt::print(stderr, "pyprof parse: error: {}: {}\n", path, terminal_safe(error));
-    return 1;
-  }
+  std::unique_ptr<Trace> trace_owner = std::make_unique<Trace>();
+  Trace& trace = *trace_owner;
+  if (keep_in_memory) trace_owner.release();
+  if (!reader->read(trace, error)) return error_line(path + ": " + terminal_safe(error));
   if (!db.open_note().empty()) trace.warn("interrupted write", db.open_note());
   count_reversed_times(trace);
   if (trace.activities.empty() && trace.ranges.empty()) {
     trace.warn("empty profile", json ? "the trace holds no op, range or GPU activity"
                                      : "the database holds no GPU activity and no NVTX range");
   }
+  // A rank the file does not state comes from its name (pyprof profile's NAME.rank<R>.sqlite,
+  // or a copy named that way).
+  if (!trace.distributed || trace.distributed->rank < 0) {
+    if (int64_t rank = rank_of_file_name(path); rank >= 0) {
+      if (!trace.distributed) trace.distributed.emplace();
+      trace.distributed->rank = rank;
+    }
+  }
   timer.lap("read");
-  Correlation& corr = *new Correlation(correlate(trace));
+  std::unique_ptr<Correlation> corr_owner = std::make_unique<Correlation>(correlate(trace));
+  Correlation& corr = *corr_owner;
+  if (keep_in_memory) corr_owner.release();
   timer.lap("correlate");
-  const Iterations iterations = detect_iterations(trace, corr, step_range);
+  const Iterations iterations = detect_iterations(trace, corr, options.step_range);
   timer.lap("iterations");
 
   // Written under a temporary name and renamed when complete (common/output_file.h): a
   // failed run leaves no cut-short net.dict that looks whole, and an older one intact.
+  std::vector<char> out_buffer(size_t{1} << 16);
   pyprof::OutputFile out;
-  if (!out.open(output, error)) {
-    fmt::print(stderr, "pyprof parse: error: {}\n", error);
-    return 1;
-  }
-  static char out_buffer[1 << 16];
-  std::setvbuf(out.stream(), out_buffer, _IOFBF, sizeof out_buffer);
+  if (!out.open(output, error)) return error_line(error);
+  std::setvbuf(out.stream(), out_buffer.data(), _IOFBF, out_buffer.size());
   RecordWriter writer(out.stream(), trace, corr, *reader);
-  writer.set_write_ranges(ranges);
-  writer.set_full_records(full_records);
+  writer.set_write_ranges(options.ranges);
+  writer.set_full_records(options.full_records);
   writer.set_iterations(&iterations);
   if (!writer.write(path)) out.fail(errno);
   if (!out.finish(error)) {
     // The reader closed the pipe (`pyprof parse DB | head`): end quietly, like other tools.
     if (out.broken_pipe()) return pyprof::kBrokenPipeExitStatus;
-    fmt::print(stderr, "pyprof parse: error: {}\n", error);
-    return 1;
+    return error_line(error);
   }
   timer.lap("write");
-  if (!quiet) print_summary(path, trace, corr, writer, iterations, step_range);
+  if (!options.quiet) {
+    print_summary(messages, path, trace, corr, writer, iterations, options.step_range);
+  }
   return 0;
 }
 
@@ -283,23 +331,24 @@ int run(const std::string& path, const std::string& output, bool quiet, bool ran
 namespace pyprof::parse {
 namespace {
 
-bool is_trace_file_name(const std::string& name) {
-  return name.ends_with(".json") || name.ends_with(".json.gz");
+bool is_input_file_name(const std::string& name) {
+  return name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".sqlite");
 }
 
-// "rank0.pt.trace.json.gz" -> "rank0.pt.trace"
-std::string stem_of_trace(const std::string& name) {
+// "rank0.pt.trace.json.gz" -> "rank0.pt.trace", "net.rank3.sqlite" -> "net.rank3"
+std::string stem_of_input(const std::string& name) {
   std::string stem = name;
-  for (const char* suffix : {".gz", ".json"}) {
+  for (const char* suffix : {".gz", ".json", ".sqlite"}) {
     if (stem.ends_with(suffix)) stem.resize(stem.size() - std::strlen(suffix));
   }
   return stem;
 }
 
-// Expands folders (their *.json / *.json.gz files, by name) and checks the outputs: one input
-// writes to -o FILE or standard output; several need -o DIR.
-int run_all(const std::vector<std::string>& inputs, const std::string& output, bool quiet,
-            bool ranges, bool full_records, const std::string& step_range) {
+// Expands folders (their *.json / *.json.gz / *.sqlite files, by name) and checks the outputs:
+// one input writes to -o FILE or standard output; several need -o DIR and are parsed `jobs` at a
+// time, each on its own thread.
+int run_all(const std::vector<std::string>& inputs, const std::string& output,
+            const ParseOptions& options, int jobs) {
   namespace fs = std::filesystem;
   std::vector<std::string> files;
   for (const std::string& input : inputs) {
@@ -311,7 +360,7 @@ int run_all(const std::vector<std::string>& inputs, const std::string& output, b
     std::vector<std::string> found;
     for (const auto& entry : fs::directory_iterator(input, ec)) {
       std::error_code type_ec;
-      if (entry.is_regular_file(type_ec) && is_trace_file_name(entry.path().filename().string())) {
+      if (entry.is_regular_file(type_ec) && is_input_file_name(entry.path().filename().string())) {
         found.push_back(entry.path().string());
       }
     }
@@ -321,7 +370,7 @@ int run_all(const std::vector<std::string>& inputs, const std::string& output, b
     }
     if (found.empty()) {
       fmt::print(stderr,
-                 "pyprof parse: error: {} holds no trace files (*.json, *.json.gz; "
+                 "pyprof parse: error: {} holds no trace files (*.sqlite, *.json, *.json.gz; "
                  "tensorboard_trace_handler writes *.pt.trace.json)\n",
                  input);
       return 1;
@@ -330,7 +379,10 @@ int run_all(const std::vector<std::string>& inputs, const std::string& output, b
     files.insert(files.end(), found.begin(), found.end());
   }
   if (files.size() == 1 && !(inputs.size() == 1 && fs::is_directory(inputs[0]))) {
-    return run(files[0], output, quiet, ranges, full_records, step_range);
+    fmt::memory_buffer messages;
+    int code = run(files[0], output, options, /*keep_in_memory=*/true, messages);
+    std::fwrite(messages.data(), 1, messages.size(), stderr);
+    return code;
   }
   if (output.empty() || output == "-") {
     fmt::print(stderr,
@@ -347,9 +399,10 @@ int run_all(const std::vector<std::string>& inputs, const std::string& output, b
     return 1;
   }
   int status = 0;
+  std::vector<std::pair<std::string, std::string>> work;  // input, output
   std::vector<std::string> written;
   for (const std::string& file : files) {
-    std::string name = stem_of_trace(fs::path(file).filename().string()) + ".dict";
+    std::string name = stem_of_input(fs::path(file).filename().string()) + ".dict";
     if (std::find(written.begin(), written.end(), name) != written.end()) {
       fmt::print(stderr, "pyprof parse: error: two inputs would both write {}; skipping {}\n", name,
                  file);
@@ -357,13 +410,45 @@ int run_all(const std::vector<std::string>& inputs, const std::string& output, b
       continue;
     }
     written.push_back(name);
-    const std::string target = (fs::path(output) / name).string();
-    int code = run(file, target, quiet, ranges, full_records, step_range);
-    if (code == pyprof::kBrokenPipeExitStatus) return code;
-    if (code != 0) status = 1;
-    if (!quiet && code == 0) fmt::print(stderr, "  -> {}\n", target);
+    work.emplace_back(file, (fs::path(output) / name).string());
   }
-  return status;
+  // Each parse holds its whole trace in memory, so `jobs` bounds the memory as well as the
+  // cores; one failed input does not stop the others.
+  std::atomic<size_t> next{0};
+  std::atomic<bool> broken_pipe{false};
+  std::atomic<int> failed{0};
+  std::mutex print_mutex;
+  auto worker = [&] {
+    for (size_t k = next++; k < work.size() && !broken_pipe; k = next++) {
+      fmt::memory_buffer messages;
+      int code = 1;
+      try {
+        code = run(work[k].first, work[k].second, options, /*keep_in_memory=*/false, messages);
+      } catch (const std::bad_alloc&) {
+        fmt::format_to(std::back_inserter(messages),
+                       "pyprof parse: error: {}: out of memory (fewer parses at once: -j)\n",
+                       work[k].first);
+      }
+      if (code == pyprof::kBrokenPipeExitStatus) broken_pipe = true;
+      if (code != 0) ++failed;
+      if (!options.quiet && code == 0) {
+        fmt::format_to(std::back_inserter(messages), "  -> {}\n", work[k].second);
+      }
+      std::lock_guard<std::mutex> lock(print_mutex);
+      std::fwrite(messages.data(), 1, messages.size(), stderr);
+    }
+  };
+  const size_t threads = std::min(work.size(), static_cast<size_t>(std::max(jobs, 1)));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  if (broken_pipe) return pyprof::kBrokenPipeExitStatus;
+  if (!options.quiet && work.size() > 1) {
+    fmt::print(stderr, "pyprof parse: {} of {} inputs parsed into {}\n",
+               work.size() - static_cast<size_t>(failed.load()), files.size(), output);
+  }
+  return failed > 0 ? 1 : status;
 }
 
 }  // namespace
@@ -382,9 +467,16 @@ int main(int argc, char** argv) {
   bool quiet = false;
   app.add_option("input", inputs,
                  "the .sqlite database (nsys export, nvprof, pyprof profile), or a torch.profiler "
-                 "trace (.json or .json.gz, told apart by content); several traces or a folder "
-                 "of them (tensorboard_trace_handler's, one per rank) need -o DIR")
+                 "trace (.json or .json.gz, told apart by content); several inputs or a folder "
+                 "of them (*.sqlite, *.json, *.json.gz: one per rank, as `pyprof profile` under "
+                 "torchrun or tensorboard_trace_handler write them) need -o DIR")
       ->required();
+  int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  app.add_option("-j,--jobs", jobs,
+                 "with several inputs: parse N at once, each on its own thread (default: the "
+                 "number of cores; each parse holds its trace in memory, so fewer bound the "
+                 "memory)")
+      ->check(CLI::PositiveNumber);
   app.add_option("-o,--output", output,
                  "write the records to FILE instead of standard output; with several traces, "
                  "the folder DIR that gets one NAME.dict per trace");
@@ -423,7 +515,12 @@ int main(int argc, char** argv) {
   }
   int code = 1;
   try {
-    code = pyprof::parse::run_all(inputs, output, quiet, ranges, full_records, step_range);
+    pyprof::parse::ParseOptions options;
+    options.quiet = quiet;
+    options.ranges = ranges;
+    options.full_records = full_records;
+    options.step_range = step_range;
+    code = pyprof::parse::run_all(inputs, output, options, jobs);
   } catch (const std::bad_alloc&) {
     // A trace whose records do not fit the memory the process may use (ulimit -v, a cgroup).
     fmt::print(stderr,

@@ -1,5 +1,6 @@
 #include "parse/record_writer.h"
 
+#include <algorithm>
 #include <cerrno>
 
 #include "common/json_writer.h"
@@ -377,6 +378,12 @@ void RecordWriter::write_header_object(JsonWriter& w, const std::string& source)
 
 // A synchronizing API call (docs/formats.md §3, kind `sync`): no GPU activity of its own, but
 // the host waited in it for the GPU, so advice can tell why the GPU then sat idle.
+void RecordWriter::write_rank(JsonWriter& w) {
+  if (rank_ < 0) return;
+  w.raw_key("rank");
+  w.integer(rank_);
+}
+
 void RecordWriter::write_sync(const Attribution& a) {
   const ApiCall& call = trace_.api_calls[a.launch];
   {
@@ -391,6 +398,7 @@ void RecordWriter::write_sync(const Attribution& a) {
     duration(w, call.start, call.end);
     w.raw_key("pid");
     w.integer(call.pid);
+    write_rank(w);
     w.raw_key("tid");
     w.integer(call.tid);
     write_step_at(w, call.start);
@@ -581,6 +589,7 @@ void RecordWriter::write_activity(size_t k, int32_t index, const Attribution& a)
     w.integer(act.correlation_id);
     w.raw_key("pid");
     w.integer(act.pid);
+    write_rank(w);
     if (act.graph_node_id >= 0) {
       w.raw_key("graph_node");
       w.integer(act.graph_node_id);
@@ -632,6 +641,7 @@ void RecordWriter::write_op_instance(size_t k, int32_t index, const Attribution&
     }
     w.raw_key("pid");
     w.integer(r.pid);
+    write_rank(w);
     w.raw_key("tid");
     w.integer(r.tid);
     if (r.op_id != 0) {
@@ -758,6 +768,54 @@ void RecordWriter::write_range(int32_t index, int32_t forward_op) {
   end_record();
 }
 
+namespace {
+bool is_backend_collective_scope(std::string_view name) {
+  for (std::string_view prefix : {"gloo:", "nccl:", "mpi:", "ucc:", "xccl:"}) {
+    if (name.size() > prefix.size() && name.starts_with(prefix)) return true;
+  }
+  return false;
+}
+}  // namespace
+
+bool RecordWriter::write_comm_lines() {
+  std::vector<int32_t> scopes;
+  for (size_t i = 0; i < trace_.ranges.size(); ++i) {
+    const RangeRecord& r = trace_.ranges[i];
+    if (r.shape == RangeShape::kMark || r.end == kOpenEnd) continue;
+    if (r.kind != MarkerKind::kUser && r.kind != MarkerKind::kOp) continue;
+    if (!is_backend_collective_scope(trace_.pool.get(r.name))) continue;
+    scopes.push_back(static_cast<int32_t>(i));
+  }
+  std::stable_sort(scopes.begin(), scopes.end(), [&](int32_t a, int32_t b) {
+    return trace_.ranges[a].start < trace_.ranges[b].start;
+  });
+  for (int32_t i : scopes) {
+    const RangeRecord& r = trace_.ranges[i];
+    {
+      JsonWriter w(record_, kNoTruncation, 0);
+      w.begin_object();
+      w.raw_key("kind");
+      w.trusted_string("comm");
+      w.raw_key("name");
+      pooled(w, r.name);
+      w.raw_key("start");
+      w.integer(r.start);
+      w.raw_key("duration");
+      w.integer(r.end - r.start);
+      w.raw_key("pid");
+      w.integer(r.pid);
+      write_rank(w);
+      w.raw_key("tid");
+      w.integer(r.tid);
+      write_step_at(w, r.start);
+      w.end_object();
+    }
+    end_record();
+    if (buffer_.size() >= kFlushBytes && !flush()) return false;
+  }
+  return true;
+}
+
 bool RecordWriter::write_range_lines() {
   // Which forward op each backward node was paired with, as the records say it.
   std::vector<int32_t> forward_of_node(trace_.ranges.size(), -1);
@@ -793,6 +851,7 @@ bool RecordWriter::write(const std::string& source) {
     write_sync(corr_.sync_attributions[k]);
     if (buffer_.size() >= kFlushBytes) ok = flush();
   }
+  ok = ok && write_comm_lines();
   if (ok && write_ranges_) ok = write_range_lines();
   ok = ok && flush();
   // Waited for after a failure too: the caller closes the stream once this returns, so no

@@ -95,6 +95,8 @@ class RecordWriter {
   void write_activity(size_t k, int32_t index, const Attribution& a);
   void write_op_instance(size_t k, int32_t index, const Attribution& a);
   void write_sync(const Attribution& a);
+  // `"rank": R` on every record of a trace whose rank is known (Trace::distributed).
+  void write_rank(JsonWriter& w);
   void write_attribution(JsonWriter& w, const Attribution& a);
   // `"step": i` for record `k` of Correlation::order, when it falls in a step.
   void write_step(JsonWriter& w, size_t k);
@@ -102,6 +104,10 @@ class RecordWriter {
   void write_step_at(JsonWriter& w, int64_t t);
   void write_range(int32_t index, int32_t forward_op);
   bool write_range_lines();
+  // One `"kind":"comm"` line per span of a communication backend's own scope (gloo's
+  // "gloo:all_reduce" on its worker thread, "nccl:all_reduce", ...): on a CPU-only profile the
+  // only record of the time a collective took, waiting for the other ranks included.
+  bool write_comm_lines();
   // The decoded args of range `index` (its message fetched again from the database).
   const std::string& args_of(int32_t index);
   // Writes range `index`'s args under `key` (full form), or a reference to their `"kind":"args"`
@@ -116,6 +122,7 @@ class RecordWriter {
 
   std::FILE* out_;
   const Trace& trace_;
+  const int64_t rank_ = trace_.distributed ? trace_.distributed->rank : -1;
   const Correlation& corr_;
   TraceReader& reader_;
   BackgroundOutput output_{out_};

@@ -169,7 +169,9 @@ struct Trace {
     int64_t cuda_records_lost = 0;    // cupti_records_write_failed
   };
   std::optional<WriteFailure> write_failure;
-  // torch.profiler (Kineto) traces: distributedInfo, the time base the times are relative to,
+  // The rank: torch.profiler (Kineto) traces: distributedInfo; pyprof databases: the RANK and
+  // WORLD_SIZE the program ran with; else the input file name (NAME.rank<R>.sqlite). Kineto: the
+  // time base the times are relative to,
   // and what the file held.
   struct Distributed {
     int64_t rank = -1;

@@ -6,10 +6,12 @@
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 #include "common/output_file.h"
@@ -17,6 +19,7 @@
 #include "models/op_model.h"
 #include "prof/device_peaks.h"
 #include "prof/iterations.h"
+#include "prof/ranks.h"
 #include "prof/records.h"
 #include "prof/reports.h"
 #include "prof/table.h"
@@ -38,6 +41,67 @@ int finish_outputs(std::vector<pyprof::OutputFile>& outputs) {
   return status == 1 ? fail(error, 1) : status;
 }
 
+ReadOptions options_of(bool no_tf32) {
+  ReadOptions options;
+  options.allow_tf32 = !no_tf32;
+  return options;
+}
+
+// Folders become their *.dict files (sorted); files stay.
+bool expand_dict_inputs(const std::vector<std::string>& inputs, std::vector<std::string>& files,
+                        std::string& error) {
+  namespace fs = std::filesystem;
+  for (const std::string& input : inputs) {
+    std::error_code ec;
+    if (!fs::is_directory(input, ec)) {
+      files.push_back(input);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (const auto& entry : fs::directory_iterator(input, ec)) {
+      std::error_code type_ec;
+      if (entry.is_regular_file(type_ec) && entry.path().extension() == ".dict") {
+        found.push_back(entry.path().string());
+      }
+    }
+    if (ec) {
+      error = "cannot list " + input + ": " + ec.message();
+      return false;
+    }
+    if (found.empty()) {
+      error = input + " holds no *.dict files (pyprof parse -o DIR writes them)";
+      return false;
+    }
+    std::sort(found.begin(), found.end());
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  return true;
+}
+
+// One rank's net.dict read, costed, its iterations selected and reduced to its summary; the
+// records are freed before the next rank is read.
+bool summarize_file(const std::string& path, const ReadOptions& options,
+                    const IterationRequest& request, RankSummary& summary, std::string& error) {
+  std::FILE* in = std::fopen(path.c_str(), "rb");
+  if (!in) {
+    error = std::string("cannot open: ") + std::strerror(errno);
+    return false;
+  }
+  ReadResult data;
+  bool ok = read_dict(in, options, data, error);
+  std::fclose(in);
+  if (!ok) return false;
+  assign_costs(data);
+  if (!select_iterations(data, request, error)) return false;
+  for (const std::string& w : data.warnings) {
+    fmt::print(stderr, "pyprof prof: warning: {}: {}\n", pyprof::terminal_safe(path),
+               pyprof::terminal_safe(w));
+  }
+  summary = summarize_rank(data);
+  if (summary.source.empty()) summary.source = path;
+  return true;
+}
+
 }  // namespace
 }  // namespace pyprof::prof
 
@@ -50,10 +114,14 @@ int main(int argc, char** argv) {
       "reports. Conventions: a multiply-add is 2 FLOPs; bytes are the ideal DRAM traffic "
       "(docs/ops.md).",
       "pyprof prof"};
-  std::string input = "-", columns, reports, formats = "text", output, error_text;
+  std::string columns, reports, formats = "text", output, error_text;
   int width = 0, depth = 0;
   bool csv = false, json = false, no_tf32 = false, raw = false;
-  app.add_option("dict", input, "parse output (JSON Lines); - or nothing: standard input");
+  std::vector<std::string> inputs;
+  app.add_option("dict", inputs,
+                 "parse output (JSON Lines); - or nothing: standard input. --report ranks takes "
+                 "one net.dict per rank, or folders of them (*.dict; `pyprof parse -o DIR` of a "
+                 "job's per-rank databases)");
   app.add_option("-c,--columns", columns,
                  "columns to print, comma-separated, or 'all' (default "
                  "idx,dir,sub,mod,op,kernel,params,sil)");
@@ -163,13 +231,51 @@ int main(int argc, char** argv) {
     return fail(error, 1);
   }
 
+  const bool ranks_only = report_list.size() == 1 && report_list[0] == "ranks";
+  if (inputs.size() > 1 || (inputs.size() == 1 && std::filesystem::is_directory(inputs[0]))) {
+    if (!ranks_only) {
+      return fail("several inputs (or a folder) go with --report ranks alone", 2);
+    }
+    std::vector<std::string> files;
+    if (!expand_dict_inputs(inputs, files, error)) return fail(error, 1);
+    std::vector<RankSummary> summaries;
+    for (const std::string& file : files) {
+      RankSummary summary;
+      if (!summarize_file(file, options_of(no_tf32), iteration_request, summary, error)) {
+        return fail(file + ": " + error, 1);
+      }
+      if (summary.rank < 0) {
+        fmt::print(stderr,
+                   "pyprof prof: warning: {}: no rank in its header (not a per-rank profile?): "
+                   "left out\n",
+                   pyprof::terminal_safe(file));
+        continue;
+      }
+      summaries.push_back(std::move(summary));
+    }
+    if (summaries.empty()) return fail("no input states its rank", 1);
+    std::vector<ReportTable> tables = ranks_report(std::move(summaries));
+    std::vector<pyprof::OutputFile> outputs;
+    outputs.reserve(report_formats.size());
+    for (size_t i = 0; i < report_formats.size(); ++i) {
+      outputs.emplace_back();
+      const std::string path =
+          report_formats.size() == 1 ? output : fmt::format("{}.ranks.{}", output, format_list[i]);
+      if (!outputs.back().open(path, error)) return fail(error, 1);
+    }
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      write_report(outputs[i], tables, report_formats[i]);
+      if (outputs[i].failed()) break;
+    }
+    std::exit(finish_outputs(outputs));
+  }
+  const std::string input = inputs.empty() ? std::string("-") : inputs[0];
   std::FILE* in = stdin;
   if (input != "-") {
     in = std::fopen(input.c_str(), "rb");
     if (!in) return fail("cannot open " + input + ": " + std::strerror(errno), 1);
   }
-  ReadOptions options;
-  options.allow_tf32 = !no_tf32;
+  ReadOptions options = options_of(no_tf32);
   ReadResult data;
   bool ok = read_dict(in, options, data, error);
   if (in != stdin) std::fclose(in);

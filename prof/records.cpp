@@ -101,6 +101,7 @@ struct Fields {
   int64_t device = -1, stream = -1, start = 0, duration = 0, self_duration = 0, tid = -1, seq = -1,
           sub = 0, parent_id = 0, pid = 0, op_id = 0, fwd_op_id = 0, fwd_instance = 0, instance = 0,
           id = 0, bwd_op_id = 0, bytes = -1;
+  int64_t rank = -1, world_size = -1;  // header (and records): the process's rank, -1: none
   // The compact form's references to `"kind":"args"` lines (docs/formats.md §3); -1: none.
   // Resolved by ArgsTable::resolve, which points `args` and `bwd_args` at the defined text.
   int64_t args_ref = -1, bwd_args_ref = -1;
@@ -403,6 +404,9 @@ bool read_object_fields(od::object o, Fields& f) {
       case 'g':
         if (key == "grid") read_xyz(v, f.grid);
         break;
+      case 'w':
+        if (key == "world_size") num(f.world_size);
+        break;
       case 'i':
         if (key == "instance")
           num(f.instance);
@@ -454,7 +458,10 @@ bool read_object_fields(od::object o, Fields& f) {
         }
         break;
       case 'r':
-        if (key == "records") str(f.records);
+        if (key == "records")
+          str(f.records);
+        else if (key == "rank")
+          num(f.rank);
         break;
       case 's':
         if (key == "start")
@@ -547,6 +554,8 @@ void read_header(const Fields& f, ReadResult& out) {
   }
   out.cpu_only = f.records == "op";
   out.source = std::string(f.source);
+  out.rank = f.rank;
+  out.world_size = f.world_size;
   out.devices = f.devices;
   out.torch_settings.clear();
   for (const auto& [k, v] : f.torch_settings) out.torch_settings[k] = v;
@@ -1047,6 +1056,18 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
     // not records, and not unreadable either.
     if (f.kind == "range") continue;
     if (!args_table.resolve(f, error)) return false;
+    if (f.kind == "comm") {
+      CommSpan c;
+      c.start = f.start;
+      c.duration = std::max<int64_t>(f.duration, 0);
+      c.tid = f.tid;
+      c.name = out.strings.intern(f.name);
+      c.step = f.step >= 0 && f.step < static_cast<int64_t>(out.iterations.steps.size())
+                   ? static_cast<int32_t>(f.step)
+                   : -1;
+      out.comm.push_back(c);
+      continue;
+    }
     if (f.kind == "sync") {
       SyncCall c;
       c.start = f.start;

@@ -176,9 +176,22 @@ struct SyncCall {
   int32_t step = -1;
 };
 
+// A communication backend's own span of one collective (net.dict `"kind":"comm"`: gloo's
+// "gloo:all_reduce" on its worker thread, ...), waiting for the other ranks included.
+struct CommSpan {
+  int64_t start = 0;
+  int64_t duration = 0;
+  int64_t tid = -1;
+  uint32_t name = 0;
+  int32_t step = -1;
+};
+
 struct ReadResult {
   std::vector<ProfRecord> records;
   std::vector<SyncCall> syncs;  // in the dict's order (start order)
+  std::vector<CommSpan> comm;   // in start order
+  int64_t rank = -1;            // the header's `rank`; -1: not stated
+  int64_t world_size = -1;      // the header's `world_size`; -1: not stated
   Strings strings;
   bool cpu_only = false;
   int64_t lines = 0;

@@ -12,6 +12,7 @@
 
 #include "prof/advice.h"
 #include "prof/iterations.h"
+#include "prof/ranks.h"
 #include "prof/roofline.h"
 #include "prof/time_model.h"
 #include "prof/table.h"
@@ -21,7 +22,7 @@ namespace pyprof::prof {
 const std::vector<std::string>& report_names() {
   static const std::vector<std::string> kNames = {
       "kernel", "op",    "instance", "module",   "summary",   "tc",       "family",
-      "phase",  "peaks", "roofline", "iteration", "advice", "timemodel"};
+      "phase",  "peaks", "roofline", "iteration", "advice", "timemodel", "ranks"};
   return kNames;
 }
 
@@ -829,6 +830,8 @@ bool build_report(const std::string& name, const ReadResult& data, const ReportO
     out.push_back(advice_report(data));
   } else if (name == "timemodel") {
     for (ReportTable& t : timemodel_report(data, options.top)) out.push_back(std::move(t));
+  } else if (name == "ranks") {  // one rank; several come through prof_main's ranks path
+    for (ReportTable& t : ranks_report({summarize_rank(data)})) out.push_back(std::move(t));
   } else {
     error = "unknown report '" + name + "' (reports: " + report_list_text() + ")";
     return false;

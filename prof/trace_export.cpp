@@ -936,6 +936,8 @@ bool Exporter::run(std::FILE* in, std::string& error) {
       pending_ranges.emplace_back(text);
       continue;
     }
+    // Cross-rank spans of the communication backend: for prof's ranks report, not exported.
+    if (is(l.kind, "comm")) continue;
     if (is(l.kind, "sync")) {
       sync_call(l);
       ok = flush();

@@ -79,9 +79,11 @@ def expand_args(lines: list[dict]) -> list[dict]:
 def read_records(text: str, with_syncs: bool = False) -> tuple[dict, list[dict]]:
     """parse's JSON Lines: (header, records). The records are the GPU (or op) records, with
     their arguments written out (expand_args); the `sync` lines after a GPU profile's records
-    (docs/formats.md §3: synchronizing API calls, no GPU activity) only with `with_syncs`."""
+    (docs/formats.md §3: synchronizing API calls, no GPU activity) only with `with_syncs`; the
+    `comm` lines (a communication backend's spans) never."""
     lines = expand_args([json.loads(line) for line in text.splitlines() if line.strip()])
-    records = lines[1:] if with_syncs else [r for r in lines[1:] if r.get("kind") != "sync"]
+    records = [r for r in lines[1:]
+               if r.get("kind") != "comm" and (with_syncs or r.get("kind") != "sync")]
     return lines[0], records
 
 

@@ -84,6 +84,9 @@ CollectorConfig CollectorConfig::from_environment(int64_t now_mono_ns, int64_t n
   if (const char* rank = std::getenv(env::kRank); rank != nullptr && *rank != '\0') {
     config.rank = rank;
   }
+  if (const char* world = std::getenv(env::kWorldSize); world != nullptr && *world != '\0') {
+    config.world_size = world;
+  }
   config.root_pid = env_non_negative(env::kRootPid);
   if (const char* command = std::getenv(env::kLaunchCmdline); command != nullptr) {
     config.launch_command_line = command;

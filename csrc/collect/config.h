@@ -20,6 +20,8 @@ struct CollectorConfig {
   std::string output_base = "pyprof_report";
   // RANK (torchrun & co.): set -> BASE.rank<R>[...].sqlite.
   std::optional<std::string> rank;
+  // WORLD_SIZE, as given: recorded only.
+  std::optional<std::string> world_size;
   // PYPROF_ROOT_PID: the process that writes BASE.sqlite. Unset -> this process counts as root.
   std::optional<int64_t> root_pid;
   // PYPROF_LAUNCH_CMDLINE: the command the launcher ran (kept in META_DATA_CAPTURE).

@@ -122,6 +122,7 @@ std::vector<MetadataRow> capture_metadata(const CollectorConfig& config, const P
   }
   rows.push_back({"ROOT_PID", optional_text(config.root_pid)});
   rows.push_back({"RANK", config.rank.value_or("")});
+  rows.push_back({"WORLD_SIZE", config.world_size.value_or("")});
   rows.push_back({"OUTPUT_BASE", config.output_base});
   rows.push_back({"OUTPUT_FILE", output_path});
   rows.push_back({"DELAY_NS", optional_text(config.delay_ns)});

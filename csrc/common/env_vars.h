@@ -67,5 +67,8 @@ inline constexpr char kCudaInjection[] = "CUDA_INJECTION64_PATH";
 // The process's rank under torchrun & co.: launcher and collector both name its database
 // BASE.rankR.sqlite.
 inline constexpr char kRank[] = "RANK";
+// The job's number of ranks under torchrun & co.: recorded (META_DATA_CAPTURE WORLD_SIZE) for
+// parse's header and the cross-rank report; names no file.
+inline constexpr char kWorldSize[] = "WORLD_SIZE";
 
 }  // namespace pyprof::env

@@ -1,0 +1,179 @@
+// prof/ranks.h: collective kinds, bus bandwidth factors, the per-step compute / communication /
+// overlap / idle split on hand-built net.dicts (GPU and CPU) and the straggler rule.
+#include "prof/ranks.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "prof/iterations.h"
+
+namespace pyprof::prof {
+namespace {
+
+ReadResult read_text(const std::string& text) {
+  std::FILE* f = fmemopen(const_cast<char*>(text.data()), text.size(), "r");
+  ReadResult out;
+  std::string error;
+  EXPECT_TRUE(read_dict(f, ReadOptions{}, out, error)) << error;
+  std::fclose(f);
+  assign_costs(out);
+  return out;
+}
+
+TEST(CollectiveKind, OpsKernelsAndBackendScopes) {
+  EXPECT_EQ(collective_kind("c10d::allreduce_"), "all_reduce");
+  EXPECT_EQ(collective_kind("c10d::_allgather_base_"), "all_gather");
+  EXPECT_EQ(collective_kind("c10d::allgather_into_tensor_coalesced_"), "all_gather");
+  EXPECT_EQ(collective_kind("c10d::_reduce_scatter_base_"), "reduce_scatter");
+  EXPECT_EQ(collective_kind("c10d::broadcast_"), "broadcast");
+  EXPECT_EQ(collective_kind("c10d::reduce_"), "reduce");
+  EXPECT_EQ(collective_kind("c10d::alltoall_base_"), "all_to_all");
+  EXPECT_EQ(collective_kind("c10d::barrier"), "barrier");
+  EXPECT_EQ(collective_kind("_c10d_functional::all_gather_into_tensor"), "all_gather");
+  EXPECT_EQ(collective_kind("_c10d_functional::reduce_scatter_tensor"), "reduce_scatter");
+  EXPECT_EQ(collective_kind("gloo:all_reduce"), "all_reduce");
+  EXPECT_EQ(collective_kind("nccl:all_gather"), "all_gather");
+  EXPECT_EQ(collective_kind("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage)"),
+            "all_reduce");
+  EXPECT_EQ(collective_kind("ncclKernel_ReduceScatter_RING_LL_Sum_float"), "reduce_scatter");
+  EXPECT_EQ(collective_kind("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage)"), "send_recv");
+  EXPECT_EQ(collective_kind("aten::add"), "");
+  EXPECT_EQ(collective_kind("volta_sgemm_128x64_nn"), "");
+  EXPECT_EQ(collective_kind("c10d::"), "");
+}
+
+TEST(BusFactor, NcclTestsDefinitions) {
+  EXPECT_DOUBLE_EQ(bus_factor("all_reduce", 8), 2.0 * 7 / 8);
+  EXPECT_DOUBLE_EQ(bus_factor("all_gather", 4), 3.0 / 4);
+  EXPECT_DOUBLE_EQ(bus_factor("reduce_scatter", 2), 0.5);
+  EXPECT_DOUBLE_EQ(bus_factor("all_to_all", 4), 0.75);
+  EXPECT_DOUBLE_EQ(bus_factor("broadcast", 8), 1.0);
+  EXPECT_DOUBLE_EQ(bus_factor("all_reduce", 1), 1.0);
+}
+
+// One step [0, 100): compute kernels [0,30) and [20,50), an NCCL all-reduce [40,80) attributed
+// to c10d::allreduce_ of 1000 float32 (4000 B). By hand: compute = |[0,50)| = 50,
+// communication = 40, overlapped = |[40,50)| = 10, exposed = 30, idle = 100 - 80 = 20.
+std::string gpu_rank(int rank, int64_t comm_start) {
+  return R"({"pyprof_dict":2,"records":"gpu","rank":)" + std::to_string(rank) +
+         R"(,"world_size":4,"iterations":{"rule":"user_range","range":"step N","count":1,)"
+         R"("steps":[{"index":0,"name":"step 0","start":0,"end":100}]}})"
+         "\n"
+         R"({"kind":"kernel","name":"gemm_a","start":0,"duration":30,"step":0,"instance":1,)"
+         R"("op":"aten::mm","dir":"fprop"})"
+         "\n"
+         R"({"kind":"kernel","name":"gemm_b","start":20,"duration":30,"step":0,"instance":2,)"
+         R"("op":"aten::mm","dir":"fprop"})"
+         "\n"
+         R"({"kind":"kernel","name":"ncclDevKernel_AllReduce_Sum_f32_RING_LL","start":)" +
+         std::to_string(comm_start) +
+         R"(,"duration":40,"step":0,"instance":3,"op":"c10d::allreduce_","dir":"fprop",)"
+         R"("args":{"tensors":[{"shape":[1000],"dtype":"float32"}]}})"
+         "\n";
+}
+
+TEST(SummarizeRank, GpuOverlapExposedIdleByHand) {
+  ReadResult data = read_text(gpu_rank(2, 40));
+  RankSummary s = summarize_rank(data);
+  EXPECT_EQ(s.rank, 2);
+  EXPECT_EQ(s.world_size, 4);
+  ASSERT_EQ(s.steps.size(), 1u);
+  EXPECT_EQ(s.steps[0].wall, 100);
+  EXPECT_EQ(s.steps[0].compute, 50);
+  EXPECT_EQ(s.steps[0].comm, 40);
+  EXPECT_EQ(s.steps[0].overlapped, 10);
+  EXPECT_EQ(s.steps[0].exposed(), 30);
+  EXPECT_EQ(s.steps[0].idle, 20);
+  ASSERT_EQ(s.collectives.size(), 1u);
+  EXPECT_EQ(s.collectives[0].kind, "all_reduce");
+  EXPECT_EQ(s.collectives[0].op, "c10d::allreduce_");
+  EXPECT_EQ(s.collectives[0].payload_bytes, 4000);
+  EXPECT_EQ(s.collectives[0].calls, 1);
+  EXPECT_EQ(s.collectives[0].time, 40);
+
+  // The collectives table: 4000 B in 40 ns = 100 GB/s; bus 2 * 3/4 of that over 4 ranks.
+  std::vector<ReportTable> tables = ranks_report({s});
+  ASSERT_EQ(tables.size(), 4u);
+  const ReportTable& coll = tables[3];
+  ASSERT_EQ(coll.rows.size(), 1u);
+  EXPECT_EQ(coll.rows[0][4], "4000");     // size
+  EXPECT_EQ(coll.rows[0][8], "100.000");  // algbw GB/s
+  EXPECT_EQ(coll.rows[0][9], "150.000");  // busbw GB/s
+  EXPECT_EQ(coll.rows[0][10], "4");
+}
+
+// Rank 1 starts its all-reduce 30 ns later than ranks 0 and 2 (it computed longer): the others
+// wait (their NCCL kernel spins from 40). Rank 1's kernel [70,110) is clipped to the step.
+TEST(RanksReport, NamesTheStragglerOnlyWhenItCosts) {
+  std::vector<RankSummary> ranks;
+  for (int r : {0, 1, 2}) ranks.push_back(summarize_rank(read_text(gpu_rank(r, 40))));
+  std::vector<ReportTable> even = ranks_report(ranks);
+  ASSERT_EQ(even[1].rows.size(), 1u);
+  EXPECT_EQ(even[1].rows[0][4], "-");  // no straggler when all ranks look alike
+
+  // Steps of 100 ns are below the 1 ms floor: use 10 ms steps for a named straggler.
+  auto scaled = [](int rank, int64_t comm_start) {
+    std::string text = gpu_rank(rank, comm_start);
+    ReadResult d = read_text(text);
+    RankSummary s = summarize_rank(d);
+    for (RankStep& st : s.steps) {
+      st.wall *= 100000;
+      st.compute *= 100000;
+      st.comm *= 100000;
+      st.overlapped *= 100000;
+      st.idle *= 100000;
+    }
+    return s;
+  };
+  ranks.clear();
+  ranks.push_back(scaled(0, 40));  // working = 100 - 30 = 70 (x1e5 ns)
+  RankSummary slow = scaled(1, 40);
+  slow.steps[0].overlapped = 0;  // it computed through what the others waited in
+  slow.steps[0].comm = 1000000;  // exposed 1 ms: working 9 ms
+  ranks.push_back(slow);
+  ranks.push_back(scaled(2, 40));
+  std::vector<ReportTable> t = ranks_report(ranks);
+  ASSERT_EQ(t[1].rows.size(), 1u);
+  EXPECT_EQ(t[1].rows[0][4], "1");        // straggler rank
+  EXPECT_EQ(t[1].rows[0][5], "2000000");  // 9 ms - median(7 ms, 7 ms)
+  EXPECT_EQ(t[1].rows[0][7], "3000000");  // the others' exposed communication (median)
+  EXPECT_EQ(t[0].rows[1][11], "1");       // rank 1: one straggler step
+}
+
+// CPU profiles: outermost ops are compute, c10d ops and the backend's comm spans are
+// communication, ops on the backend's own threads are neither compute nor double counted.
+TEST(SummarizeRank, CpuCommSpansAndBackendThreads) {
+  ReadResult data = read_text(
+      R"({"pyprof_dict":2,"records":"op","rank":0,"world_size":2,"iterations":)"
+      R"({"rule":"user_range","range":"step N","count":1,"steps":[{"index":0,"name":"step 0",)"
+      R"("start":0,"end":1000}]}})"
+      "\n"
+      R"({"kind":"op","name":"aten::mm","op":"aten::mm","start":0,"duration":200,"tid":1,)"
+      R"("id":1,"step":0,"args":{"self":{"shape":[2,2],"dtype":"float32"},)"
+      R"("mat2":{"shape":[2,2],"dtype":"float32"}}})"
+      "\n"
+      R"({"kind":"op","name":"c10d::allreduce_","op":"c10d::allreduce_","start":300,)"
+      R"("duration":10,"tid":1,"id":2,"step":0,"args":{"tensors":[{"shape":[256],)"
+      R"("dtype":"float32"}]}})"
+      "\n"
+      R"({"kind":"op","name":"aten::copy_","op":"aten::copy_","start":350,"duration":50,)"
+      R"("tid":9,"id":3,"step":0})"
+      "\n"
+      R"({"kind":"comm","name":"gloo:all_reduce","start":320,"duration":400,"tid":9,"step":0})"
+      "\n");
+  ASSERT_EQ(data.comm.size(), 1u);
+  RankSummary s = summarize_rank(data);
+  ASSERT_EQ(s.steps.size(), 1u);
+  EXPECT_EQ(s.steps[0].compute, 200);  // aten::mm only (the copy is gloo's)
+  EXPECT_EQ(s.steps[0].comm, 410);     // [300,310) and [320,720)
+  EXPECT_EQ(s.steps[0].overlapped, 0);
+  EXPECT_EQ(s.steps[0].idle, 1000 - 610);
+  ASSERT_EQ(s.collectives.size(), 1u);
+  EXPECT_EQ(s.collectives[0].payload_bytes, 1024);
+  EXPECT_EQ(s.collectives[0].time, 400);  // the backend's span, not the 10 ns enqueue
+}
+
+}  // namespace
+}  // namespace pyprof::prof
