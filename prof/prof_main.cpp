@@ -7,11 +7,13 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 #include <vector>
 
 #include "common/output_file.h"
@@ -238,20 +240,35 @@ int main(int argc, char** argv) {
     }
     std::vector<std::string> files;
     if (!expand_dict_inputs(inputs, files, error)) return fail(error, 1);
-    std::vector<RankSummary> summaries;
-    for (const std::string& file : files) {
-      RankSummary summary;
-      if (!summarize_file(file, options_of(no_tf32), iteration_request, summary, error)) {
-        return fail(file + ": " + error, 1);
+    // Read `cores` at a time, each on its own thread; each is reduced to its summary and its
+    // records freed before that thread reads another.
+    std::vector<RankSummary> read(files.size());
+    std::vector<std::string> errors(files.size());
+    std::atomic<size_t> next{0};
+    auto worker = [&] {
+      for (size_t k = next++; k < files.size(); k = next++) {
+        if (!summarize_file(files[k], options_of(no_tf32), iteration_request, read[k], errors[k])) {
+          errors[k] = files[k] + ": " + (errors[k].empty() ? "unreadable" : errors[k]);
+        }
       }
-      if (summary.rank < 0) {
+    };
+    const size_t threads =
+        std::min<size_t>(files.size(), std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+    worker();
+    for (std::thread& t : pool) t.join();
+    std::vector<RankSummary> summaries;
+    for (size_t k = 0; k < files.size(); ++k) {
+      if (!errors[k].empty()) return fail(errors[k], 1);
+      if (read[k].rank < 0) {
         fmt::print(stderr,
                    "pyprof prof: warning: {}: no rank in its header (not a per-rank profile?): "
                    "left out\n",
-                   pyprof::terminal_safe(file));
+                   pyprof::terminal_safe(files[k]));
         continue;
       }
-      summaries.push_back(std::move(summary));
+      summaries.push_back(std::move(read[k]));
     }
     if (summaries.empty()) return fail("no input states its rank", 1);
     std::vector<ReportTable> tables = ranks_report(std::move(summaries));

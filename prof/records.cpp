@@ -52,8 +52,10 @@ namespace od = simdjson::ondemand;
 class LineReader {
  public:
   explicit LineReader(std::FILE* in) : in_(in) {
-    // A large stdio buffer: a million-kernel net.dict is over a gigabyte.
-    static char buffer[1 << 20];
+    // A large stdio buffer: a million-kernel net.dict is over a gigabyte. One per thread:
+    // the ranks report reads several net.dicts at once; it outlives the FILE (closed by the
+    // caller after read_dict returns).
+    static thread_local char buffer[1 << 20];
     std::setvbuf(in, buffer, _IOFBF, sizeof buffer);
   }
   ~LineReader() { std::free(line_); }
