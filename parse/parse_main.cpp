@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/input_files.h"
 #include "common/output_file.h"
 #include "common/terminal_text.h"
 #include "parse/correlate.h"
@@ -351,32 +352,13 @@ int run_all(const std::vector<std::string>& inputs, const std::string& output,
             const ParseOptions& options, int jobs) {
   namespace fs = std::filesystem;
   std::vector<std::string> files;
-  for (const std::string& input : inputs) {
-    std::error_code ec;
-    if (!fs::is_directory(input, ec)) {
-      files.push_back(input);
-      continue;
-    }
-    std::vector<std::string> found;
-    for (const auto& entry : fs::directory_iterator(input, ec)) {
-      std::error_code type_ec;
-      if (entry.is_regular_file(type_ec) && is_input_file_name(entry.path().filename().string())) {
-        found.push_back(entry.path().string());
-      }
-    }
-    if (ec) {
-      fmt::print(stderr, "pyprof parse: error: cannot list {}: {}\n", input, ec.message());
-      return 1;
-    }
-    if (found.empty()) {
-      fmt::print(stderr,
-                 "pyprof parse: error: {} holds no trace files (*.sqlite, *.json, *.json.gz; "
-                 "tensorboard_trace_handler writes *.pt.trace.json)\n",
-                 input);
-      return 1;
-    }
-    std::sort(found.begin(), found.end());
-    files.insert(files.end(), found.begin(), found.end());
+  std::string error;
+  if (!pyprof::expand_input_folders(inputs, is_input_file_name,
+                                    "trace files (*.sqlite, *.json, *.json.gz; "
+                                    "tensorboard_trace_handler writes *.pt.trace.json)",
+                                    files, error)) {
+    fmt::print(stderr, "pyprof parse: error: {}\n", error);
+    return 1;
   }
   if (files.size() == 1 && !(inputs.size() == 1 && fs::is_directory(inputs[0]))) {
     fmt::memory_buffer messages;

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/input_files.h"
 #include "common/output_file.h"
 #include "common/terminal_text.h"
 #include "models/op_model.h"
@@ -47,37 +48,6 @@ ReadOptions options_of(bool no_tf32) {
   ReadOptions options;
   options.allow_tf32 = !no_tf32;
   return options;
-}
-
-// Folders become their *.dict files (sorted); files stay.
-bool expand_dict_inputs(const std::vector<std::string>& inputs, std::vector<std::string>& files,
-                        std::string& error) {
-  namespace fs = std::filesystem;
-  for (const std::string& input : inputs) {
-    std::error_code ec;
-    if (!fs::is_directory(input, ec)) {
-      files.push_back(input);
-      continue;
-    }
-    std::vector<std::string> found;
-    for (const auto& entry : fs::directory_iterator(input, ec)) {
-      std::error_code type_ec;
-      if (entry.is_regular_file(type_ec) && entry.path().extension() == ".dict") {
-        found.push_back(entry.path().string());
-      }
-    }
-    if (ec) {
-      error = "cannot list " + input + ": " + ec.message();
-      return false;
-    }
-    if (found.empty()) {
-      error = input + " holds no *.dict files (pyprof parse -o DIR writes them)";
-      return false;
-    }
-    std::sort(found.begin(), found.end());
-    files.insert(files.end(), found.begin(), found.end());
-  }
-  return true;
 }
 
 // One rank's net.dict read, costed, its iterations selected and reduced to its summary; the
@@ -239,7 +209,11 @@ int main(int argc, char** argv) {
       return fail("several inputs (or a folder) go with --report ranks alone", 2);
     }
     std::vector<std::string> files;
-    if (!expand_dict_inputs(inputs, files, error)) return fail(error, 1);
+    if (!pyprof::expand_input_folders(
+            inputs, [](const std::string& name) { return name.ends_with(".dict"); },
+            "*.dict files (pyprof parse -o DIR writes them)", files, error)) {
+      return fail(error, 1);
+    }
     // Read `cores` at a time, each on its own thread; each is reduced to its summary and its
     // records freed before that thread reads another.
     std::vector<RankSummary> read(files.size());

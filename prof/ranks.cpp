@@ -11,6 +11,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "prof/iterations.h"
+
 namespace pyprof::prof {
 namespace {
 
@@ -44,30 +46,6 @@ struct Interval {
   int64_t start, end;
   bool comm;
 };
-
-// Total length of sorted (by start) intervals' union.
-int64_t union_length(std::vector<std::pair<int64_t, int64_t>>& v) {
-  std::sort(v.begin(), v.end());
-  int64_t total = 0, cur_start = 0, cur_end = INT64_MIN;
-  for (const auto& [s, e] : v) {
-    if (s > cur_end) {
-      if (cur_end > cur_start) total += cur_end - cur_start;
-      cur_start = s;
-      cur_end = e;
-    } else {
-      cur_end = std::max(cur_end, e);
-    }
-  }
-  if (cur_end > cur_start) total += cur_end - cur_start;
-  return total;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 std::string ratio_percent(double part, double whole) {
   return whole > 0 ? fmt::format("{:.1f}", 100.0 * part / whole) : "na";
@@ -271,7 +249,7 @@ std::vector<ReportTable> ranks_report(std::vector<RankSummary> ranks, int64_t wo
     if (have.empty()) continue;
     std::vector<double> walls;
     for (const RankSummary* r : have) walls.push_back(static_cast<double>(r->steps[s].wall));
-    v.median_wall = median(walls);
+    v.median_wall = spread_of(walls).median;
     v.max_wall = *std::max_element(walls.begin(), walls.end());
     if (have.size() < 2) continue;
     size_t worst = 0;
@@ -284,12 +262,13 @@ std::vector<ReportTable> ranks_report(std::vector<RankSummary> ranks, int64_t wo
       others.push_back(static_cast<double>(have[k]->steps[s].working()));
       waits.push_back(static_cast<double>(have[k]->steps[s].exposed()));
     }
-    const double lag = static_cast<double>(have[worst]->steps[s].working()) - median(others);
+    const double lag =
+        static_cast<double>(have[worst]->steps[s].working()) - spread_of(others).median;
     // A straggler is worth naming when the others lost a tenth of the step (and 1 ms) to it.
     if (lag > std::max(0.10 * v.median_wall, 1e6)) {
       v.straggler = have[worst]->rank;
       v.lag = lag;
-      v.waiting = median(waits);
+      v.waiting = spread_of(waits).median;
       ++straggler_steps[v.straggler];
     }
   }

@@ -1058,15 +1058,19 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
     // not records, and not unreadable either.
     if (f.kind == "range") continue;
     if (!args_table.resolve(f, error)) return false;
+    // A sync or comm line's step, -1 when it names none of the header's.
+    auto step_index = [&](int64_t step) {
+      return step >= 0 && step < static_cast<int64_t>(out.iterations.steps.size())
+                 ? static_cast<int32_t>(step)
+                 : -1;
+    };
     if (f.kind == "comm") {
       CommSpan c;
       c.start = f.start;
       c.duration = std::max<int64_t>(f.duration, 0);
       c.tid = f.tid;
       c.name = out.strings.intern(f.name);
-      c.step = f.step >= 0 && f.step < static_cast<int64_t>(out.iterations.steps.size())
-                   ? static_cast<int32_t>(f.step)
-                   : -1;
+      c.step = step_index(f.step);
       out.comm.push_back(c);
       continue;
     }
@@ -1077,9 +1081,7 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
       c.tid = f.tid;
       c.name = out.strings.intern(f.name);
       c.op = out.strings.intern(f.op);
-      c.step = f.step >= 0 && f.step < static_cast<int64_t>(out.iterations.steps.size())
-                   ? static_cast<int32_t>(f.step)
-                   : -1;
+      c.step = step_index(f.step);
       out.syncs.push_back(c);
       continue;
     }
