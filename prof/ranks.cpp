@@ -106,14 +106,15 @@ RankSummary summarize_rank(const ReadResult& data) {
     for (const CommSpan& c : data.comm) comm_threads.insert(c.tid);
   }
   std::vector<Interval> intervals;
-  // Collectives by instance (GPU: the kernels of one call) or by record (CPU).
+  // One per collective call: a GPU op instance (its kernels' time summed; a kernel outside every
+  // op is a call of its own) or a CPU op record.
   struct Call {
     std::string kind, op;
     double payload = 0;
     int64_t time = 0, start = 0;
   };
-  std::map<int64_t, Call> gpu_calls;
-  std::vector<Call> cpu_calls;
+  std::vector<Call> calls;
+  std::unordered_map<int64_t, size_t> call_of_instance;
   for (const ProfRecord& r : data.records) {
     if (r.bad_time || !step_kept(r.step)) continue;
     const std::string_view op = r.op ? strings.get(r.op) : std::string_view();
@@ -123,8 +124,12 @@ RankSummary summarize_rank(const ReadResult& data) {
       if (kind.empty()) kind = collective_kind(op);
       intervals.push_back({r.start, r.start + r.duration, !kind.empty()});
       if (!kind.empty()) {
-        Call& c = gpu_calls[r.instance != 0 ? r.instance
-                                            : -static_cast<int64_t>(&r - &data.records[0]) - 1];
+        auto [it, fresh] = call_of_instance.try_emplace(r.instance, calls.size());
+        if (fresh || r.instance == 0) {
+          it->second = calls.size();
+          calls.emplace_back();
+        }
+        Call& c = calls[it->second];
         if (c.kind.empty()) {
           c.kind = kind;
           c.op = op.empty() ? std::string(strings.get(r.name)) : std::string(op);
@@ -140,8 +145,8 @@ RankSummary summarize_rank(const ReadResult& data) {
     if (comm_threads.count(r.tid) && kind.empty()) continue;  // inside the backend's spans
     intervals.push_back({r.start, r.start + r.duration, !kind.empty()});
     if (!kind.empty() && kind != "barrier") {
-      cpu_calls.push_back({kind, std::string(op.empty() ? strings.get(r.name) : op), r.op_bytes,
-                           r.duration, r.start});
+      calls.push_back({kind, std::string(op.empty() ? strings.get(r.name) : op), r.op_bytes,
+                       r.duration, r.start});
     }
   }
   if (data.cpu_only) {
@@ -154,9 +159,9 @@ RankSummary summarize_rank(const ReadResult& data) {
       spans_of_kind[collective_kind(strings.get(c.name))].push_back(&c);
     }
     std::map<std::string, size_t> next_span;
-    std::sort(cpu_calls.begin(), cpu_calls.end(),
+    std::sort(calls.begin(), calls.end(),
               [](const Call& a, const Call& b) { return a.start < b.start; });
-    for (Call& call : cpu_calls) {
+    for (Call& call : calls) {
       auto it = spans_of_kind.find(call.kind);
       if (it == spans_of_kind.end()) continue;
       size_t& k = next_span[call.kind];
@@ -173,8 +178,7 @@ RankSummary summarize_rank(const ReadResult& data) {
     ++rc.calls;
     rc.time += c.time;
   };
-  for (const auto& [id, c] : gpu_calls) add_call(c);
-  for (const Call& c : cpu_calls) add_call(c);
+  for (const Call& c : calls) add_call(c);
   for (auto& [key, rc] : by_kind) out.collectives.push_back(std::move(rc));
 
   // Steps: prof's iterations, or the whole profile as one.
