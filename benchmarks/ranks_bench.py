@@ -10,6 +10,10 @@ measures wall time and peak RSS (GNU time) of:
   pyprof-parse -j 1 job -o out     all ranks one after another, in one process
   pyprof-parse -j N job -o out     N at a time (default: the number of cores)
   pyprof-prof --report ranks out   the cross-rank report over the --ranks net.dicts
+  pyprof prof --parquet -o ds out  the Parquet dataset partitioned by rank (docs/dataframes.md
+                                   §4.1), N ranks at a time
+  query_ranks.py ds                examples/query_ranks.py's DuckDB queries over that dataset
+                                   (time per op across ranks, stragglers, bus bandwidth)
 and prints a markdown table of medians with min-max.
 """
 
@@ -53,6 +57,9 @@ def main() -> int:
     sys.path.insert(0, HERE)
     import make_parse_db  # noqa: E402
 
+    # `python -m pyprof` from this checkout
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
+
     os.makedirs(args.cache, exist_ok=True)
     db = os.path.join(args.cache, f"ranks_{args.kernels}_interned.sqlite")
     if not os.path.exists(db):
@@ -69,11 +76,17 @@ def main() -> int:
                 f"parse -j {args.jobs} ({args.ranks} ranks)":
                     [parse, "-q", "-j", str(args.jobs), job, "-o", out],
                 f"prof --report ranks ({args.ranks} net.dicts)":
-                    [prof, "--report", "ranks", out, "-o", os.path.join(work, "ranks.txt")]}
+                    [prof, "--report", "ranks", out, "-o", os.path.join(work, "ranks.txt")],
+                f"prof --parquet -j {args.jobs} ({args.ranks} ranks)":
+                    [sys.executable, "-m", "pyprof", "prof", "--parquet", "-j", str(args.jobs),
+                     "-o", os.path.join(work, "ds"), out],
+                "query_ranks.py (DuckDB)":
+                    [sys.executable, os.path.join(ROOT, "examples", "query_ranks.py"),
+                     os.path.join(work, "ds"), "--json", "--top", "0"]}
         results = {name: [] for name in rows}
         subprocess.run(rows[f"parse -j {args.jobs} ({args.ranks} ranks)"], check=True)  # warm
         for _ in range(args.runs):
-            for name, cmd in rows.items():  # prof last: it reads what the parses wrote
+            for name, cmd in rows.items():  # in order: each reads what the one before wrote
                 results[name].append(timed(cmd))
         print(f"{args.ranks} rank databases of {args.kernels:,} kernels each "
               f"({os.path.getsize(db) / 2**20:.0f} MiB, interned markers), {os.cpu_count()} "

@@ -333,7 +333,7 @@ std::vector<ReportTable> ranks_report(std::vector<RankSummary> ranks, int64_t wo
   column(steps, "Ranks", Unit::kCount);
   column(steps, "Median wall(ns)", Unit::kTime);
   column(steps, "Max wall(ns)", Unit::kTime);
-  column(steps, "Straggler", Unit::kText);
+  column(steps, "Straggler", Unit::kCount);
   column(steps, "Lag(ns)", Unit::kTime);
   column(steps, "Lag %", Unit::kPercent);
   column(steps, "Others waited(ns)", Unit::kTime);

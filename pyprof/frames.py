@@ -216,7 +216,7 @@ def _is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _column_kind(values: list) -> str:
+def column_kind(values: list) -> str:
     """A report column's type from its JSON values: numeric when every value is a number or a
     no-value marker (null, `-`, empty) and at least one is a number."""
     numbers = [v for v in values if _is_number(v)]
@@ -226,14 +226,15 @@ def _column_kind(values: list) -> str:
     return "int" if all(isinstance(v, int) for v in numbers) else "float"
 
 
-def rows_table(rows: list[dict], keys: list[str]):
+def rows_table(rows: list[dict], keys: list[str], kinds: dict | None = None):
     """Report rows (dicts from prof's report JSON) as an Arrow table with columns `keys`, each
-    typed by _column_kind; a numeric column's `-` and empty cells become nulls."""
+    typed by column_kind (or by `kinds`, decided over more rows than these: a dataset's ranks);
+    a numeric column's `-` and empty cells become nulls."""
     pa = _require_pyarrow("reading prof's reports")
     arrays = {}
     for key in keys:
         values = [row.get(key) for row in rows]
-        kind = _column_kind(values)
+        kind = kinds[key] if kinds else column_kind(values)
         if kind == "str":
             cells = [None if v is None else v if isinstance(v, str) else json.dumps(v)
                      for v in values]
@@ -243,7 +244,7 @@ def rows_table(rows: list[dict], keys: list[str]):
     return pa.table(arrays) if keys else pa.table({"report": pa.array([], pa.string())})
 
 
-def _ordered_keys(rows: list[dict], skip=()) -> list[str]:
+def ordered_keys(rows: list[dict], skip=()) -> list[str]:
     keys: dict[str, None] = {}
     for row in rows:
         for key in row:
@@ -257,7 +258,7 @@ def report_tables(json_path: str) -> dict:
     by_title: dict[str, list[dict]] = {}
     for row in report_rows(json_path):
         by_title.setdefault(str(row.get("report")), []).append(row)
-    return {title: rows_table(rows, _ordered_keys(rows, skip=("report",)))
+    return {title: rows_table(rows, ordered_keys(rows, skip=("report",)))
             for title, rows in by_title.items()}
 
 
@@ -265,7 +266,7 @@ def report_file_table(json_path: str):
     """A report's JSON Lines as one Arrow table for a Parquet file: the `report` column (the
     table's title) first, then the union of the tables' columns (null where a table has none)."""
     rows = report_rows(json_path)
-    keys = _ordered_keys(rows)
+    keys = ordered_keys(rows)
     if "report" in keys:
         keys.remove("report")
     return rows_table(rows, ["report", *keys])

@@ -27,6 +27,11 @@ PARQUET_HELP = """Parquet (pyprof's Python front, needs pyarrow: pip install 'py
   --parquet                   the per-record table as a Parquet file (needs -o FILE); every
                               column unless -c says which
   --formats ...,parquet       reports also (or only) as PREFIX.REPORT.parquet (needs -o PREFIX)
+  --parquet -o DIR [--report R,...] [-j N] RANK.dict... | FOLDER
+                              several ranks: a dataset partitioned by rank,
+                              DIR/records/rank=R/part-0.parquet, DIR/ranks/rank=R/...,
+                              DIR/rank_steps/, DIR/REPORT/rank=R/...; N ranks at a time
+                              (default: the cores); read it with DuckDB, pyarrow, Spark, Dask
   Column names are the JSON keys; numbers are int64/float64, `na`/`-` are nulls
   (docs/dataframes.md).
 """
@@ -59,19 +64,24 @@ class _Args:
 
     VALUE_OPTIONS = {"-o": "output", "--output": "output", "--formats": "formats",
                      "-c": "columns", "--columns": "columns", "--report": "report",
-                     "-w": "width", "--width": "width"}
-    REMOVED = ("output", "formats")  # this front sets them for the tool
+                     "-w": "width", "--width": "width", "--top": "top", "--depth": "depth",
+                     "--peaks": "peaks", "--iterations": "iterations", "-j": "jobs",
+                     "--jobs": "jobs"}
+    REMOVED = ("output", "formats", "jobs")  # this front sets them for the tool
 
     def __init__(self, args: list[str]):
         self.values: dict[str, str] = {}
         self.parquet = self.csv = self.json = False
-        self.rest: list[str] = []
+        self.rest: list[str] = []     # prof's arguments, inputs included
+        self.inputs: list[str] = []   # the inputs alone
+        self.options: list[str] = []  # the options alone
         i = 0
         while i < len(args):
             arg = args[i]
             name, value, used = self._match(arg, args[i + 1] if i + 1 < len(args) else None)
             if arg == "--":
                 self.rest += args[i:]
+                self.inputs += args[i + 1:]
                 break
             if arg == "--parquet":
                 self.parquet = True
@@ -81,10 +91,15 @@ class _Args:
                 self.values[name] = value
                 if name not in self.REMOVED:
                     self.rest += args[i:i + used]
+                    self.options += args[i:i + used]
             else:
                 self.csv |= arg == "--csv"
                 self.json |= arg == "--json"
                 self.rest.append(arg)
+                if arg.startswith("-") and arg != "-":
+                    self.options.append(arg)
+                else:
+                    self.inputs.append(arg)
             i += used
 
     def _match(self, arg: str, following: str | None):
@@ -219,6 +234,59 @@ def _reports(opts: _Args, staging: _Staging) -> int:
     return 0
 
 
+def _dataset(opts: _Args) -> int:
+    """--parquet with several inputs or a folder: a dataset partitioned by rank."""
+    from pyprof import rank_dataset
+
+    if opts.csv or opts.json or "width" in opts.values or "formats" in opts.values:
+        raise UsageError("--parquet with several inputs writes a dataset folder; --csv, --json, "
+                         "-w and --formats do not apply")
+    output = opts.values.get("output")
+    if not output or output == "-":
+        raise UsageError("--parquet with several inputs needs -o DIR (the dataset's folder)")
+    columns = opts.values.get("columns", "all")
+    keys = None if columns == "all" else _split(columns)
+    if keys is not None and len(set(keys)) != len(keys):
+        raise UsageError(f"-c {columns}: a column is named twice")
+    jobs = opts.values.get("jobs", "0")
+    if not jobs.isdigit():
+        raise UsageError(f"-j {jobs}: not a number of parallel runs")
+    jobs = int(jobs) or os.cpu_count() or 1
+    options = [a for a in opts.options if a != "--parquet"]
+    # -c and --report are set per run by the dataset writer.
+    options = _without(options, ("-c", "--columns", "--report"))
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError as exc:
+        print(f"pyprof prof: error: Parquet output needs pyarrow ({exc}); install it with "
+              "pip install 'pyprof[report]' (docs/install.md)", file=sys.stderr)
+        return 1
+    try:
+        return rank_dataset.write(opts.inputs, output, options, keys,
+                                  _split(opts.values.get("report", "")), jobs)
+    except rank_dataset.DatasetError as exc:
+        print(f"pyprof prof: error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"pyprof prof: error: writing {output} failed: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 1
+
+
+def _without(options: list[str], names: tuple) -> list[str]:
+    """options less the value options `names` (as `-c X`, `-cX`, `--columns=X`)."""
+    out, skip = [], False
+    for arg in options:
+        if skip:
+            skip = False
+        elif arg in names:
+            skip = True
+        elif not any(arg.startswith(n + "=") or (not n.startswith("--") and arg.startswith(n))
+                     for n in names):
+            out.append(arg)
+    return out
+
+
 def prof_command(args: list[str]) -> int:
     """`pyprof prof ARGS` when handles(ARGS): Parquet output, or help."""
     options = args[:args.index("--")] if "--" in args else args
@@ -231,6 +299,12 @@ def prof_command(args: list[str]) -> int:
         return status
     try:
         opts = _Args(args)
+        from pyprof import rank_dataset
+
+        if opts.parquet and rank_dataset.wanted(opts.inputs):
+            return _dataset(opts)
+        if "jobs" in opts.values:
+            raise UsageError("-j applies to --parquet with several inputs (a dataset)")
         formats = _split(opts.values.get("formats", ""))
         reports = "parquet" in formats
         if opts.parquet and reports:

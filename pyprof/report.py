@@ -119,6 +119,41 @@ def run_diff(base_dict: str, new_dict: str, workdir: str, no_tf32: bool
     return tables, notes
 
 
+def rank_inputs(input_path: str, ranks: list[str] | None) -> tuple[str, list[str] | None]:
+    """(the profile the page is about, the ranks' net.dicts or folders). A folder given as INPUT
+    is a job's ranks: the page is about its lowest rank, and its Ranks section about them all."""
+    if not os.path.isdir(input_path):
+        return input_path, ranks
+    from pyprof import rank_dataset
+
+    try:
+        by_rank = rank_dataset.ranks_of(rank_dataset.expand_inputs([input_path]))
+    except rank_dataset.DatasetError as e:
+        raise ReportError(str(e)) from None
+    return next(iter(by_rank.values())), [input_path, *(ranks or [])]
+
+
+def run_ranks_report(ranks: list[str], workdir: str, no_tf32: bool
+                     ) -> tuple[dict[str, list[dict]], list[str]]:
+    """prof's ranks report over the ranks' net.dicts (docs/prof.md §6), grouped by title."""
+    for path in ranks:
+        if not os.path.exists(path):
+            raise ReportError(f"--ranks {path}: no such file")
+    out = os.path.join(workdir, "ranks.json")
+    args = [tool_path("pyprof-prof"), "--report", "ranks", "--formats", "json", "-o", out,
+            *ranks]
+    if no_tf32:
+        args.insert(1, "--no-tf32")
+    res = _run(args, "pyprof prof --report ranks")
+    tables: dict[str, list[dict]] = {}
+    with open(out, encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            tables.setdefault(row.pop("report"), []).append(row)
+    notes = [f"ranks: {ln.strip()}" for ln in res.stderr.splitlines() if "warning" in ln]
+    return tables, notes
+
+
 def step_count(dict_path: str) -> int:
     """How many training steps the profile's user ranges name (torch.profiler's ProfilerStep#N,
     `step N` / `iteration N` ranges as examples/train.py and many scripts write). 0: none."""
@@ -175,8 +210,10 @@ def unit_of(header: str) -> str:
         return "byte"
     if h == "TFLOP/s":
         return "tflops"
-    if h == "GB/s":
+    if h == "GB/s" or h.endswith(" GB/s"):
         return "gbps"
+    if h.endswith("(B)"):
+        return "byte"
     if h.endswith("FLOP/s"):
         return "flops"
     if h.endswith("B/s"):
@@ -185,7 +222,8 @@ def unit_of(header: str) -> str:
         return "ratio"
     if "%" in h:
         return "pct"
-    if h in ("Count", "Records", "Instances", "Seq", "Eligible kernels", "Step", "Ops", "Points"):
+    if h in ("Count", "Records", "Instances", "Seq", "Eligible kernels", "Step", "Ops", "Points",
+             "Rank", "Ranks", "Steps", "Calls", "Group", "Straggler", "Straggler steps"):
         return "int"
     if h in ("p", "q", "R2", "Actual/predicted", "Base calls", "New calls"):
         return "ratio"
@@ -404,7 +442,8 @@ def _short(s: str, n: int) -> str:
 
 def build_page_data(header: dict, tables: dict[str, list[dict]], steps: int,
                     warnings: list[str], diff: dict[str, list[dict]] | None = None,
-                    diff_base: str | None = None) -> dict:
+                    diff_base: str | None = None,
+                    ranks: dict[str, list[dict]] | None = None) -> dict:
     summary = table(tables, "summary") or []
     ops = table(tables, "ops by", "op types by")
     instances = table(tables, "op instances")
@@ -502,7 +541,11 @@ def build_page_data(header: dict, tables: dict[str, list[dict]], steps: int,
             ("diff", diff_figure(table(diff or {}, "diff: op types")),
              f"no op type changed against {diff_base}" if diff is not None else
              "no baseline: `pyprof report NEW --diff BASE` compares this profile with another "
-             "run of the same workload")):
+             "run of the same workload"),
+            ("ranks", ranks_figure(table(ranks or {}, "ranks")),
+             "no rank states its rank" if ranks is not None else _NO_RANKS),
+            ("rank_steps", rank_steps_figure(table(ranks or {}, "rank step detail")),
+             "no selected steps on any rank" if ranks is not None else _NO_RANKS)):
         if fig:
             figures[key] = fig
         else:
@@ -525,6 +568,12 @@ def build_page_data(header: dict, tables: dict[str, list[dict]], steps: int,
         "timemodel_far": table_spec(model_far, "every fitted point is within 2x of its "
                                                "prediction"),
     }
+    if ranks is not None:
+        for key, prefixes, empty in (
+                ("ranks", ("ranks",), "no rank states its rank"),
+                ("rank_steps", ("rank steps",), "no steps"),
+                ("rank_collectives", ("collectives",), "no collectives")):
+            tables_out[key] = table_spec(table(ranks, *prefixes), empty)
     if diff is not None:
         for key, prefixes, empty in (
                 ("diff_summary", ("diff summary",), "no summary"),
@@ -539,7 +588,8 @@ def build_page_data(header: dict, tables: dict[str, list[dict]], steps: int,
                  "records_kind": header.get("records"),
                  "generated": datetime.datetime.now().strftime("%Y-%m-%d %H:%M")},
         "headline": headline, "notes": notes, "figures": figures, "figure_notes": figure_notes,
-        "figure_ids": ["roofline", "family", "phase", "modules", "iterations", "diff"],
+        "figure_ids": ["roofline", "family", "phase", "modules", "iterations", "diff", "ranks",
+                       "rank_steps"],
         "tables": tables_out, "diff_base": diff_base,
         "roofline": {"text": roof_text, **roof_facts},
         # prof's rows as it wrote them (raw numbers), for scripts and tests; long tables cut
@@ -547,7 +597,12 @@ def build_page_data(header: dict, tables: dict[str, list[dict]], steps: int,
         "prof": {t: rows[:MAX_TABLE_ROWS] for t, rows in tables.items()},
         "prof_rows": {t: len(rows) for t, rows in tables.items()},
         "diff": {t: rows[:MAX_TABLE_ROWS] for t, rows in (diff or {}).items()},
+        "ranks": {t: rows[:MAX_TABLE_ROWS] for t, rows in (ranks or {}).items()},
     }
+
+
+_NO_RANKS = ("one rank: `pyprof report RANK.dict --ranks dicts/` (or `pyprof report dicts/`) "
+             "compares the ranks of a distributed job")
 
 
 def step_headline(steady: list[dict] | None, iterations: list[dict] | None, wall, steps: int
@@ -644,6 +699,59 @@ def diff_figure(rows: list[dict] | None) -> dict | None:
     return _fig_json(fig)
 
 
+def ranks_figure(rows: list[dict] | None) -> dict | None:
+    """Per rank: compute, exposed communication and idle stacked (they sum to the wall time of
+    the selected steps); overlapped communication as a marker: time hidden behind compute."""
+    import plotly.graph_objects as go
+
+    if not rows:
+        return None
+    labels = [f"rank {r.get('Rank')}" for r in rows]
+    fig = go.Figure()
+    for key, name, colour in (("Compute(ns)", "compute", "#2f6fde"),
+                              ("Exposed comm(ns)", "exposed communication", "#d62728"),
+                              ("Idle(ns)", "idle", "#b0b8c4")):
+        fig.add_trace(go.Bar(x=labels, y=[(_number(r.get(key)) or 0) / 1e6 for r in rows],
+                             name=name, marker={"color": colour}))
+    fig.add_trace(go.Scatter(x=labels, y=[(_number(r.get("Overlapped(ns)")) or 0) / 1e6
+                                          for r in rows],
+                             name="overlapped communication", mode="markers",
+                             marker={"color": "#1d2330", "symbol": "diamond", "size": 9}))
+    fig.update_layout(barmode="stack", yaxis={"title": "time over the selected steps (ms)"},
+                      height=420, template="plotly_white",
+                      margin={"l": 60, "r": 20, "t": 40, "b": 60},
+                      title={"text": "per rank: compute + exposed communication + idle = wall "
+                                     "time", "font": {"size": 14}})
+    return _fig_json(fig)
+
+
+def rank_steps_figure(detail: list[dict] | None) -> dict | None:
+    """Rank × step heat map of the time outside exposed communication: what the other ranks
+    wait for, so a straggler is the hot cell of its column."""
+    import plotly.graph_objects as go
+
+    if not detail:
+        return None
+    ranks = sorted({r["Rank"] for r in detail if isinstance(r.get("Rank"), int)})
+    steps = sorted({r["Step"] for r in detail if isinstance(r.get("Step"), int)})
+    if not ranks or not steps:
+        return None
+    cell = {(r["Rank"], r["Step"]): ((_number(r.get("Wall(ns)")) or 0)
+                                     - (_number(r.get("Exposed comm(ns)")) or 0)) / 1e6
+            for r in detail}
+    z = [[cell.get((rank, step)) for step in steps] for rank in ranks]
+    fig = go.Figure(go.Heatmap(
+        z=z, x=[f"step {s}" for s in steps], y=[f"rank {r}" for r in ranks],
+        colorscale="Reds", colorbar={"title": "ms"},
+        hovertemplate="%{y}, %{x}: %{z:.3f} ms outside exposed communication<extra></extra>"))
+    fig.update_layout(height=max(220, 26 * len(ranks) + 120), template="plotly_white",
+                      margin={"l": 70, "r": 20, "t": 40, "b": 50},
+                      yaxis={"autorange": "reversed"},
+                      title={"text": "time outside exposed communication per rank and step (what "
+                                     "the others wait for)", "font": {"size": 14}})
+    return _fig_json(fig)
+
+
 def _dominant_mode(types: list[dict]) -> str | None:
     by_mode: dict[str, float] = {}
     for r in types:
@@ -664,7 +772,7 @@ SECTIONS = [
     ("headline", "Overview"), ("roofline", "Roofline"), ("breakdown", "Where the time goes"),
     ("ops", "Ops"), ("instances", "Op instances"), ("kernels", "Kernels"),
     ("tensor-cores", "Tensor Cores"), ("iterations", "Iterations"), ("advice", "Advice"),
-    ("diff", "Diff"), ("devices", "Device peaks"),
+    ("diff", "Diff"), ("ranks", "Ranks"), ("devices", "Device peaks"),
 ]
 
 
@@ -691,6 +799,17 @@ def render_html(data: dict, title: str) -> str:
     else:
         diff_html = ('<p class="empty" data-placeholder="diff">No baseline given: '
                      '<code>pyprof report NEW --diff BASE</code> adds this section.</p>')
+    if "ranks" in data["tables"]:
+        ranks_html = ('<div class="chart" id="fig-ranks"></div>'
+                      '<div class="chart" id="fig-rank_steps"></div>' + "".join(
+                          f'<h3>{name}</h3><div id="table-{key}"></div>' for key, name in (
+                              ("ranks", "Per rank"), ("rank_steps", "Per step: stragglers"),
+                              ("rank_collectives", "Collectives: message size and bandwidth"))))
+    else:
+        ranks_html = ('<div id="fig-ranks"></div><div id="fig-rank_steps" hidden></div>'
+                      '<p class="empty" data-placeholder="ranks">One rank: <code>pyprof report '
+                      'RANK.dict --ranks dicts/</code> (or <code>pyprof report dicts/</code>) '
+                      'adds this section for a distributed job.</p>')
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -750,6 +869,12 @@ docs/diff.md): time per iteration before and after, each row judged against the 
 all rows, Welch's t-test over the iterations, q-values adjusted for the many rows.</p>
 <div class="chart" id="fig-diff"></div>
 {diff_html}</section>
+<section id="ranks"><h2>Ranks</h2><p class="explain">A distributed job's ranks side by side
+(<code>pyprof prof --report ranks</code>, docs/prof.md §6), over the steps each rank's reports
+cover: compute, communication not hidden behind compute (exposed) and idle time per rank; each
+step's straggler, the rank the others waited for, with its lag; and per collective the message
+size, algorithm and bus bandwidth.</p>
+{ranks_html}</section>
 <section id="devices"><h2>Device peaks</h2><p class="explain">The roofs' numbers and their
 sources (docs/peaks.md).</p><div id="table-peaks"></div>
 <h3>Roofline points (op types)</h3><div id="table-roofline_types"></div>
@@ -779,11 +904,18 @@ def write_atomic(path: str, text: str) -> None:
 
 
 def make_report(input_path: str, output: str, peaks: str | None = None, title: str | None = None,
-                no_tf32: bool = False, diff_base: str | None = None) -> dict:
+                no_tf32: bool = False, diff_base: str | None = None,
+                ranks: list[str] | None = None) -> dict:
     """Writes the page for `input_path` to `output`; returns the data embedded in it. With
-    `diff_base`, the Diff section compares the profile with that baseline."""
+    `diff_base`, the Diff section compares the profile with that baseline; with `ranks` (a job's
+    net.dicts or folders of them), the Ranks section compares the ranks. A folder as
+    `input_path` is a job's ranks: the page is about its lowest rank."""
     if peaks and not os.path.isfile(peaks):
         raise ReportError(f"--peaks {peaks}: no such file")
+    if not os.path.exists(input_path):
+        raise ReportError(f"{input_path}: no such file")
+    input_path, ranks = rank_inputs(input_path, ranks)
+    rank_tables = None
     with tempfile.TemporaryDirectory(prefix="pyprof-report-") as work:
         dict_path, parse_warnings = ensure_dict(input_path, work)
         header = read_header(dict_path)
@@ -799,8 +931,14 @@ def make_report(input_path: str, output: str, peaks: str | None = None, title: s
             read_header(base_dict)
             diff, diff_notes = run_diff(base_dict, dict_path, work, no_tf32)
             parse_warnings += [f"baseline: {w}" for w in base_warnings + diff_notes]
+        if ranks:
+            rank_tables, rank_notes = run_ranks_report(ranks, work, no_tf32)
+            parse_warnings += rank_notes
     data = build_page_data(header, tables, steps, parse_warnings + prof_warnings, diff,
-                           diff_base)
+                           diff_base, rank_tables)
+    if ranks and isinstance(header.get("rank"), int):
+        data["notes"].insert(0, f"The sections other than Ranks show rank {header['rank']} "
+                                f"({input_path}).")
     page = render_html(data, title or f"pyprof report: {os.path.basename(input_path)}")
     try:
         write_atomic(output, page)
@@ -819,7 +957,9 @@ def main(argv: list[str] | None = None) -> int:
                     "docs/report.md",
         epilog="Exit status: 0 the page was written, 1 it could not be (the input, parse or "
                "prof failed: the message says why; no page is left), 2 usage.")
-    p.add_argument("input", help="net.dict, or anything `pyprof parse` reads (parsed first)")
+    p.add_argument("input", help="net.dict, or anything `pyprof parse` reads (parsed first); a "
+                                 "folder of a job's per-rank net.dicts: the page shows its lowest "
+                                 "rank and a Ranks section over them all")
     p.add_argument("-o", "--output", help="the HTML file (default: INPUT's name + .html)")
     p.add_argument("--peaks", metavar="FILE",
                    help="device peaks to add or override (docs/peaks.md); `pyprof peak -o FILE` "
@@ -831,11 +971,17 @@ def main(argv: list[str] | None = None) -> int:
                    help="a baseline profile (net.dict, database or trace) of the same workload: "
                         "the Diff section compares INPUT with it, as `pyprof diff BASE INPUT` "
                         "(docs/diff.md)")
+    p.add_argument("--ranks", nargs="+", metavar="DICT",
+                   help="the job's per-rank net.dicts (or folders of them: `pyprof parse -o DIR "
+                        "net.rank*.sqlite`): the Ranks section compares them (per-rank compute, "
+                        "exposed communication, idle; stragglers; collectives' bandwidth; "
+                        "docs/prof.md §6)")
     args = p.parse_args(argv)
     output = args.output or re.sub(r"(\.json)?(\.gz)?$|\.(dict|sqlite|sql)$", "",
                                    args.input.rstrip("/")) + ".html"
     try:
-        data = make_report(args.input, output, args.peaks, args.title, args.no_tf32, args.diff)
+        data = make_report(args.input, output, args.peaks, args.title, args.no_tf32, args.diff,
+                           args.ranks)
     except ReportError as e:
         print(f"pyprof report: error: {e}", file=sys.stderr)
         return 1

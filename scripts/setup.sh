@@ -50,8 +50,8 @@ fi
 # the `report` extra of pyproject.toml).
 pip_missing=()
 # plotly draws the HTML report's charts (its plotly.js is inlined in the page); selenium drives
-# chromium in the report's tests.
-for mod in pytest numpy pandas pyarrow plotly selenium; do
+# chromium in the report's tests; duckdb queries many ranks' Parquet (examples/query_ranks.py).
+for mod in pytest numpy pandas pyarrow plotly selenium duckdb; do
   $PYTHON -c "import ${mod%%:*}" 2>/dev/null || pip_missing+=("${mod##*:}")
 done
 if ((${#pip_missing[@]})); then

@@ -288,7 +288,7 @@ def test_report_parquet_and_csv(dicts, tmp_path):
         rows = prof_json("--report", report, "--formats", "json", dicts["kineto"])
         table = pq.read_table(f"{prefix}.{report}.parquet")
         assert table.column_names == list(rows[0])
-        kinds = {k: frames._column_kind([r.get(k) for r in rows]) for k in rows[0]}
+        kinds = {k: frames.column_kind([r.get(k) for r in rows]) for k in rows[0]}
         assert table.to_pylist() == [{k: report_cell(v, kinds[k]) for k, v in r.items()}
                                      for r in rows]
     # One op instance of the trace has no sequence number: its Seq is `-` in the JSON (a numeric

@@ -38,6 +38,20 @@ def both_modes(tmp_path, script, *args):
             record_and_parse(tmp_path, "text", script, *args))
 
 
+def assert_same_records(interned, text):
+    """Equal record lists; on a difference, name the first differing record and its keys
+    instead of printing thousands of records."""
+    if interned == text:
+        return
+    for i, (a, b) in enumerate(zip(interned, text)):
+        if a != b:
+            keys = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+            pytest.fail(f"record {i} differs in {keys}:\n  interned {a}\n  text     {b}\n"
+                        f"  before   {interned[max(0, i - 2):i]}")
+    pytest.fail(f"{len(interned)} interned records against {len(text)} text records; the "
+                f"first extra: {(interned + text)[min(len(interned), len(text))]}")
+
+
 def assert_same_markers(db_interned, db_text):
     """The sqlite oracle: the interned database, its ids and seqs taken from payload and
     category, holds exactly the text database's markers (only the version differs)."""
@@ -46,7 +60,7 @@ def assert_same_markers(db_interned, db_text):
                 if r.marker is not None]
     interned, text = markers(db_interned), markers(db_text)
     assert len(interned) == len(text)
-    assert interned == text
+    assert_same_records(interned, text)
 
 
 def registered_and_payloads(db):
@@ -67,7 +81,7 @@ def test_parse_output_identical_to_text_markers(tmp_path, model):
     assert header_i["records"] == header_t["records"] == "op"
     assert header_i["iterations"]["count"] == header_t["iterations"]["count"] == 3
     assert len(interned) > 100
-    assert interned == text
+    assert_same_records(interned, text)
     assert any(r.get("paired") for r in interned)  # backward pairing used payload seqs
     assert_same_markers(db_i, db_t)
     # Every op range went by handle, each distinct marker registered once; a training loop
@@ -84,7 +98,7 @@ def test_every_kind_of_argument_keeps_its_marker(tmp_path):
     markers may share a handle."""
     script = testlib.script("varied_args.py")
     (db_i, _, interned), (db_t, _, text) = both_modes(tmp_path, script)
-    assert interned == text
+    assert_same_records(interned, text)
     assert_same_markers(db_i, db_t)
     ops = [r.marker for r in pyprof_db.ops(pyprof_db.read_ranges(str(db_i)))]
     fills = {repr(m["args"]["fill_value"]) for m in ops if m["op"] == "aten::full"}

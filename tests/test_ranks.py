@@ -120,7 +120,7 @@ def test_ranks_report_names_the_straggler_and_the_wait(job):
     detail = {(r["Rank"], r["Step"]): r for r in rows if r["report"] == "rank step detail"}
     assert set(per_rank) == {0, 1}
     slow = steps[SLOW_STEP]
-    assert slow["Straggler"] == str(SLOW_RANK)
+    assert slow["Straggler"] == SLOW_RANK
     lag_ms = slow["Lag(ns)"] / 1e6
     assert 0.7 * SLOW_MS < lag_ms < 1.5 * SLOW_MS, slow
     # The other rank waited for it in communication (DDP's gradient all-reduce) ...
@@ -177,3 +177,214 @@ def test_parse_jobs_option_is_checked(job):
     res = testlib.run_tool(testlib.PARSE, "-j", "0", str(tmp / "net.rank0.sqlite"), "-o",
                            os.devnull)
     assert res.returncode == 2
+
+
+# ---- the Parquet dataset (docs/dataframes.md §4.1) --------------------------------------------
+
+def pyprof_prof(*args, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([testlib.PY, "-m", "pyprof", "prof", *map(str, args)],
+                          capture_output=True, text=True, timeout=300, env=testlib.pyprof_env(),
+                          cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def dataset(job, tmp_path_factory):
+    _, out, _ = job
+    folder = tmp_path_factory.mktemp("dataset") / "ds"
+    res = pyprof_prof("--parquet", "--report", "op,module", "-o", folder, out)
+    assert res.returncode == 0, res.stderr
+    assert "2 ranks (0, 1) written to" in res.stderr
+    return folder
+
+
+def test_dataset_layout_is_partitioned_by_rank(dataset):
+    found = sorted(str(p.relative_to(dataset)) for p in dataset.rglob("*") if p.is_file())
+    assert found == ["module/rank=0/part-0.parquet", "module/rank=1/part-0.parquet",
+                     "op/rank=0/part-0.parquet", "op/rank=1/part-0.parquet",
+                     "rank_steps/part-0.parquet",
+                     "ranks/rank=0/part-0.parquet", "ranks/rank=1/part-0.parquet",
+                     "records/rank=0/part-0.parquet", "records/rank=1/part-0.parquet"]
+    import pyarrow.parquet as pq
+
+    meta = json.loads(pq.read_schema(dataset / "records/rank=1/part-0.parquet")
+                      .metadata[b"pyprof"])
+    assert meta["table"] == "records" and meta["rank"] == 1
+    assert meta["source"].endswith("net.rank1.dict")
+    # the rank is the partition's, not a column of the file
+    assert "rank" not in pq.read_schema(dataset / "records/rank=0/part-0.parquet").names
+
+
+def test_dataset_records_read_back_equal_the_json_records(job, dataset):
+    """The oracle is prof's own JSON of each rank, read with the json module."""
+    import pyarrow.dataset as pads
+
+    from pyprof import frames
+
+    _, out, _ = job
+    table = pads.dataset(dataset / "records", partitioning="hive").to_table()
+    assert set(table.column_names) == set(frames.RECORD_COLUMNS) | {"rank"}
+    for rank in (0, 1):
+        res = testlib.prof("--json", "-c", "all", str(out / f"net.rank{rank}.dict"))
+        expected = [json.loads(line) for line in res.stdout.splitlines() if line.strip()]
+        mine = table.filter(pads.field("rank") == rank).sort_by("idx").to_pylist()
+        assert len(mine) == len(expected) > 200
+        for got, want in zip(mine, expected):
+            for key, value in want.items():
+                if key == "seq" and value is not None:
+                    value = int(value)
+                assert got[key] == value, (rank, key, got, want)
+
+
+def test_dataset_reports_equal_prof_reports(job, dataset):
+    import pyarrow.dataset as pads
+
+    _, out, _ = job
+    ops = pads.dataset(dataset / "op", partitioning="hive").to_table()
+    ranks = pads.dataset(dataset / "ranks", partitioning="hive").to_table()
+    # one schema over both ranks: each column typed over every rank's rows
+    assert ops.schema.field("Self(ns)").type == "int64"
+    for rank in (0, 1):
+        res = testlib.prof("--report", "op", "--formats", "json",
+                           str(out / f"net.rank{rank}.dict"))
+        want = [json.loads(line) for line in res.stdout.splitlines() if line.strip()]
+        mine = [r for r in ops.to_pylist() if r["rank"] == rank]
+        assert [(r["Op"], r["Direction"], r["Self(ns)"]) for r in mine] == [
+            (r["Op"], r["Direction"], r["Self(ns)"]) for r in want]
+    want = [r for r in report(out) if r["report"] != "rank steps"]
+    mine = ranks.to_pylist()
+    assert sorted((r["report"], r["rank"], r.get("Step"), r.get("Op"), r.get("Payload(B)"))
+                  for r in mine) == sorted(
+        (r["report"], r["Rank"], r.get("Step"), r.get("Op"), r.get("Payload(B)")) for r in want)
+    straggler = pads.dataset(dataset / "rank_steps").to_table().to_pylist()
+    assert [r["Straggler"] for r in straggler if r["Step"] == SLOW_STEP] == [SLOW_RANK]
+
+
+def test_duckdb_time_per_op_across_ranks(job, dataset):
+    """examples/query_ranks.py's query, against sums over prof's JSON records."""
+    import duckdb
+
+    _, out, _ = job
+    res = subprocess.run([testlib.PY, os.path.join(testlib.ROOT, "examples", "query_ranks.py"),
+                          str(dataset), "--json", "--top", "0"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    rows = json.loads(res.stdout)["ops"]
+    totals = {}
+    for rank in (0, 1):
+        records = testlib.prof("--json", "-c", "op,kernel,dir,duration",
+                               str(out / f"net.rank{rank}.dict")).stdout.splitlines()
+        for r in map(json.loads, filter(None, records)):
+            key = (r["op"] or r["kernel"], r["dir"])
+            totals.setdefault(key, {}).setdefault(rank, 0)
+            totals[key][rank] += r["duration"]
+    by_op = {(r["op"], r["dir"]): r for r in rows}
+    assert set(by_op) == set(totals)
+    for key, per_rank in totals.items():
+        row = by_op[key]
+        assert row["min_ns"] == min(per_rank.values()) and row["max_ns"] == max(per_rank.values())
+        assert row["slowest_rank"] in [k for k, v in per_rank.items() if v == row["max_ns"]]
+    # the straggler's step, straight from the dataset
+    con = duckdb.connect()
+    step = con.execute(f"SELECT Straggler FROM read_parquet('{dataset}/rank_steps/*.parquet') "
+                       f"WHERE Step = {SLOW_STEP}").fetchall()
+    assert step == [(SLOW_RANK,)]
+
+
+def test_dataset_rewrite_replaces_its_tables_and_keeps_other_files(job, dataset, tmp_path):
+    _, out, _ = job
+    folder = tmp_path / "ds"
+    assert pyprof_prof("--parquet", "--report", "op", "-o", folder, out).returncode == 0
+    (folder / "notes.txt").write_text("mine")
+    res = pyprof_prof("--parquet", "-c", "op,duration", "-j", "1", "-o", folder,
+                      out / "net.rank1.dict", out / "net.rank0.dict")
+    assert res.returncode == 0, res.stderr
+    names = sorted(p.name for p in folder.iterdir())
+    # op/ is from the first command: a table folder is replaced only by one of its own name
+    assert names == ["notes.txt", "op", "rank_steps", "ranks", "records"]
+    import pyarrow.parquet as pq
+
+    assert pq.read_schema(folder / "records/rank=0/part-0.parquet").names == ["op", "duration"]
+
+
+def test_dataset_inputs_are_checked(job, tmp_path):
+    tmp, out, _ = job
+    folder = tmp_path / "ds"
+    res = pyprof_prof("--parquet", "-o", folder, out / "net.rank0.dict", out / "net.rank0.dict")
+    assert res.returncode == 1 and "rank 0 twice" in res.stderr
+    assert not folder.exists()
+    res = pyprof_prof("--parquet", "-o", folder, out / "net.rank0.dict",
+                      tmp / "net.rank1.sqlite")
+    assert res.returncode == 1 and "not a net.dict" in res.stderr
+    res = pyprof_prof("--parquet", out, out / "net.rank0.dict")
+    assert res.returncode == 2 and "-o DIR" in res.stderr
+    res = pyprof_prof("--parquet", "--csv", "-o", folder, out)
+    assert res.returncode == 2 and "do not apply" in res.stderr
+    res = pyprof_prof("--parquet", "-j", "x", "-o", folder, out)
+    assert res.returncode == 2 and "-j x" in res.stderr
+    res = pyprof_prof("--parquet", "--report", "nonesuch", "-o", folder, out)
+    assert res.returncode == 1 and "nonesuch" in res.stderr and not folder.exists()
+    # the launcher's rank-less database: left out with a warning
+    testlib.parse_to(str(tmp / "net.sqlite"), str(tmp_path / "net.dict"))
+    res = pyprof_prof("--parquet", "-o", folder, tmp_path / "net.dict", out / "net.rank1.dict")
+    assert res.returncode == 0 and "no rank in its header" in res.stderr
+    assert sorted(p.name for p in (folder / "records").iterdir()) == ["rank=1"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging left
+
+
+# ---- the HTML report's Ranks section (docs/report.md) ------------------------------------------
+
+def test_report_ranks_section_matches_the_ranks_report(job, tmp_path):
+    """`pyprof report dicts/`: the page is about rank 0 and its Ranks section draws prof's ranks
+    report: the stacked bars are each rank's split, the heat map's hottest cell is the slowed
+    rank's slowed step; opened in headless Chromium with no console error."""
+    import browser
+
+    if not browser.browser_available():
+        pytest.skip("no headless browser (scripts/setup.sh installs chromium and selenium)")
+    _, out, _ = job
+    page = tmp_path / "job.html"
+    res = subprocess.run([testlib.PY, "-m", "pyprof", "report", str(out), "-o", str(page)],
+                         capture_output=True, text=True, timeout=300, env=testlib.pyprof_env())
+    assert res.returncode == 0, res.stderr
+    assert "other than Ranks show rank 0" in res.stderr
+    rows = report(out)
+    per_rank = [r for r in rows if r["report"] == "ranks"]
+    detail = [r for r in rows if r["report"] == "rank step detail"]
+    d = browser.new_driver()
+    try:
+        browser.open_page(d, page)
+        assert browser.console_errors(d) == []
+        bars = d.execute_script(
+            "return document.getElementById('fig-ranks').data.map(t => [t.name, "
+            "Array.from(t.y)])")
+        by_name = dict((name, y) for name, y in bars)
+        for key, name in (("Compute(ns)", "compute"), ("Exposed comm(ns)", "exposed communication"),
+                          ("Idle(ns)", "idle")):
+            assert by_name[name] == pytest.approx([r[key] / 1e6 for r in per_rank])
+        heat = d.execute_script("const t = document.getElementById('fig-rank_steps').data[0];"
+                                "return [t.z, Array.from(t.x), Array.from(t.y)]")
+        z, steps, ranks = heat
+        hottest = max(((i, j) for i in range(len(ranks)) for j in range(len(steps))),
+                      key=lambda ij: z[ij[0]][ij[1]])
+        assert (ranks[hottest[0]], steps[hottest[1]]) == (f"rank {SLOW_RANK}",
+                                                          f"step {SLOW_STEP}")
+        cell = next(r for r in detail if (r["Rank"], r["Step"]) == (SLOW_RANK, SLOW_STEP))
+        assert z[hottest[0]][hottest[1]] == pytest.approx(
+            (cell["Wall(ns)"] - cell["Exposed comm(ns)"]) / 1e6)
+        stragglers = d.execute_script(
+            "return [...document.querySelectorAll('table[data-table=rank_steps] tbody tr')]"
+            ".map(tr => [...tr.children].map(td => td.textContent))")
+        assert [r[4] for r in stragglers if r[0] == str(SLOW_STEP)] == [str(SLOW_RANK)]
+        d.save_screenshot(str(tmp_path / "ranks.png"))
+    finally:
+        d.quit()
+    # one rank, no --ranks: the section says how to add it
+    single = tmp_path / "one.html"
+    res = subprocess.run([testlib.PY, "-m", "pyprof", "report", str(out / "net.rank1.dict"),
+                          "-o", str(single)], capture_output=True, text=True, timeout=300,
+                         env=testlib.pyprof_env())
+    assert res.returncode == 0, res.stderr
+    assert 'data-placeholder="ranks"' in single.read_text()
+    res = subprocess.run([testlib.PY, "-m", "pyprof", "report", str(out / "net.rank1.dict"),
+                          "--ranks", str(tmp_path / "nonesuch"), "-o", str(single)],
+                         capture_output=True, text=True, timeout=300, env=testlib.pyprof_env())
+    assert res.returncode == 1 and "--ranks" in res.stderr and "no such file" in res.stderr

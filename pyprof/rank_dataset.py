@@ -1,0 +1,245 @@
+"""`pyprof prof --parquet -o DIR RANK.dict... | FOLDER`: many ranks' records and reports as one
+Parquet dataset, partitioned by rank (docs/dataframes.md §4.1).
+
+    DIR/records/rank=0/part-0.parquet     prof's per-record table of rank 0 (every column, or -c)
+    DIR/ranks/rank=0/part-0.parquet       the ranks report's per-rank rows (report = table title)
+    DIR/rank_steps/part-0.parquet         its per-step verdicts (straggler, lag), all ranks
+    DIR/op/rank=0/part-0.parquet          each --report REPORT of rank 0, as a Parquet report file
+
+The folders are Hive-style partitions, which DuckDB, pyarrow.dataset, Spark, Dask and Polars
+read as a `rank` column; a file itself has no `rank` column (a reader would otherwise see it
+twice). A column has the same type in every rank's file: a report's column types are decided
+over all ranks' rows at once, so the dataset reads as one table.
+
+One pyprof-prof runs per rank, `-j` at a time (default: the number of cores); the ranks report
+is one more run over all of them. Nothing is written to DIR until every file is: the tables are
+written under a hidden folder beside DIR, then each of DIR's table folders that the command
+wrote is replaced whole (other files in DIR stay).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+# The ranks report's tables keyed by rank go under ranks/rank=R; the per-step table, a verdict
+# over all ranks, is a table of its own.
+_RANKS_PER_STEP_TABLE = "rank steps"
+
+
+class DatasetError(Exception):
+    """Bad input for a dataset (no rank, a rank twice, no net.dict in a folder); exit 1."""
+
+
+def wanted(inputs: list[str]) -> bool:
+    """True when `--parquet` is given several inputs or a folder: a dataset, not one file."""
+    return len(inputs) > 1 or any(os.path.isdir(p) for p in inputs)
+
+
+def expand_inputs(inputs: list[str]) -> list[str]:
+    """Files as given; a folder as its *.dict files, sorted (as pyprof-prof expands folders)."""
+    files = []
+    for path in inputs:
+        if not os.path.isdir(path):
+            files.append(path)
+            continue
+        try:
+            names = sorted(os.listdir(path))
+        except OSError as exc:
+            raise DatasetError(f"cannot list {path}: {exc.strerror or exc}") from exc
+        found = [os.path.join(path, n) for n in names
+                 if n.endswith(".dict") and os.path.isfile(os.path.join(path, n))]
+        if not found:
+            raise DatasetError(f"{path} holds no *.dict files (pyprof parse -o DIR writes them)")
+        files += found
+    return files
+
+
+def header_of(path: str) -> dict:
+    """A net.dict's header line (docs/formats.md §3), or DatasetError naming what is wrong."""
+    try:
+        with open(path, "rb") as f:
+            line = f.readline(1 << 20)
+    except OSError as exc:
+        raise DatasetError(f"cannot open {path}: {exc.strerror or exc}") from exc
+    try:
+        header = json.loads(line.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        header = None
+    if not isinstance(header, dict) or "pyprof_dict" not in header:
+        raise DatasetError(f"{path}: not a net.dict (pyprof parse output); a dataset is made "
+                           "from parsed ranks: pyprof parse -o DIR RANK.sqlite...")
+    return header
+
+
+def ranks_of(files: list[str]) -> dict[int, str]:
+    """{rank: file}. Files without a rank are left out with a warning; a rank twice is an
+    error (two runs' files in one folder)."""
+    by_rank: dict[int, str] = {}
+    for path in files:
+        rank = header_of(path).get("rank")
+        if not isinstance(rank, int) or isinstance(rank, bool) or rank < 0:
+            print(f"pyprof prof: warning: {path}: no rank in its header (not a per-rank "
+                  "profile?): left out", file=sys.stderr)
+            continue
+        if rank in by_rank:
+            raise DatasetError(f"rank {rank} twice: {by_rank[rank]} and {path}")
+        by_rank[rank] = path
+    if not by_rank:
+        raise DatasetError("no input states its rank")
+    return dict(sorted(by_rank.items()))
+
+
+class _Tool:
+    """pyprof-prof runs whose warnings are passed on, prefixed by the input they concern."""
+
+    def __init__(self):
+        from pyprof.frames import run_checked
+
+        self._run = run_checked
+        self._said: set[str] = set()  # each rank is read twice (records, reports): said once
+
+    def __call__(self, args: list[str], about: str) -> None:
+        from pyprof.frames import ProfError
+
+        try:
+            err = self._run("pyprof-prof", args)
+        except ProfError as exc:
+            raise DatasetError(f"{about}: {exc}") from exc
+        for line in err.splitlines():
+            if line.strip() and (said := f"{about}: {line}") not in self._said:
+                self._said.add(said)
+                print(said, file=sys.stderr)
+
+
+def _rank_tables(tool: _Tool, path: str, rank: int, options: list[str], columns: list[str] | None,
+                 reports: list[str], work: str) -> tuple:
+    """One rank: its records as an Arrow table and each report's JSON rows."""
+    from pyprof import frames
+
+    folder = os.path.join(work, f"rank{rank}")
+    os.mkdir(folder)
+    records_json = os.path.join(folder, "records.json")
+    tool([*options, "-c", ",".join(columns) if columns else "all", "--json", "-o",
+          records_json, path], path)
+    records = frames.records_table(records_json, columns)
+    os.remove(records_json)
+    rows = {}
+    if reports:
+        prefix = os.path.join(folder, "r")
+        # Two formats make one file per report (PREFIX.REPORT.FORMAT); the text ones are dropped.
+        tool([*options, "--report", ",".join(reports), "--formats", "json,text", "-o", prefix,
+              path], path)
+        for report in reports:
+            rows[report] = frames.report_rows(f"{prefix}.{report}.json")
+    shutil.rmtree(folder, ignore_errors=True)
+    return records, rows
+
+
+def _report_tables(rows_by_rank: dict[int, list[dict]], drop=()) -> dict:
+    """{rank: Arrow table} of one report, each with the same columns and types: the columns and
+    their kinds are decided over every rank's rows together."""
+    from pyprof import frames
+
+    every = [row for rows in rows_by_rank.values() for row in rows]
+    keys = [k for k in frames.ordered_keys(every) if k != "report" and k not in drop]
+    keys.insert(0, "report")
+    kinds = {k: frames.column_kind([row.get(k) for row in every]) for k in keys}
+    return {rank: frames.rows_table(rows, keys, kinds) for rank, rows in rows_by_rank.items()}
+
+
+def write(inputs: list[str], output: str, options: list[str], columns: list[str] | None,
+          reports: list[str], jobs: int) -> int:
+    """Writes the dataset; returns the exit status. options: prof's options for every run
+    (--iterations, --no-tf32, --peaks, ...)."""
+    from pyprof import __version__, frames
+    from pyprof.parquet import write_table
+
+    if "ranks" in reports:
+        reports = [r for r in reports if r != "ranks"]  # always written; not per rank
+    by_rank = ranks_of(expand_inputs(inputs))
+    if os.path.exists(output) and not os.path.isdir(output):
+        raise DatasetError(f"-o {output}: exists and is not a folder (with several inputs "
+                           "--parquet writes a dataset folder)")
+    parent = os.path.dirname(os.path.abspath(output))
+    os.makedirs(parent, exist_ok=True)
+    stage = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(output))}.", dir=parent)
+    try:
+        tool = _Tool()
+        work = os.path.join(stage, ".work")
+        os.mkdir(work)
+
+        def meta(table: str, rank: int | None, report: str | None = None) -> dict:
+            m = {"pyprof": __version__, "table": table}
+            if report:
+                m["report"] = report
+            if rank is not None:
+                m["rank"] = rank
+                m["source"] = os.path.abspath(by_rank[rank])
+            return m
+
+        def one_rank(rank: int) -> dict:
+            records, rows = _rank_tables(tool, by_rank[rank], rank, options, columns, reports,
+                                         work)
+            folder = os.path.join(stage, "records", f"rank={rank}")
+            os.makedirs(folder)
+            write_table(records, os.path.join(folder, "part-0.parquet"), meta("records", rank))
+            return rows
+
+        report_rows: dict[str, dict[int, list[dict]]] = {r: {} for r in reports}
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            futures = {rank: pool.submit(one_rank, rank) for rank in by_rank}
+            for rank, future in futures.items():
+                for report, rows in future.result().items():
+                    report_rows[report][rank] = rows
+
+        # The cross-rank report, over the same files (one run; pyprof-prof reads them in
+        # parallel itself).
+        ranks_json = os.path.join(work, "ranks.json")
+        tool([*options, "--report", "ranks", "--formats", "json", "-o", ranks_json,
+              *by_rank.values()], "ranks report")
+        per_step, per_rank = [], {rank: [] for rank in by_rank}
+        for row in frames.report_rows(ranks_json):
+            if row.get("report") == _RANKS_PER_STEP_TABLE:
+                per_step.append(row)
+            elif row.get("Rank") in per_rank:
+                per_rank[row["Rank"]].append(row)
+        report_rows["ranks"] = per_rank
+
+        for report, rows_by_rank in report_rows.items():
+            drop = ("Rank",) if report == "ranks" else ()
+            for rank, table in _report_tables(rows_by_rank, drop).items():
+                folder = os.path.join(stage, report, f"rank={rank}")
+                os.makedirs(folder)
+                write_table(table, os.path.join(folder, "part-0.parquet"),
+                            meta("report", rank, report))
+        os.makedirs(os.path.join(stage, "rank_steps"))
+        steps = frames.rows_table(per_step, frames.ordered_keys(per_step))
+        write_table(steps, os.path.join(stage, "rank_steps", "part-0.parquet"),
+                    meta("report", None, "ranks"))
+        shutil.rmtree(work)
+        _commit(stage, output)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    tables = ["records", "ranks", "rank_steps", *reports]
+    print(f"pyprof prof: {len(by_rank)} ranks ({', '.join(map(str, by_rank))}) written to "
+          f"{output}: {', '.join(tables)}", file=sys.stderr)
+    return 0
+
+
+def _commit(stage: str, output: str) -> None:
+    """Each table folder of the stage replaces DIR's folder of that name whole."""
+    os.makedirs(output, exist_ok=True)
+    for name in sorted(os.listdir(stage)):
+        target = os.path.join(output, name)
+        if os.path.lexists(target):
+            old = tempfile.mkdtemp(prefix=f".{name}.old.", dir=output)
+            os.replace(target, os.path.join(old, name))
+            os.replace(os.path.join(stage, name), target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(os.path.join(stage, name), target)
