@@ -9,6 +9,8 @@
 // (group_size times the output); all-to-all: the input. FLOPs are 0: the reduction's additions
 // (group_size - 1 per element for a sum) are not counted, as they run inside the communication
 // library and are bound by the links.
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -106,15 +108,42 @@ bool legacy_all_gather(const OpArgs& args, OpCost& cost) {
 // name, rank, collective name, split sizes, ...). Nested inside the c10d op, so it counts only
 // where no outer op is modelled. The older form without tensors first is unmodelled.
 bool param_comms(const OpArgs& args, OpCost& cost) {
+  // torch.profiler's form (docs/formats.md §4): named element counts, dtype and group size, with
+  // or without the positional tensors.
+  if (const Value* nelems = args.get("in_nelems"); nelems && nelems->kind == Value::Kind::kInt) {
+    const Value* dtype_value = args.get("dtype");
+    const std::string dtype =
+        dtype_value && dtype_value->kind == Value::Kind::kString ? dtype_value->s : "";
+    const int size = dtype_size(dtype);
+    if (size <= 0 || nelems->i < 0) {
+      return unmodeled(cost, "record_param_comms: unknown dtype or element count");
+    }
+    const Value* name = args.get("collective");
+    const std::string kind =
+        name && name->kind == Value::Kind::kString && !name->s.empty() ? name->s : "comms";
+    cost.flops = 0;
+    cost.bytes = static_cast<double>(nelems->i) * size;
+    cost.dtype = dtype;
+    cost.tc_eligible = false;
+    if (const Value* group = args.get("group_size"); group && group->kind == Value::Kind::kInt) {
+      cost.group = static_cast<int32_t>(std::clamp<int64_t>(group->i, 0, INT32_MAX));
+    }
+    cost.params = kind + ",bytes=" + std::to_string(static_cast<int64_t>(cost.bytes)) +
+                  dtype_suffix(dtype) +
+                  (cost.group > 0 ? ",group=" + std::to_string(cost.group) : "");
+    return true;
+  }
   size_t count = 0;
   std::string dtype;
   double bytes = payload(args.at(0), &count, &dtype);
   if (bytes < 0) return unmodeled(cost, "record_param_comms: no input tensors");
   std::string kind = "comms";
+  size_t kind_at = 0;
   for (size_t i = 1; i < args.size() && i < 7; ++i) {
     const Value* v = args.at(i);
     if (v->kind == Value::Kind::kString && !v->s.empty() && v->s[0] != '<') {
       kind = v->s;
+      kind_at = i;
       break;
     }
   }
@@ -122,8 +151,15 @@ bool param_comms(const OpArgs& args, OpCost& cost) {
   cost.bytes = bytes;
   cost.dtype = dtype;
   cost.tc_eligible = false;
-  cost.params =
-      kind + ",bytes=" + std::to_string(static_cast<int64_t>(bytes)) + dtype_suffix(dtype);
+  // RECORD_PARAM_COMMS_DATA's inputs (tensors, seq, pg name, rank, collective name, in splits,
+  // out splits, global rank start, stride, group size): with the name at 4, 9 is the group size.
+  if (const Value* group = kind_at == 4 && args.size() >= 10 ? args.at(9) : nullptr;
+      group && group->kind == Value::Kind::kInt && group->i > 0) {
+    cost.group = static_cast<int32_t>(std::min<int64_t>(group->i, INT32_MAX));
+  }
+  cost.params = kind + ",bytes=" + std::to_string(static_cast<int64_t>(bytes)) +
+                dtype_suffix(dtype) +
+                (cost.group > 0 ? ",group=" + std::to_string(cost.group) : "");
   return true;
 }
 

@@ -1084,9 +1084,19 @@ const Case kCollectives[] = {
     {"record_param_comms",
      R"({"0":[{"shape":[1048576],"dtype":"bfloat16"}],"1":12,"2":["0","default_pg"],"3":0,"4":"allreduce",)"
      R"("5":[],"6":[],"7":0,"8":1,"9":8})",
-     0, 2097152, false, "allreduce,bytes=2097152,bf16"},
+     0, 2097152, false, "allreduce,bytes=2097152,bf16,group=8"},
     {"record_param_comms", R"({"0":{"shape":[1024]},"1":{"shape":[]},"2":{"shape":[]}})", 0, 4096,
      false, "comms"},
+    // torch.profiler's form (parse's Kineto reader, docs/formats.md §4): named counts, without
+    // record_shapes' tensors; all-gather's in_nelems is this rank's input.
+    {"record_param_comms",
+     R"({"collective":"allreduce","in_nelems":2049000,"out_nelems":2049000,"group_size":2,)"
+     R"("dtype":"float32","pg_name":"0","pg_desc":"default_pg"})",
+     0, 8196000, false, "allreduce,bytes=8196000,fp32,group=2"},
+    {"record_param_comms",
+     R"({"collective":"_allgather_base","in_nelems":512,"out_nelems":4096,"group_size":8,)"
+     R"("dtype":"bfloat16"})",
+     0, 1024, false, "_allgather_base,bytes=1024,bf16,group=8"},
     {"torch.distributed.broadcast",
      R"([{"name":"","type":"tensor","shape":[64],"dtype":"float32"},{"name":"","type":"int","value":0}])",
      0, 256, false, ""},
@@ -1094,6 +1104,16 @@ const Case kCollectives[] = {
 
 TEST(CollectiveModels, Table) {
   for (const Case& c : kCollectives) check(c);
+}
+
+TEST(CollectiveModels, ParamCommsGroupAndUnknownDtype) {
+  EXPECT_EQ(
+      op_cost("record_param_comms", OpArgs::from_json(R"({"collective":"allreduce","in_nelems":8,)"
+                                                      R"("dtype":"float16","group_size":16})"))
+          .group,
+      16);
+  // A dtype spelled as c10 does ("Float"): parse maps it; unmapped, nothing is guessed.
+  unmodeled("record_param_comms", R"({"collective":"allreduce","in_nelems":16,"dtype":"Float"})");
 }
 
 TEST(CollectiveModels, FamilyAndUnfit) {

@@ -129,6 +129,9 @@ struct OpCost {
   std::string dtype;         // the op's compute dtype ("float16"), "" when unknown
   std::string params;        // short description for the Params column: "M=256,N=32,K=128,fp16"
   std::string family;        // the docs/ops.md family: "matmul", "conv", "pointwise", ...
+  // Collectives whose record names their process group's size (torch.profiler's
+  // record_param_comms): that size, for bus bandwidth; 0 when the record does not say.
+  int32_t group = 0;
 };
 
 // A dtype spelling of older torch and legacy PyProf records ("half", the name of the Tensor

@@ -72,6 +72,15 @@ struct InputLists {
   }
 };
 
+// What c10d's record_param_comms events (and NCCL kernels) of a distributed run carry in their
+// args: the collective, its element counts and dtype, and its process group. Views into the
+// parser's buffer, as InputLists'.
+struct CommMeta {
+  std::string_view collective, dtype, pg_name, pg_desc;
+  int64_t in_nelems = -1, out_nelems = -1, group_size = -1;
+  bool present() const { return !collective.empty() || in_nelems >= 0; }
+};
+
 error_code read_int_list(od::array array, std::vector<int64_t>& out, bool& ok) {
   out.clear();
   for (auto item_result : array) {
@@ -230,8 +239,38 @@ bool is_non_tensor_type(std::string_view type) {
          type == "GenericList";
 }
 
+// The named args of a collective (docs/formats.md §4): beside the positional inputs, so that
+// models/collectives can cost record_param_comms without record_shapes.
+void write_comm_meta(const CommMeta& c, JsonWriter& w) {
+  if (!c.collective.empty()) {
+    w.key("collective");
+    w.string(c.collective);
+  }
+  const std::pair<const char*, int64_t> counts[] = {
+      {"in_nelems", c.in_nelems}, {"out_nelems", c.out_nelems}, {"group_size", c.group_size}};
+  for (const auto& [key, value] : counts) {
+    if (value < 0) continue;
+    w.key(key);
+    w.integer(value);
+  }
+  if (!c.dtype.empty()) {
+    std::string_view dtype = KinetoReader::dtype_of_scalar_type_name(c.dtype);
+    w.key("dtype");
+    w.string(dtype.empty() ? c.dtype : dtype);
+  }
+  if (!c.pg_name.empty()) {
+    w.key("pg_name");
+    w.string(c.pg_name);
+  }
+  if (!c.pg_desc.empty()) {
+    w.key("pg_desc");
+    w.string(c.pg_desc);
+  }
+}
+
 // Writes the args object; counts inputs whose type names no known dtype in `unknown_types`.
-void write_args(const InputLists& in, JsonWriter& w, int64_t& unknown_types) {
+void write_args(const InputLists& in, JsonWriter& w, int64_t& unknown_types,
+                const CommMeta* comm = nullptr) {
   const size_t n = std::max(in.types.size(), in.n_dims);
   w.begin_object();
   char key[24];
@@ -279,6 +318,7 @@ void write_args(const InputLists& in, JsonWriter& w, int64_t& unknown_types) {
       w.trusted_string(type == "GenericList" ? "<GenericList>" : "<TensorList>");
     }
   }
+  if (comm) write_comm_meta(*comm, w);
   w.end_object();
 }
 
@@ -392,6 +432,36 @@ std::string_view module_type_of(std::string_view instance) {
 }  // namespace
 
 // ---- static helpers -----------------------------------------------------------------------------
+
+std::string_view KinetoReader::dtype_of_scalar_type_name(std::string_view name) {
+  // c10::toString(ScalarType): record_param_comms' "dtype" ("Float", "BFloat16").
+  static const std::unordered_map<std::string_view, std::string_view> kDtypes = {
+      {"Float", "float32"},
+      {"Double", "float64"},
+      {"Half", "float16"},
+      {"BFloat16", "bfloat16"},
+      {"Long", "int64"},
+      {"Int", "int32"},
+      {"Short", "int16"},
+      {"Char", "int8"},
+      {"Byte", "uint8"},
+      {"Bool", "bool"},
+      {"UInt16", "uint16"},
+      {"UInt32", "uint32"},
+      {"UInt64", "uint64"},
+      {"ComplexHalf", "complex32"},
+      {"ComplexFloat", "complex64"},
+      {"ComplexDouble", "complex128"},
+      {"Float8_e5m2", "float8_e5m2"},
+      {"Float8_e4m3fn", "float8_e4m3fn"},
+      {"Float8_e5m2fnuz", "float8_e5m2fnuz"},
+      {"Float8_e4m3fnuz", "float8_e4m3fnuz"},
+      {"Float8_e8m0fnu", "float8_e8m0fnu"},
+      {"Float4_e2m1fn_x2", "float4_e2m1fn_x2"},
+  };
+  auto it = kDtypes.find(name);
+  return it == kDtypes.end() ? std::string_view{} : it->second;
+}
 
 std::string_view KinetoReader::dtype_of_input_type(std::string_view type) {
   // caffe2::TypeMeta names as GCC spells them (Kineto's "Input type"), and other compilers'.
@@ -560,6 +630,7 @@ class KinetoReader::EventReader : public ChromeTraceVisitor {
     int64_t size = -1;  // ROCm copy calls: "size" (a string)
     // An exported pyprof trace's args.pyprof object (docs/formats.md §4.1), as its JSON text.
     std::string_view pyprof;
+    CommMeta comm;  // record_param_comms: the collective's counts, dtype and group
     int32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
     bool has_grid = false;
     bool has_args_lists = false;
@@ -704,6 +775,7 @@ error_code KinetoReader::EventReader::read_args(od::object args, Event& e) {
     od::value value = field.value();
     // Keys are tested by length first: an event has a dozen, and most are not wanted.
     int64_t* target = nullptr;
+    std::string_view* text_target = nullptr;
     bool xyz = false, input_list = false;
     switch (key.size()) {
       case 4:
@@ -722,6 +794,7 @@ error_code KinetoReader::EventReader::read_args(od::object args, Event& e) {
       case 5:
         if (is(key, "bytes")) target = &e.bytes;
         xyz = is(key, "block");
+        if (is(key, "dtype")) text_target = &e.comm.dtype;
         break;
       case 6:
         if (is(key, "device")) target = &e.device;
@@ -744,6 +817,7 @@ error_code KinetoReader::EventReader::read_args(od::object args, Event& e) {
         break;
       case 10:
         input_list = is(key, "Input Dims") || is(key, "Input type");
+        if (is(key, "Group size")) target = &e.comm.group_size;
         break;
       case 11:
         if (is(key, "External id")) target = &e.external_id;
@@ -752,14 +826,25 @@ error_code KinetoReader::EventReader::read_args(od::object args, Event& e) {
       case 13:
         if (is(key, "Fwd thread id")) target = &e.fwd_tid;
         if (is(key, "shared memory")) target = &e.shared;
+        if (is(key, "In msg nelems")) target = &e.comm.in_nelems;
         input_list = is(key, "Input Strides");
+        break;
+      case 14:
+        if (is(key, "Out msg nelems")) target = &e.comm.out_nelems;
         break;
       case 15:
         if (is(key, "Sequence number")) target = &e.seq;
+        if (is(key, "Collective name")) text_target = &e.comm.collective;
         input_list = is(key, "Concrete Inputs");
         break;
       case 16:
         if (is(key, "Python parent id")) target = &e.python_parent;
+        break;
+      case 18:
+        if (is(key, "Process Group Name")) text_target = &e.comm.pg_name;
+        break;
+      case 25:
+        if (is(key, "Process Group Description")) text_target = &e.comm.pg_desc;
         break;
       case 20:
         if (is(key, "registers per thread")) target = &e.registers;
@@ -787,6 +872,11 @@ error_code KinetoReader::EventReader::read_args(od::object args, Event& e) {
     if (input_list) {
       e.has_args_lists = true;
       if (error_code err = read_input_list(key, value, inputs_, e.args_ok)) return err;
+      continue;
+    }
+    if (text_target) {
+      std::string_view text;
+      if (value.get_string().get(text) == simdjson::SUCCESS) *text_target = text;
       continue;
     }
     if (target == nullptr) continue;
@@ -1017,8 +1107,8 @@ void KinetoReader::EventReader::add_cpu_range(const Event& e, int64_t start, int
   if (kind == MarkerKind::kBackwardNode && e.fwd_tid >= 0 && e.fwd_tid <= INT32_MAX) {
     r.fwd_tid = static_cast<int32_t>(e.fwd_tid);
   }
-  if (kind != MarkerKind::kUser && e.has_args_lists) {
-    if (!e.args_ok) {
+  if (kind != MarkerKind::kUser && (e.has_args_lists || e.comm.present())) {
+    if (e.has_args_lists && !e.args_ok) {
       trace_.warn("op arguments not understood",
                   std::string(e.name.substr(0, 60)) +
                       ": Input Dims / Input type / Input Strides / Concrete Inputs hold values "
@@ -1027,7 +1117,7 @@ void KinetoReader::EventReader::add_cpu_range(const Event& e, int64_t start, int
     args_text_.clear();
     {
       JsonWriter w(args_text_, size_t{1} << 20);
-      write_args(inputs_, w, unknown_input_types_);
+      write_args(inputs_, w, unknown_input_types_, e.comm.present() ? &e.comm : nullptr);
     }
     r.text = store_args(args_text_);
     r.has_args = true;
@@ -1244,7 +1334,7 @@ void KinetoReader::EventReader::add_pyprof_range(const Event& e, int64_t start, 
   r.op_id = e.external_id > 0 ? e.external_id : 0;
   r.seq = e.seq;
   r.name = intern_exported_name(e.name);
-  r.kind = is(e.cat, "python_function") ? MarkerKind::kModule
+  r.kind = is(e.cat, "python_function")   ? MarkerKind::kModule
            : is(e.cat, "user_annotation") ? MarkerKind::kUser
                                           : MarkerKind::kOp;
   r.dialect = r.kind == MarkerKind::kUser ? Dialect::kUser : Dialect::kKineto;

@@ -52,6 +52,9 @@ class KinetoReader : public TraceReader {
   // "float" -> "float32", "c10::BFloat16" -> "bfloat16", "long int" -> "int64", ...; "" when
   // `type` is not a tensor element type (Scalar, ScalarList, TensorList, "", ...).
   static std::string_view dtype_of_input_type(std::string_view type);
+  // PyTorch's name of a c10::ScalarType as c10::toString spells it ("Float" -> "float32");
+  // empty when unknown.
+  static std::string_view dtype_of_scalar_type_name(std::string_view name);
 
   // "1695835535123456.789" (µs) -> ns, exact to the nanosecond; false when the text is not a
   // finite number or the result does not fit 64 bits.

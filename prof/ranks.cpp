@@ -112,6 +112,7 @@ RankSummary summarize_rank(const ReadResult& data) {
     std::string kind, op;
     double payload = 0;
     int64_t time = 0, start = 0;
+    int32_t group = 0;  // the record's process group size; 0: not said
   };
   std::vector<Call> calls;
   std::unordered_map<int64_t, size_t> call_of_instance;
@@ -135,6 +136,7 @@ RankSummary summarize_rank(const ReadResult& data) {
           c.op = op.empty() ? std::string(strings.get(r.name)) : std::string(op);
           c.payload = r.op_bytes;
           c.start = r.start;
+          c.group = r.comm_group;
         }
         c.time += r.duration;
       }
@@ -146,7 +148,7 @@ RankSummary summarize_rank(const ReadResult& data) {
     intervals.push_back({r.start, r.start + r.duration, !kind.empty()});
     if (!kind.empty() && kind != "barrier") {
       calls.push_back({kind, std::string(op.empty() ? strings.get(r.name) : op), r.op_bytes,
-                       r.duration, r.start});
+                       r.duration, r.start, r.comm_group});
     }
   }
   if (data.cpu_only) {
@@ -169,12 +171,13 @@ RankSummary summarize_rank(const ReadResult& data) {
       if (k < it->second.size()) call.time = it->second[k++]->duration;
     }
   }
-  std::map<std::tuple<std::string, std::string, double>, RankCollective> by_kind;
+  std::map<std::tuple<std::string, std::string, double, int32_t>, RankCollective> by_kind;
   auto add_call = [&](const Call& c) {
-    RankCollective& rc = by_kind[{c.kind, c.op, c.payload}];
+    RankCollective& rc = by_kind[{c.kind, c.op, c.payload, c.group}];
     rc.kind = c.kind;
     rc.op = c.op;
     rc.payload_bytes = c.payload;
+    rc.group = c.group;
     ++rc.calls;
     rc.time += c.time;
   };
@@ -385,8 +388,10 @@ std::vector<ReportTable> ranks_report(std::vector<RankSummary> ranks, int64_t wo
   column(coll, "Busbw GB/s", Unit::kByteRate);
   column(coll, "Group", Unit::kCount);
   for (const RankSummary& r : ranks) {
-    const int64_t group = r.world_size > 0 ? r.world_size : world;
+    const int64_t world_group = r.world_size > 0 ? r.world_size : world;
     for (const RankCollective& c : r.collectives) {
+      // The call's own process group where its record names it (a sub-group), else the world.
+      const int64_t group = c.group > 0 ? c.group : world_group;
       // nccl-tests' size: all-gather moves the gathered output; the others their input.
       const double size =
           c.payload_bytes * (c.kind == "all_gather" ? static_cast<double>(group) : 1);

@@ -40,7 +40,8 @@ struct RankCollective {
   std::string op;            // the op that called it ("c10d::allreduce_")
   double payload_bytes = 0;  // per call: this rank's send buffer (prof's bytes for the op)
   int64_t calls = 0;
-  int64_t time = 0;  // ns, all calls: kernels (GPU), the backend's spans (CPU) or the op's own
+  int64_t time = 0;   // ns, all calls: kernels (GPU), the backend's spans (CPU) or the op's own
+  int32_t group = 0;  // its process group's size when the records say (torch.profiler); 0: not said
 };
 
 struct RankSummary {
@@ -49,7 +50,7 @@ struct RankSummary {
   std::string source;
   bool cpu_only = false;
   std::vector<RankStep> steps;  // in step order; empty when the profile has no iterations
-  std::vector<RankCollective> collectives;  // one per (kind, op, message size)
+  std::vector<RankCollective> collectives;  // one per (kind, op, message size, group)
   int64_t records = 0;
 };
 

@@ -890,6 +890,7 @@ class RecordCoster {
     r.dtype = interned(cached->dtype_id, c.dtype);
     r.family = interned(cached->family_id, c.family);
     r.shapes = interned(cached->shapes_id, cached->shapes);
+    r.comm_group = c.group;
   }
 
   // `op_id` is `op`'s string id; `args_ref` the compact form's id of `args` (-1: inline), by

@@ -55,6 +55,8 @@ struct ProfRecord {
   MemoryKind dst_memory = MemoryKind::kUnknown;  // and the destination's
   int64_t seq = -1;
   int32_t sub = 0;
+  // A collective's process group size when its record says (models' OpCost::group); 0: not said.
+  int32_t comm_group = 0;
   int64_t op_id = 0;  // fprop: op_id; bprop: the forward op's id
   // The op instance whose cost this record shares (0: none). GPU records: parse's `instance`;
   // CPU records: each op record is an instance of its own (see read_dict).
