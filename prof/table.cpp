@@ -402,17 +402,32 @@ bool write_table(OutputFile& out, const ReadResult& data, const std::vector<cons
     out.write(line);
   };
   if (format == TableFormat::kJson) {
-    std::vector<std::string> cells(cols.size());
+    // Keys quoted once; each cell written into one reused buffer (a million records times
+    // thirty columns: no string per cell).
+    std::vector<std::string> keys;
+    for (const Column* c : cols) {
+      std::string key = keys.empty() ? std::string() : std::string(1, ',');
+      key += json_string(c->key);
+      key += ':';
+      keys.push_back(std::move(key));
+    }
+    std::string v;
     for (size_t k = 0; k < data.records.size(); ++k) {
       line.assign(1, '{');
       for (size_t i = 0; i < cols.size(); ++i) {
         const Column& c = *cols[i];
-        std::string v = cell(c, data.records[k], k, data);
-        if (i) line += ',';
-        line += json_string(c.key);
-        line += ':';
-        bool numeric = c.numeric && v != "na" && v != "-";
-        line += numeric ? v : (v == "na" || v == "-") ? "null" : json_string(v);
+        v.clear();
+        append_cell(v, c, data.records[k], k, data);
+        line += keys[i];
+        if (v == "na" || v == "-") {
+          line += "null";
+        } else if (c.numeric) {
+          line += v;
+        } else {
+          line += '"';
+          JsonWriter::append_escaped(line, v, v.size() + 1);
+          line += '"';
+        }
       }
       line += "}\n";
       if (!out.write(line)) break;
