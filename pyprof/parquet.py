@@ -271,6 +271,10 @@ def _dataset(opts: _Args) -> int:
         print(f"pyprof prof: error: writing {output} failed: {exc.strerror or exc}",
               file=sys.stderr)
         return 1
+    except Exception as exc:  # pyarrow's errors (ArrowInvalid, ...): named, never a traceback
+        print(f"pyprof prof: error: writing {output} failed: {type(exc).__name__}: {exc}",
+              file=sys.stderr)
+        return 1
 
 
 def _without(options: list[str], names: tuple) -> list[str]:

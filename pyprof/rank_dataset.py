@@ -63,7 +63,7 @@ def header_of(path: str) -> dict:
     """A net.dict's header line (docs/formats.md §3), or DatasetError naming what is wrong."""
     try:
         with open(path, "rb") as f:
-            line = f.readline(1 << 20)
+            line = f.readline(16 << 20)  # a header lists every step: long, but not unbounded
     except OSError as exc:
         raise DatasetError(f"cannot open {path}: {exc.strerror or exc}") from exc
     try:

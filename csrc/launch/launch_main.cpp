@@ -645,9 +645,27 @@ std::optional<int> run_command(const Run& run, int& exit_code) {
   return status;
 }
 
+// How many databases besides the root one this run's processes wrote (a launcher's workers:
+// torchrun's ranks, multiprocessing children). Files older than the launch are another run's.
+int child_databases(const Run& run, int64_t launch_coarse_ns) {
+  std::vector<std::string> names;
+  if (!list_run_files(run.dir, run.files_base, /*with_sidecars=*/false, names)) return 0;
+  const std::string root_name = root_database_name(run.base, std::getenv(env::kRank));
+  constexpr int64_t kSlackNs = 2'000'000'000;  // coarse file-system clocks
+  int count = 0;
+  for (const std::string& name : names) {
+    struct stat st {};
+    if (name == root_name || stat((run.dir + "/" + name).c_str(), &st) != 0) continue;
+    const int64_t mtime_ns =
+        static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+    count += mtime_ns + kSlackNs >= launch_coarse_ns ? 1 : 0;
+  }
+  return count;
+}
+
 // Makes sure NAME.sqlite exists: a program that never made an NVTX call never loaded the
 // collector, so nothing wrote it.
-void ensure_root_database(const Run& run, int status) {
+void ensure_root_database(const Run& run, int status, int64_t launch_coarse_ns) {
   const char* rank = std::getenv(env::kRank);
   const std::string root = root_database_name(run.prefix, rank);
   struct stat st {};
@@ -669,6 +687,13 @@ void ensure_root_database(const Run& run, int status) {
     note = "the program made no NVTX calls";
     why = "the program made no NVTX calls (did it call pyprof.init()?)";
   }
+  // A launcher (torchrun, a multiprocessing parent) whose child processes profiled themselves:
+  // expected, so a note rather than a warning.
+  const int children = WIFSIGNALED(status) ? 0 : child_databases(run, launch_coarse_ns);
+  if (children > 0) {
+    note = "the launching process made no NVTX calls; its child processes wrote their own";
+    why = "the launching process made no NVTX calls";
+  }
 
   dlerror();
   auto write_empty = reinterpret_cast<WriteEmptyFn>(dlsym(run.collector_handle, kWriteEmptySymbol));
@@ -679,6 +704,13 @@ void ensure_root_database(const Run& run, int status) {
   }
   if (const int rc = write_empty(root.c_str(), note.c_str()); rc != 0) {
     warn("{}; writing an empty {} failed ({}() returned {})", why, shown, kWriteEmptySymbol, rc);
+    return;
+  }
+  if (children > 0) {
+    fmt::print(stderr,
+               "pyprof: note: the launching process made no NVTX calls; its child processes "
+               "wrote {} database{} (below); {} is empty\n",
+               children, children == 1 ? "" : "s", shown);
     return;
   }
   warn("{}; wrote an empty {}", why, shown);
@@ -766,7 +798,7 @@ int profile_main(int argc, char** argv) {
   const std::string root = root_database_name(run.prefix, std::getenv(env::kRank));
   if (std::none_of(failures.begin(), failures.end(),
                    [&root](const WriteFailure& failure) { return failure.path == root; })) {
-    ensure_root_database(run, *status);
+    ensure_root_database(run, *status, launch_coarse_ns);
   }
   report_databases(run, launch_coarse_ns);
   report_write_failures(failures);
