@@ -92,10 +92,8 @@ def init(model: torch.nn.Module | None = None, *, with_stack: bool = False) -> b
         _C.install(with_stack=with_stack, framework_prefixes=framework,
                    intern_markers=_markers_interned())
         _C.set_module_namer(_name_new_module)
-        _hook_handles.append(
-            torch.nn.modules.module.register_module_forward_pre_hook(_C.module_pre_hook))
-        _hook_handles.append(torch.nn.modules.module.register_module_forward_hook(
-            _C.module_post_hook, always_call=True))
+        _install_module_hooks()
+        _prepare_for_torch_compile()
         _wrap_os_exit()
         if not _shutdown_registered:
             # A KeyboardInterrupt that ends the program makes Python kill itself with SIGINT
@@ -108,6 +106,90 @@ def init(model: torch.nn.Module | None = None, *, with_stack: bool = False) -> b
         _enabled = True
         _record_settings()
         return True
+
+
+def _install_module_hooks() -> None:
+    _hook_handles.append(
+        torch.nn.modules.module.register_module_forward_pre_hook(_C.module_pre_hook))
+    _hook_handles.append(torch.nn.modules.module.register_module_forward_hook(
+        _C.module_post_hook, always_call=True))
+
+
+def _remove_module_hooks() -> None:
+    while _hook_handles:
+        _hook_handles.pop().remove()
+
+
+_dynamo_callbacks_registered = False
+
+
+def _prepare_for_torch_compile() -> None:
+    """torch.compile under pyprof (docs/compile.md): the module hooks are hidden from Dynamo,
+    and Inductor's C++ kernels open a RecordFunction each, so that they are records of their
+    own. Neither imports Dynamo or Inductor (seconds): Dynamo's callbacks are registered now if
+    it is loaded, else on the first torch.compile call; Inductor's setting goes through its
+    environment variable if its config is not loaded yet (a value the user set is kept)."""
+    if "torch._dynamo" in sys.modules:
+        _hide_module_hooks_from_dynamo()
+    elif not getattr(torch.compile, "__pyprof_wrapped__", False):
+        original = torch.compile
+
+        @functools.wraps(original)
+        def compile(*args, **kwargs):
+            _hide_module_hooks_from_dynamo()
+            return original(*args, **kwargs)
+
+        compile.__pyprof_wrapped__ = True
+        torch.compile = compile
+    inductor_config = sys.modules.get("torch._inductor.config")
+    if inductor_config is not None:
+        if os.environ.get("TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE") != "0":
+            inductor_config.cpp.enable_kernel_profile = True
+    else:
+        os.environ.setdefault("TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE", "1")
+
+
+def _hide_module_hooks_from_dynamo() -> None:
+    """Dynamo inlines nn.Module.__call__ and calls the global module hooks it finds; ours are
+    C functions it cannot trace, so each module call would become a graph break and the model
+    would run (and be profiled) differently from the one the user compiles. While Dynamo
+    compiles, the hooks are taken out, and put back when it ends: compiled regions have no
+    module ranges of their own (their records carry the module that called them), eager code
+    keeps them."""
+    global _dynamo_callbacks_registered
+    if _dynamo_callbacks_registered:
+        return
+    try:
+        from torch._dynamo.callback import CallbackTrigger as callback_trigger
+        from torch._dynamo.callback import callback_handler
+    except ImportError:  # a torch without Dynamo, or one that moved its callbacks
+        return
+
+    # The compile's own ops (tracing on fake tensors, thousands of them) are not the program's
+    # work: annotation pauses on the compiling thread, and the compile shows as the time of the
+    # Dynamo range that holds it.
+    # A CUDA graph's recording (another trigger) runs real kernels: it stays annotated.
+    compiling = {getattr(callback_trigger, name, None) for name in ("DYNAMO", "LAZY_BACKWARD")}
+
+    def on_start(args=None):
+        if args is not None and getattr(args, "callback_trigger", None) not in compiling:
+            return
+        with _lock:
+            if _enabled:
+                _remove_module_hooks()
+        _C.pause_annotation(True)
+
+    def on_end(args=None):
+        if args is not None and getattr(args, "callback_trigger", None) not in compiling:
+            return
+        _C.pause_annotation(False)
+        with _lock:
+            if _enabled and not _hook_handles:
+                _install_module_hooks()
+
+    callback_handler.register_start_callback(on_start)
+    callback_handler.register_end_callback(on_end)
+    _dynamo_callbacks_registered = True
 
 
 def _markers_interned() -> bool:
@@ -172,7 +254,8 @@ def stats() -> dict:
     """Counters of the annotation layer: ops annotated (`ops_annotated`), of them pushed by
     handle (`interned`), distinct markers registered (`markers_registered`), ops sent as text
     although interning was on (`not_interned`: a thread's 32 MiB of distinct markers spent, or
-    a seq beyond 2**32), and the bytes of the text markers sent (`message_bytes`)."""
+    a seq beyond 2**32), the bytes of the text markers sent (`message_bytes`), and the ops left
+    out while torch.compile compiled (`paused`: its tracing on fake tensors, docs/compile.md)."""
     return dict(_C.stats())
 
 
@@ -195,6 +278,15 @@ def _forget_module(key: int) -> None:
 
 
 def _name_module_tree(root: torch.nn.Module, root_name: str) -> None:
+    orig = getattr(root, "_orig_mod", None)
+    if type(root).__name__ == "OptimizedModule" and isinstance(orig, torch.nn.Module):
+        # torch.compile's wrapper: named as the model it wraps, whose modules keep their paths
+        # (MLP.fc1, not OptimizedModule._orig_mod.fc1).
+        if root_name == type(root).__name__:
+            root_name = type(orig).__name__
+        if id(root) not in _module_markers:
+            _register_module(root, root_name)
+        root = orig
     # A module shared by two parents keeps the first name it was given.
     for path, module in root.named_modules(prefix=root_name):
         if id(module) not in _module_markers:

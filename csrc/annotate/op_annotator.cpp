@@ -37,6 +37,7 @@ struct ThreadCounters {
   std::atomic<uint64_t> ops_annotated{0};
   std::atomic<uint64_t> message_bytes{0};
   std::atomic<uint64_t> interned{0};
+  std::atomic<uint64_t> paused{0};
   static void add(std::atomic<uint64_t>& counter, uint64_t n) {
     counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
@@ -196,10 +197,25 @@ ThreadState& thread_state() {
   return state;
 }
 
-// Every start pushes exactly one range and every end pops one: RecordFunction runs the end
-// callback for each start callback that ran, and this function never throws.
+// The context of an op started while annotation was paused: its end pops nothing. Allocated
+// only then (compiling), so the usual path returns no context at all.
+struct PausedOp : at::ObserverContext {};
+
+// The thread whose ops are not annotated (its ThreadState's address), 0 for none: the thread
+// torch.compile compiles on, whose ops run on fake tensors and are not the program's work.
+// One owner, set and cleared from any thread, so that a resume can never be lost to a thread
+// that is not the one that paused (Dynamo's callbacks may end on another thread).
+std::atomic<uintptr_t> g_paused_thread{0};
+
+// Every start pushes exactly one range and every end pops one, except for ops started while
+// paused (a PausedOp context): RecordFunction runs the end callback for each start callback
+// that ran, with the context it returned, and this function never throws.
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
   ThreadState& ts = thread_state();
+  if (g_paused_thread.load(std::memory_order_relaxed) == reinterpret_cast<uintptr_t>(&ts)) {
+    ThreadCounters::add(ts.counters->paused, 1);
+    return std::make_unique<PausedOp>();
+  }
   std::string_view message;  // NUL-terminated
   uint64_t handle = 0;       // set when the marker goes by handle
   uint64_t op_id = 0;
@@ -251,7 +267,8 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
   return nullptr;
 }
 
-void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
+void on_op_end(const at::RecordFunction& fn, at::ObserverContext* context) {
+  if (context != nullptr) return;  // a PausedOp: nothing was pushed
   ThreadState& ts = thread_state();
   if (fn.scope() != at::RecordScope::USER_SCOPE && ts.op_depth > 0) --ts.op_depth;
   pop_marker();
@@ -280,6 +297,11 @@ void uninstall_op_annotator() {
   g_handle = 0;
 }
 
+void pause_annotation(bool pause) {
+  g_paused_thread.store(pause ? reinterpret_cast<uintptr_t>(&thread_state()) : 0,
+                        std::memory_order_relaxed);
+}
+
 bool op_annotator_installed() {
   std::lock_guard<std::mutex> lock(g_install_mutex);
   return g_handle != 0;
@@ -294,6 +316,7 @@ AnnotatorStats annotator_stats() {
       stats.ops_annotated += counters->ops_annotated.load(std::memory_order_relaxed);
       stats.message_bytes += counters->message_bytes.load(std::memory_order_relaxed);
       stats.interned += counters->interned.load(std::memory_order_relaxed);
+      stats.paused += counters->paused.load(std::memory_order_relaxed);
     }
   }
   stats.markers_registered = g_markers_registered.load();

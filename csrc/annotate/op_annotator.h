@@ -24,6 +24,10 @@ inline constexpr size_t kMaxInternedBytesPerThread = 32u << 20;
 bool install_op_annotator(const AnnotatorOptions& options);
 void uninstall_op_annotator();
 bool op_annotator_installed();
+// pause_annotation(true) stops annotating the calling thread's ops until pause_annotation(false)
+// (from any thread); one thread at a time. pyprof pauses the thread torch.compile compiles on
+// (docs/compile.md).
+void pause_annotation(bool pause);
 
 struct AnnotatorStats {
   uint64_t ops_annotated = 0;       // ranges pushed by the callback
@@ -31,6 +35,7 @@ struct AnnotatorStats {
   uint64_t interned = 0;            // ranges pushed by handle
   uint64_t markers_registered = 0;  // distinct markers registered for interning
   uint64_t not_interned = 0;        // sent as text although interning is on (the limits above)
+  uint64_t paused = 0;              // ops not annotated: started while paused (compiling)
 };
 AnnotatorStats annotator_stats();
 

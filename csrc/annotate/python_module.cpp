@@ -56,6 +56,8 @@ PYBIND11_MODULE(_C, m) {
       "Install the RecordFunction callback; False (and nothing installed) without an NVTX tool.");
   m.def("uninstall", &pyprof::uninstall_op_annotator);
   m.def("installed", &pyprof::op_annotator_installed);
+  m.def("pause_annotation", &pyprof::pause_annotation, py::arg("pause"),
+        "Stop annotating this thread's ops (True) or resume the paused thread (False).");
   m.def("stats", [] {
     const auto s = pyprof::annotator_stats();
     py::dict d;
@@ -64,6 +66,7 @@ PYBIND11_MODULE(_C, m) {
     d["interned"] = s.interned;
     d["markers_registered"] = s.markers_registered;
     d["not_interned"] = s.not_interned;
+    d["paused"] = s.paused;
     return d;
   });
 
