@@ -27,7 +27,7 @@ PARQUET_HELP = """Parquet (pyprof's Python front, needs pyarrow: pip install 'py
   --parquet                   the per-record table as a Parquet file (needs -o FILE); every
                               column unless -c says which
   --formats ...,parquet       reports also (or only) as PREFIX.REPORT.parquet (needs -o PREFIX)
-  --parquet -o DIR [--report R,...] [-j N] RANK.dict... | FOLDER
+  --parquet -o DIR [--report R,...|all] [-j N] RANK.dict... | FOLDER
                               several ranks: a dataset partitioned by rank,
                               DIR/records/rank=R/part-0.parquet, DIR/ranks/rank=R/...,
                               DIR/rank_steps/, DIR/REPORT/rank=R/...; N ranks at a time

@@ -5,6 +5,7 @@ Parquet dataset, partitioned by rank (docs/dataframes.md §4.1).
     DIR/ranks/rank=0/part-0.parquet       the ranks report's per-rank rows (report = table title)
     DIR/rank_steps/part-0.parquet         its per-step verdicts (straggler, lag), all ranks
     DIR/op/rank=0/part-0.parquet          each --report REPORT of rank 0, as a Parquet report file
+                                          (--report all: every report pyprof-prof makes of one rank)
 
 The folders are Hive-style partitions, which DuckDB, pyarrow.dataset, Spark, Dask and Polars
 read as a `rank` column; a file itself has no `rank` column (a reader would otherwise see it
@@ -29,6 +30,11 @@ import tempfile
 # The ranks report's tables keyed by rank go under ranks/rank=R; the per-step table, a verdict
 # over all ranks, is a table of its own.
 _RANKS_PER_STEP_TABLE = "rank steps"
+
+# Every report pyprof-prof makes of one profile (its --report list less `ranks`): what
+# `--report all` writes. tests/test_ranks.py checks it against pyprof-prof --help.
+PER_RANK_REPORTS = ("kernel", "op", "instance", "module", "summary", "tc", "family", "phase",
+                    "peaks", "roofline", "iteration", "advice", "timemodel")
 
 
 class DatasetError(Exception):
@@ -159,8 +165,9 @@ def write(inputs: list[str], output: str, options: list[str], columns: list[str]
     from pyprof import __version__, frames
     from pyprof.parquet import write_table
 
-    if "ranks" in reports:
-        reports = [r for r in reports if r != "ranks"]  # always written; not per rank
+    if "all" in reports:
+        reports = list(PER_RANK_REPORTS)
+    reports = list(dict.fromkeys(r for r in reports if r != "ranks"))  # ranks: always written
     by_rank = ranks_of(expand_inputs(inputs))
     if os.path.exists(output) and not os.path.isdir(output):
         raise DatasetError(f"-o {output}: exists and is not a folder (with several inputs "

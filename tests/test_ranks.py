@@ -317,6 +317,33 @@ def test_dataset_rewrite_replaces_its_tables_and_keeps_other_files(job, dataset,
     assert pq.read_schema(folder / "records/rank=0/part-0.parquet").names == ["op", "duration"]
 
 
+def test_dataset_with_every_report(job, tmp_path):
+    """--report all: a table folder per report prof makes of one profile, each partitioned by
+    rank; the list is pyprof-prof's own (its --help) less the cross-rank `ranks`."""
+    import pyarrow.dataset as pads
+
+    from pyprof import rank_dataset
+
+    _, out, _ = job
+    listed = testlib.prof("--help").stdout.split("reports instead of the per-record table:")[1]
+    names = [n.strip() for n in listed.split("(")[0].replace("\n", " ").split(",")]
+    assert [n for n in names if n != "ranks"] == list(rank_dataset.PER_RANK_REPORTS)
+    folder = tmp_path / "all"
+    res = pyprof_prof("--parquet", "--report", "all", "-c", "op,duration", "-o", folder, out)
+    assert res.returncode == 0, res.stderr
+    for report in rank_dataset.PER_RANK_REPORTS:
+        assert sorted(p.name for p in (folder / report).iterdir()) == ["rank=0", "rank=1"]
+    summary = pads.dataset(folder / "summary", partitioning="hive").to_table().to_pylist()
+    for rank in (0, 1):
+        want = report_rows(out / f"net.rank{rank}.dict", "summary")
+        assert [r["Metric"] for r in summary if r["rank"] == rank] == [r["Metric"] for r in want]
+
+
+def report_rows(path, name) -> list[dict]:
+    res = testlib.prof("--report", name, "--formats", "json", str(path))
+    return [json.loads(line) for line in res.stdout.splitlines() if line.strip()]
+
+
 def test_dataset_inputs_are_checked(job, tmp_path):
     tmp, out, _ = job
     folder = tmp_path / "ds"
