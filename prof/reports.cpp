@@ -14,15 +14,15 @@
 #include "prof/iterations.h"
 #include "prof/ranks.h"
 #include "prof/roofline.h"
-#include "prof/time_model.h"
 #include "prof/table.h"
+#include "prof/time_model.h"
 
 namespace pyprof::prof {
 
 const std::vector<std::string>& report_names() {
   static const std::vector<std::string> kNames = {
-      "kernel", "op",    "instance", "module",   "summary",   "tc",       "family",
-      "phase",  "peaks", "roofline", "iteration", "advice", "timemodel", "ranks"};
+      "kernel", "op",    "instance", "module",    "summary", "tc",        "family",
+      "phase",  "peaks", "roofline", "iteration", "advice",  "timemodel", "ranks"};
   return kNames;
 }
 
@@ -139,6 +139,14 @@ void column(ReportTable& t, std::string header, Unit unit) {
   t.numeric.push_back(unit != Unit::kText && unit != Unit::kPerRow);
 }
 
+bool is_inductor_kernel(std::string_view name) {
+  if (name.starts_with("triton_")) return true;
+  if (!name.starts_with("graph_")) return false;
+  const size_t digits = name.find_first_not_of("0123456789", 6);
+  return digits != 6 && digits != std::string_view::npos &&
+         name.substr(digits).starts_with("_cpp_");
+}
+
 namespace {
 
 // The time a record adds to a report's time columns: a GPU record's duration (kernel or copy);
@@ -159,7 +167,6 @@ std::string rate(double flops, int64_t ns) {
 std::string pct(double part, double whole) {
   return whole > 0 ? fmt::format("{:.1f}", 100.0 * part / whole) : "na";
 }
-
 
 // Builds one row of `t`: every cell's raw text, and for a rate also its exact value (the raw
 // text keeps 3 or 1 decimals of TFLOP/s or GB/s, too few for a CPU's rate in human units).
@@ -560,12 +567,18 @@ ReportTable summary_report(const ReadResult& data) {
   column(t, "Value", Unit::kPerRow);
   int64_t first = std::numeric_limits<int64_t>::max(), last = 0, total = 0, kernel_time = 0;
   int64_t tc_time = 0, counted_ns = 0, records = 0, timed_records = 0;
+  int64_t inductor = 0, inductor_time = 0, inductor_unmodeled_time = 0;
   double flops = 0, bytes = 0;
   std::vector<std::pair<int64_t, int64_t>> intervals;
   for (const ProfRecord& r : data.records) {
     ++records;
     int64_t time = time_of(r, data.cpu_only);
     total += time;
+    if (is_inductor_kernel(data.strings.get(r.name))) {
+      ++inductor;
+      inductor_time += time;
+      if (!r.modeled) inductor_unmodeled_time += time;
+    }
     if (r.kind == Kind::kKernel) {
       kernel_time += time;
       if (r.tc == 1) tc_time += time;
@@ -629,6 +642,17 @@ ReportTable summary_report(const ReadResult& data) {
   if (data.bad_time > 0) {
     row("records with an impossible time (out of totals)", std::to_string(data.bad_time),
         Unit::kCount);
+  }
+  if (inductor > 0) {
+    // torch.compile's kernels: how much of the time they hold, and how much of that no model
+    // costs yet (fused kernels are not attributed to their ATen nodes: docs/compile.md).
+    row("Inductor kernels (torch.compile)", std::to_string(inductor), Unit::kCount);
+    row("Inductor kernel time (ns)", std::to_string(inductor_time), Unit::kTime);
+    row("Inductor kernel time %",
+        pct(static_cast<double>(inductor_time), static_cast<double>(total)), Unit::kPercent);
+    row("Inductor kernel time without a FLOP model %",
+        pct(static_cast<double>(inductor_unmodeled_time), static_cast<double>(inductor_time)),
+        Unit::kPercent);
   }
   for (const SummaryRow& it : iteration_summary_rows(data)) {
     if (!it.human.empty()) t.human[{t.rows.size(), 1}] = it.human;

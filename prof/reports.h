@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -22,18 +23,18 @@ enum class ReportFormat { kText, kRawText, kCsv, kJson };
 // What a report cell holds. Cells are raw text (integers of ns, FLOPs, bytes; TFLOP/s and GB/s
 // with fixed decimals), as CSV and JSON print them; text reports print a quantity in human units.
 enum class Unit : uint8_t {
-  kText,      // not a quantity: printed as it is
-  kCount,     // a count: thousands separators
-  kTime,      // ns
-  kFlops,     // FLOPs
-  kBytes,     // bytes
-  kFlopRate,  // the raw cell is in TFLOP/s
-  kByteRate,  // the raw cell is in GB/s
+  kText,            // not a quantity: printed as it is
+  kCount,           // a count: thousands separators
+  kTime,            // ns
+  kFlops,           // FLOPs
+  kBytes,           // bytes
+  kFlopRate,        // the raw cell is in TFLOP/s
+  kByteRate,        // the raw cell is in GB/s
   kFlopsPerSecond,  // the raw cell is in FLOP/s (peaks, roofline)
   kBytesPerSecond,  // the raw cell is in B/s (peaks, roofline)
   kRatio,           // a plain ratio (FLOP/Byte): 3 significant digits
-  kPercent,   // printed as it is
-  kPerRow,    // the row's unit, ReportTable::row_units (the summary's Value column)
+  kPercent,         // printed as it is
+  kPerRow,          // the row's unit, ReportTable::row_units (the summary's Value column)
 };
 
 // `value` in `unit` for a person: 3 significant digits with a decimal SI prefix ("845 ns",
@@ -78,6 +79,10 @@ struct ReportOptions {
   // A profile of a million kernels has as many op instances: a page or a reader wants the top.
   size_t top = 0;
 };
+
+// A kernel torch.compile's Inductor generated (docs/compile.md): its C++ kernels' RecordFunction
+// ("graph_3_cpp_fused_add_mul_0") or a Triton kernel ("triton_poi_fused_add_0", "triton_red_...").
+bool is_inductor_kernel(std::string_view name);
 
 // The time a record adds to a report's time columns: a GPU record's duration (kernel or copy);
 // a CPU op's self time, so that the ops' times add up to the profile.

@@ -182,3 +182,22 @@ TEST(AppendFixed, MatchesFmt) {
     }
   }
 }
+
+namespace pyprof::prof {
+namespace {
+
+TEST(InductorKernel, NamesInductorGives) {
+  EXPECT_TRUE(is_inductor_kernel("graph_0_cpp_fused_gelu_native_layer_norm_0"));
+  EXPECT_TRUE(is_inductor_kernel("graph_12_cpp_fused_sum_1"));
+  EXPECT_TRUE(is_inductor_kernel("triton_poi_fused_add_mul_0"));
+  EXPECT_TRUE(is_inductor_kernel("triton_red_fused_sum_3"));
+  EXPECT_FALSE(is_inductor_kernel("graph_cpp_fused_0"));  // no graph number
+  EXPECT_FALSE(is_inductor_kernel("graph_0_"));
+  EXPECT_FALSE(is_inductor_kernel("graph_0_inductor_wrapper_call"));
+  EXPECT_FALSE(is_inductor_kernel("aten::addmm"));
+  EXPECT_FALSE(is_inductor_kernel("CompiledFunction"));
+  EXPECT_FALSE(is_inductor_kernel("ampere_sgemm_128x64_nn"));
+}
+
+}  // namespace
+}  // namespace pyprof::prof

@@ -38,12 +38,13 @@ def plain_run(*args) -> dict:
     return last_json(res.stdout)
 
 
-def profiled_run(tmp, *args, env=None) -> tuple[dict, dict, list[dict]]:
+def profiled_run(tmp, *args, env=None) -> tuple[dict, dict, list[dict], object]:
+    """(the script's JSON line, net.dict's header, its records, its path)"""
     res = pyprof_db.profile(tmp, SCRIPT, *args, env={**ENV, **(env or {})}, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     testlib.parse_to(tmp / "net.sqlite", tmp / "net.dict")
     header, records = testlib.read_dict(tmp / "net.dict")
-    return last_json(res.stdout), header, records
+    return last_json(res.stdout), header, records, tmp / "net.dict"
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +57,7 @@ def by_step(records, step):
 
 
 def test_no_graph_break_added_and_compile_time_ops_left_out(compiled):
-    out, header, records = compiled
+    out, header, records, _ = compiled
     plain = plain_run()
     assert out["graph_breaks"] == 0, out["break_reasons"]  # pyprof's module hooks made some
     assert out["graphs"] == plain["graphs"] == 1
@@ -79,7 +80,7 @@ def test_no_graph_break_added_and_compile_time_ops_left_out(compiled):
 
 
 def test_inductor_kernels_are_records_like_torch_profiler_sees_them(compiled, tmp_path):
-    _, _, records = compiled
+    _, _, records, _ = compiled
     trace = tmp_path / "trace.json"
     res = subprocess.run([testlib.PY, SCRIPT, "--torch-profiler", str(trace)],
                          capture_output=True, text=True, timeout=600,
@@ -107,9 +108,23 @@ def test_inductor_kernels_are_records_like_torch_profiler_sees_them(compiled, tm
     assert {r["dir"] for r in step if KERNEL.match(r["name"])} == {"fprop", "bprop"}
 
 
+def test_summary_counts_the_inductor_kernels_and_their_unmodelled_time(compiled):
+    """prof's summary: how many records are Inductor kernels, their time (CPU: self time) and
+    its share without a FLOP model (all of it until fused kernels get their ATen nodes)."""
+    _, _, records, dict_path = compiled
+    kernels = [r for r in records if r.get("kind") == "op" and KERNEL.match(r["name"])]
+    assert kernels
+    res = testlib.prof("--report", "summary", "--formats", "json", "--iterations", "all",
+                       str(dict_path))
+    rows = {r["Metric"]: r["Value"] for r in map(json.loads, res.stdout.splitlines())}
+    assert int(rows["Inductor kernels (torch.compile)"]) == len(kernels)
+    assert int(rows["Inductor kernel time (ns)"]) == sum(r["self_duration"] for r in kernels)
+    assert float(rows["Inductor kernel time without a FLOP model %"]) == 100.0
+
+
 @pytest.mark.slow
 def test_graph_break_two_compiled_regions(tmp_path):
-    out, _, records = profiled_run(tmp_path, "--graph-break")
+    out, _, records, _ = profiled_run(tmp_path, "--graph-break")
     plain = plain_run("--graph-break")
     assert (out["graphs"], out["graph_breaks"]) == (plain["graphs"], plain["graph_breaks"]) == (2, 1)
     step = by_step(records, 2)
@@ -123,7 +138,8 @@ def test_graph_break_two_compiled_regions(tmp_path):
 
 @pytest.mark.slow
 def test_a_kernel_profile_setting_of_the_user_is_kept(tmp_path):
-    out, _, records = profiled_run(tmp_path, env={"TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE": "0"})
+    out, _, records, _ = profiled_run(tmp_path,
+                                      env={"TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE": "0"})
     assert out["graph_breaks"] == 0
     assert not [r for r in records if KERNEL.match(r["name"])]
     # the fused kernels' time is then inside CompiledFunction's own
