@@ -123,6 +123,17 @@ void check_declared_pairs(Trace& trace, const ForwardOps& forward_ops, Correlati
   }
 }
 
+// Of two ranges with the same start and end (a clock coarser than two nested pushes), the one
+// pushed first is the outer: pyprof's op ids rise in push order on a thread, so the smaller id;
+// without ids, the database's order. (Databases hold ranges in pop order, inner first, so the
+// order alone would nest them the wrong way round.)
+bool nested_before(const std::vector<RangeRecord>& ranges, int32_t a, int32_t b) {
+  const int64_t a_id = ranges[a].op_id > 0 ? ranges[a].op_id : INT64_MAX;
+  const int64_t b_id = ranges[b].op_id > 0 ? ranges[b].op_id : INT64_MAX;
+  if (a_id != b_id) return a_id < b_id;
+  return a < b;
+}
+
 // One sweep per thread over ranges and launch calls sorted by start: a stack holds the ranges
 // open at the current time, so each range's parent and each call's innermost range come out
 // in one pass. Ranges ending before the current start are popped; a range that overlaps the
@@ -184,6 +195,7 @@ void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_ca
     // Longer ranges first at equal start: the outer one is the parent.
     const int64_t a_end = end_of(a), b_end = end_of(b);
     if (a_end != b_end) return a_end > b_end;
+    if (a.kind() == 0) return nested_before(trace.ranges, a.index(), b.index());
     return a.index() < b.index();
   });
 
@@ -356,7 +368,10 @@ Correlation correlate(Trace& trace) {
       }
     }
     std::stable_sort(out.order.begin(), out.order.end(), [&](int32_t a, int32_t b) {
-      return trace.ranges[a].start < trace.ranges[b].start;
+      const RangeRecord &ra = trace.ranges[a], &rb = trace.ranges[b];
+      if (ra.start != rb.start) return ra.start < rb.start;
+      if (ra.end != rb.end) return ra.end > rb.end;  // the outer first, as the sweep nests them
+      return nested_before(trace.ranges, a, b);
     });
     out.self_time.assign(trace.ranges.size(), 0);
     for (int32_t i : out.order) {

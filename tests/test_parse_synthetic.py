@@ -513,3 +513,27 @@ def test_damaged_gpu_facts_read_as_unknown(tmp_path):
     (gpu,) = header["devices"]
     assert (gpu["clock_hz"], gpu["memory_bandwidth"], gpu["total_memory"]) == (0, 0, 0), gpu
     assert gpu["sm_count"] > 0  # the undamaged facts stay
+
+
+@pytest.mark.parametrize("interned", [False, True])
+def test_nested_ops_with_identical_spans_nest_by_push_order(tmp_path, interned):
+    """A clock coarser than two nested pushes gives an op and the op it calls the same start and
+    end. The database holds ranges in pop order (the inner first); the outer is the op pushed
+    first, which has the smaller op id: it is the parent and comes first."""
+    db = SynthDb()
+    db.push_cost = db.pop_cost = 0  # no time passes between the pushes and pops
+    t = db.thread(pid=100)
+    with t.range("step 0"):
+        t.advance(10)
+        with t.pyprof_op("aten::linear", seq=1, interned=interned):
+            with t.pyprof_op("aten::addmm", seq=1, interned=interned):
+                with t.pyprof_op("aten::copy_", interned=interned):
+                    pass
+        t.advance(10)
+    header, recs, _ = parse(db, tmp_path)
+    assert [r["name"] for r in recs] == ["aten::linear", "aten::addmm", "aten::copy_"]
+    linear, addmm, copy = recs
+    assert linear["start"] == addmm["start"] == copy["start"]
+    assert linear["duration"] == addmm["duration"] == copy["duration"]
+    assert "parent_id" not in linear
+    assert addmm["parent_id"] == linear["id"] and copy["parent_id"] == addmm["id"]
