@@ -80,6 +80,17 @@ def read_header(dict_path: str) -> dict:
     return header
 
 
+def tables_by_title(json_path: str) -> dict[str, list[dict]]:
+    """A report JSON file of prof or diff (one row a line, its table's title under "report"):
+    the rows grouped by title, in the order written, each row without its "report"."""
+    tables: dict[str, list[dict]] = {}
+    with open(json_path, encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            tables.setdefault(row.pop("report"), []).append(row)
+    return tables
+
+
 def run_prof_reports(dict_path: str, workdir: str, peaks: str | None, no_tf32: bool
                      ) -> tuple[dict[str, list[dict]], list[str]]:
     """prof's rows for PAGE_REPORTS, grouped by table title, in prof's order; and its warnings."""
@@ -91,14 +102,8 @@ def run_prof_reports(dict_path: str, workdir: str, peaks: str | None, no_tf32: b
     if no_tf32:
         args.insert(1, "--no-tf32")
     res = _run(args, "pyprof prof")
-    tables: dict[str, list[dict]] = {}
-    with open(out, encoding="utf-8") as f:
-        for line in f:
-            row = json.loads(line)
-            title = row.pop("report")
-            tables.setdefault(title, []).append(row)
     warnings = [ln.strip() for ln in res.stderr.splitlines() if ln.strip()]
-    return tables, warnings
+    return tables_by_title(out), warnings
 
 
 def run_diff(base_dict: str, new_dict: str, workdir: str, no_tf32: bool
@@ -110,13 +115,8 @@ def run_diff(base_dict: str, new_dict: str, workdir: str, no_tf32: bool
     if no_tf32:
         args.append("--no-tf32")
     res = _run(args, "pyprof diff")
-    tables: dict[str, list[dict]] = {}
-    with open(out, encoding="utf-8") as f:
-        for line in f:
-            row = json.loads(line)
-            tables.setdefault(row.pop("report"), []).append(row)
     notes = [ln.strip() for ln in res.stderr.splitlines() if "warning" in ln]
-    return tables, notes
+    return tables_by_title(out), notes
 
 
 def rank_inputs(input_path: str, ranks: list[str] | None) -> tuple[str, list[str] | None]:
@@ -145,13 +145,8 @@ def run_ranks_report(ranks: list[str], workdir: str, no_tf32: bool
     if no_tf32:
         args.insert(1, "--no-tf32")
     res = _run(args, "pyprof prof --report ranks")
-    tables: dict[str, list[dict]] = {}
-    with open(out, encoding="utf-8") as f:
-        for line in f:
-            row = json.loads(line)
-            tables.setdefault(row.pop("report"), []).append(row)
     notes = [f"ranks: {ln.strip()}" for ln in res.stderr.splitlines() if "warning" in ln]
-    return tables, notes
+    return tables_by_title(out), notes
 
 
 def step_count(dict_path: str) -> int:
