@@ -239,6 +239,17 @@ std::vector<ReportTable> ranks_report(std::vector<RankSummary> ranks, int64_t wo
   // Steps compared across ranks by index; a rank with fewer steps takes part in its own.
   size_t n_steps = 0;
   for (const RankSummary& r : ranks) n_steps = std::max(n_steps, r.steps.size());
+  // One selection for all ranks: the warm-up rule judges each rank's step 0 on its own, and a
+  // rank whose first step came out just under the threshold would otherwise be compared, and
+  // totalled, over a step the others left out. A step any rank left out is left out of all.
+  for (size_t s = 0; s < n_steps; ++s) {
+    bool left_out = false;
+    for (const RankSummary& r : ranks) left_out |= s < r.steps.size() && !r.steps[s].selected;
+    if (!left_out) continue;
+    for (RankSummary& r : ranks) {
+      if (s < r.steps.size()) r.steps[s].selected = false;
+    }
+  }
   struct StepVerdict {
     int64_t straggler = -1;  // rank
     double lag = 0, median_wall = 0, max_wall = 0, waiting = 0;

@@ -142,6 +142,36 @@ TEST(RanksReport, NamesTheStragglerOnlyWhenItCosts) {
   EXPECT_EQ(t[0].rows[1][11], "1");       // rank 1: one straggler step
 }
 
+// The warm-up rule judges each rank's step 0 alone: when it leaves step 0 out on one rank only,
+// the report leaves it out on every rank, so the per-step rows and each rank's totals cover the
+// same steps (before, rank 1's step 0 was a detail row with no rank 0 beside it).
+TEST(RanksReport, AStepOneRankLeftOutIsLeftOutOfAll) {
+  std::vector<RankSummary> ranks(2);
+  for (int r = 0; r < 2; ++r) {
+    ranks[r].rank = r;
+    for (int s = 0; s < 3; ++s) {
+      RankStep st;
+      st.index = s;
+      st.wall = 10;
+      st.compute = 7;
+      st.idle = 3;
+      ranks[r].steps.push_back(st);
+    }
+  }
+  ranks[0].steps[0].selected = false;  // rank 0's warm-up
+  std::vector<ReportTable> t = ranks_report(ranks);
+  ASSERT_EQ(t[0].rows.size(), 2u);
+  for (const auto& row : t[0].rows) {
+    EXPECT_EQ(row[1], "2");   // steps
+    EXPECT_EQ(row[2], "20");  // wall over steps 1 and 2
+  }
+  ASSERT_EQ(t[1].rows.size(), 2u);  // step 0 compared on no rank: no row
+  EXPECT_EQ(t[1].rows[0][0], "1");
+  EXPECT_EQ(t[1].rows[0][1], "2");  // both ranks
+  ASSERT_EQ(t[2].rows.size(), 4u);  // ranks x steps 1, 2
+  for (const auto& row : t[2].rows) EXPECT_NE(row[1], "0");
+}
+
 // CPU profiles: outermost ops are compute, c10d ops and the backend's comm spans are
 // communication, ops on the backend's own threads are neither compute nor double counted.
 // torch.profiler's record_param_comms names its process group's size: a collective over a

@@ -402,6 +402,8 @@ def test_report_ranks_section_matches_the_ranks_report(job, tmp_path):
         heat = d.execute_script("const t = document.getElementById('fig-rank_steps').data[0];"
                                 "return [t.z, Array.from(t.x), Array.from(t.y)]")
         z, steps, ranks = heat
+        # every rank has every step the report kept (one selection for all ranks)
+        assert all(v is not None for row in z for v in row), (z, steps, ranks)
         hottest = max(((i, j) for i in range(len(ranks)) for j in range(len(steps))),
                       key=lambda ij: z[ij[0]][ij[1]])
         assert (ranks[hottest[0]], steps[hottest[1]]) == (f"rank {SLOW_RANK}",
