@@ -186,6 +186,22 @@ const Registry& registry();
 // variants map to the same model: "add_" uses "add").
 OpCost op_cost(std::string_view op, const OpArgs& args);
 
+// What a compiled kernel's node list held, beside its cost.
+struct CompiledKernelNodes {
+  int64_t count = 0;    // ATen nodes listed
+  int64_t modeled = 0;  // of them with a model
+  int64_t missing = 0;  // nodes the compile metadata named but could not describe
+  // The bytes of the modelled nodes run one by one (each reading its inputs and writing its
+  // output): what the kernel would move unfused.
+  double unfused_bytes = 0;
+  std::vector<std::string> unmodeled;  // distinct ops without a model
+};
+// The cost of a kernel torch.compile generated, from its `"kind":"compiled_kernel"` line's
+// "kernel" object (docs/formats.md §3): the sum of its nodes' FLOPs (each by op_cost) and the
+// bytes of the buffers it reads and writes. Not modelled unless every node has a model and
+// every buffer a size (docs/ops.md "compiled kernels").
+OpCost compiled_kernel_cost(std::string_view kernel_json, CompiledKernelNodes* nodes = nullptr);
+
 // Families register their ops here; each lives in its own file (models/<family>.cpp).
 void register_matmul(Registry& r);     // mm addmm bmm baddbmm matmul linear addmv mv dot _scaled_mm
 void register_conv(Registry& r);       // convolution*, conv*d, convolution_backward, cudnn/mkldnn

@@ -171,5 +171,52 @@ TEST(Registry, LegacyDeprecatedScalarFirstOverloads) {
   EXPECT_EQ(legacy.flops, 2 * 600 * 200);      // a multiply (alpha != 1) and an add
 }
 
+// docs/ops.md "compiled kernels": the nodes' FLOPs summed, the buffers' bytes, and "na" unless
+// every node has a model and every buffer a size.
+TEST(CompiledKernel, SumOfNodesAndItsOwnBuffers) {
+  const std::string x = R"({"shape":[4,8],"dtype":"float16","stride":[8,1],"device":"cuda:0"})";
+  const std::string mean = R"({"shape":[4,1],"dtype":"float32","stride":[1,1],"device":"cuda:0"})";
+  const std::string kernel = R"({"nodes":[{"op":"aten::mul","overload":"Tensor","args":{"self":)" +
+                             x + R"(,"other":)" + x +
+                             R"(}},{"op":"aten::mean","overload":"dim","args":{"self":)" + x +
+                             R"(,"dim":[1],"keepdim":true}}],"reads":[)" + x + "," + x +
+                             R"(],"writes":[)" + mean + R"(],"missing":0})";
+  CompiledKernelNodes nodes;
+  OpCost c = compiled_kernel_cost(kernel, &nodes);
+  ASSERT_TRUE(c.modeled);
+  // mul: 32; mean: E + O = 32 + 4.
+  EXPECT_EQ(c.flops, 68);
+  EXPECT_EQ(c.bytes, 64 + 64 + 16);  // two fp16 [4,8] reads, one fp32 [4,1] write
+  EXPECT_EQ(nodes.count, 2);
+  EXPECT_EQ(nodes.modeled, 2);
+  // Unfused: mul reads 2 x 64 and writes 64; mean reads 64 and writes [4,1] fp16 (8).
+  EXPECT_EQ(nodes.unfused_bytes, 64 * 3 + 64 + 8);
+  EXPECT_EQ(c.family, "compiled");
+  EXPECT_EQ(c.params, "nodes=2,fp32,unfused_bytes=264");
+
+  std::string unknown = kernel;
+  unknown.replace(unknown.find("aten::mul"), 9, "aten::frob");
+  c = compiled_kernel_cost(unknown, &nodes);
+  EXPECT_FALSE(c.modeled);
+  EXPECT_EQ(c.flops, 0);
+  EXPECT_EQ(nodes.unmodeled, std::vector<std::string>{"aten::frob"});
+
+  std::string missing = kernel;
+  missing.replace(missing.find("\"missing\":0"), 11, "\"missing\":2");
+  EXPECT_FALSE(compiled_kernel_cost(missing).modeled);
+
+  const std::string symbolic = R"({"symbolic":true,"dtype":"float16","device":"cuda:0"})";
+  std::string dynamic = kernel;
+  dynamic.replace(dynamic.find(R"("writes":[)") + 10, mean.size(), symbolic);
+  EXPECT_FALSE(compiled_kernel_cost(dynamic).modeled);
+
+  EXPECT_FALSE(compiled_kernel_cost("{not json").modeled);
+  // A kernel of no ATen node (a layout copy Inductor inserted): no FLOPs, its buffers' bytes.
+  c = compiled_kernel_cost(R"({"nodes":[],"reads":[)" + x + R"(],"writes":[)" + x + "]}");
+  EXPECT_TRUE(c.modeled);
+  EXPECT_EQ(c.flops, 0);
+  EXPECT_EQ(c.bytes, 128);
+}
+
 }  // namespace
 }  // namespace pyprof::models

@@ -40,6 +40,7 @@ RangeContext extend(const RangeContext* parent, const RangeRecord& r, int32_t in
       break;
     case MarkerKind::kUser:
     case MarkerKind::kSettings:  // never a range of the trace (trace.cpp: add_range)
+    case MarkerKind::kCompiledKernel:
       break;
   }
   return c;

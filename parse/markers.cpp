@@ -209,8 +209,9 @@ void decode_pyprof(std::string_view text, Marker& out) {
   }
 
   // String views point into the parser's buffer, valid until the next document.
-  std::string_view op, module, type, scope, overload, stack;
-  bool have_op = false, have_module = false, have_settings = false;
+  std::string_view op, module, type, scope, overload, stack, compiled_kernel;
+  bool have_op = false, have_module = false, have_settings = false, have_compiled = false,
+       have_kernel = false;
   int64_t version = 0;  // newer versions only add keys we may ignore, except as documented
   const auto read_string = [&](od::value& value, std::string_view key, std::string_view& dst,
                                bool* present) {
@@ -235,7 +236,7 @@ void decode_pyprof(std::string_view text, Marker& out) {
     }
   };
 
-  // An object value's text, byte for byte (validated): "args" and "settings".
+  // An object value's text, byte for byte (validated): "args", "settings" and "kernel".
   const auto read_object = [&](od::value& value, std::string_view key, std::string& dst,
                                bool* present) {
     od::json_type type;
@@ -276,6 +277,10 @@ void decode_pyprof(std::string_view text, Marker& out) {
       read_object(value, "\"args\"", out.args, nullptr);
     } else if (key == "settings") {
       read_object(value, "\"settings\"", out.args, &have_settings);
+    } else if (key == "compiled_kernel") {
+      read_string(value, "\"compiled_kernel\"", compiled_kernel, &have_compiled);
+    } else if (key == "kernel") {
+      read_object(value, "\"kernel\"", out.args, &have_kernel);
     } else if (key == "fwd_tid") {
       read_int(value, "\"fwd_tid\"", out.fwd_tid);
     } else if (key == "overload") {
@@ -306,6 +311,18 @@ void decode_pyprof(std::string_view text, Marker& out) {
     out.dialect = Dialect::kPyprof;
     out.kind = MarkerKind::kSettings;
     out.name.assign("pyprof settings");
+    return;
+  }
+  if (have_compiled && !have_op && !have_module) {
+    if (!have_kernel || compiled_kernel.empty()) {
+      demote_to_user(text, out);
+      add_error(out, have_kernel ? "compiled_kernel mark with an empty kernel name"
+                                 : "compiled_kernel mark without a \"kernel\" object");
+      return;
+    }
+    out.dialect = Dialect::kPyprof;
+    out.kind = MarkerKind::kCompiledKernel;
+    out.name.assign(compiled_kernel);
     return;
   }
   if (!have_op && !have_module) {

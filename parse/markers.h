@@ -43,6 +43,10 @@ enum class MarkerKind : uint8_t {
   // A pyprof settings mark (docs/formats.md §1.4): the torch flags the program ran with, from
   // pyprof.init() and again at exit; `args` holds the "settings" object. Not a range.
   kSettings,
+  // A pyprof compiled-kernel mark (docs/formats.md §1.5): what one Inductor kernel computes,
+  // from Inductor's compile-time metadata. `name` is the kernel's run-time name, `args` its
+  // "kernel" object (nodes, reads, writes). Not a range.
+  kCompiledKernel,
 };
 
 // Everything one message says. Decoding resets every field first but keeps the capacity of

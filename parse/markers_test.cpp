@@ -642,5 +642,23 @@ TEST(RealCaptures, EveryMessageDecodes) {
                     {"user/user", 1}}));
 }
 
+TEST(PyprofMarker, CompiledKernelMark) {
+  const std::string kernel = R"({"nodes":[{"op":"aten::relu","args":{}}],"reads":[],"writes":[]})";
+  const Marker m = decode(
+      R"({"v":1,"compiled_kernel":"graph_3_cpp_fused_relu_0","kernel":)" + kernel + "}", true);
+  EXPECT_EQ(m.kind, MarkerKind::kCompiledKernel);
+  EXPECT_EQ(m.dialect, Dialect::kPyprof);
+  EXPECT_EQ(m.name, "graph_3_cpp_fused_relu_0");
+  EXPECT_EQ(m.args, kernel);
+  EXPECT_EQ(m.error, "");
+  for (const char* bad :
+       {R"({"v":1,"compiled_kernel":"k"})", R"({"v":1,"compiled_kernel":"","kernel":{}})",
+        R"({"v":1,"compiled_kernel":"k","kernel":[1]})"}) {
+    const Marker b = decode(bad, true);
+    EXPECT_EQ(b.kind, MarkerKind::kUser) << bad;
+    EXPECT_NE(b.error, "") << bad;
+  }
+}
+
 }  // namespace
 }  // namespace pyprof::parse

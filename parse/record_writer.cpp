@@ -65,6 +65,7 @@ const char* range_kind_name(MarkerKind kind) {
       return "trace";
     case MarkerKind::kUser:
     case MarkerKind::kSettings:
+    case MarkerKind::kCompiledKernel:
       break;
   }
   return "user";
@@ -834,9 +835,28 @@ bool RecordWriter::write_range_lines() {
   return true;
 }
 
+void RecordWriter::write_compiled_kernel_lines() {
+  for (const Trace::CompiledKernel& k : trace_.compiled_kernels) {
+    if (k.ambiguous) continue;
+    {
+      JsonWriter w(record_, kNoTruncation, 0);
+      w.begin_object();
+      w.raw_key("kind");
+      w.trusted_string("compiled_kernel");
+      w.raw_key("name");
+      w.string(k.name);
+      w.raw_key("kernel");
+      w.raw_value(k.kernel);  // validated by the marker decoder
+      w.end_object();
+    }
+    end_record();
+  }
+}
+
 bool RecordWriter::write(const std::string& source) {
   buffer_.reserve(kFlushBytes + (kFlushBytes >> 2));
   write_header(source);
+  write_compiled_kernel_lines();
   bool ok = true;
   for (size_t k = 0; ok && k < corr_.order.size(); ++k) {
     if (corr_.cpu_only) {

@@ -88,6 +88,9 @@ class RecordWriter {
 
  private:
   void write_header(const std::string& source);
+  // After the header: one `"kind":"compiled_kernel"` line per Inductor kernel whose nodes the
+  // capture marked (docs/formats.md §3), ambiguous names left out.
+  void write_compiled_kernel_lines();
   void write_header_object(JsonWriter& w, const std::string& source);
   void write_user_ranges(JsonWriter& w, const Attribution& a);
   // Appends the finished record and a newline to the output buffer.

@@ -89,6 +89,21 @@ void add_decoded_range(Trace& trace, RangeRecord r, std::string_view text, TextR
     ++trace.stats.marks;
     return;
   }
+  if (m.kind == MarkerKind::kCompiledKernel) {
+    ++trace.stats.marks;
+    auto [it, added] =
+        trace.compiled_kernel_index.try_emplace(m.name, trace.compiled_kernels.size());
+    if (added) {
+      trace.compiled_kernels.push_back({m.name, m.args, false});
+    } else if (trace.compiled_kernels[it->second].kernel != m.args &&
+               !trace.compiled_kernels[it->second].ambiguous) {
+      trace.compiled_kernels[it->second].ambiguous = true;
+      trace.warn("ambiguous compiled kernel",
+                 "two compiled graphs have a kernel named \"" + m.name +
+                     "\" that computes different nodes: its records keep no FLOP model");
+    }
+    return;
+  }
   r.kind = m.kind;
   r.dialect = m.dialect;
   r.op_id = m.op_id;

@@ -135,6 +135,17 @@ struct Trace {
   // pyprof databases: the last settings mark's object (the torch flags the program ran with,
   // docs/formats.md §1.4), validated JSON; empty when the trace has none.
   std::string torch_settings;
+  // pyprof compiled-kernel marks (docs/formats.md §1.5), in the order first seen: each Inductor
+  // kernel's run-time name and its "kernel" object (validated JSON). A name marked twice with
+  // different objects (two graphs with a kernel of the same name: Triton names carry no graph)
+  // is ambiguous: `ambiguous` is set and no record is attributed to it.
+  struct CompiledKernel {
+    std::string name;
+    std::string kernel;
+    bool ambiguous = false;
+  };
+  std::vector<CompiledKernel> compiled_kernels;
+  std::unordered_map<std::string, size_t> compiled_kernel_index;  // name -> compiled_kernels
   // TARGET_INFO_GPU rows (nsys >= 2021.2 and pyprof databases) or TARGET_INFO_CUDA_GPU rows
   // (nsys 2020.x), for peak rates downstream.
   struct Device {

@@ -99,6 +99,7 @@ struct Fields {
   int64_t version = 0;
   std::string_view records, source, kind, dir, name, long_name, op, legacy_mod, module, stack,
       bwd_op, args, bwd_args, src_kind, dst_kind;
+  std::string_view kernel;    // a compiled_kernel line's "kernel" object
   int64_t launch_start = -1;  // the launch call's start (GPU records); -1: none
   int64_t device = -1, stream = -1, start = 0, duration = 0, self_duration = 0, tid = -1, seq = -1,
           sub = 0, parent_id = 0, pid = 0, op_id = 0, fwd_op_id = 0, fwd_instance = 0, instance = 0,
@@ -418,7 +419,10 @@ bool read_object_fields(od::object o, Fields& f) {
           read_iterations(v, f);
         break;
       case 'k':
-        if (key == "kind") str(f.kind);
+        if (key == "kind")
+          str(f.kind);
+        else if (key == "kernel")
+          raw(f.kernel);
         break;
       case 'l':
         if (key == "launch") {
@@ -819,9 +823,26 @@ class RecordCoster {
     }
   }
 
+  // A `"kind":"compiled_kernel"` line: records named `name` (its Inductor kernel) cost what its
+  // node list says (models::compiled_kernel_cost). A name defined twice keeps its first line.
+  void define_compiled_kernel(std::string_view name, std::string_view kernel) {
+    const uint32_t id = strings_.intern(name);
+    if (compiled_.count(id)) return;
+    models::OpCost c = models::compiled_kernel_cost(kernel);
+    compiled_.emplace(id, CachedCost{std::move(c), ""});
+  }
+
   // Sets r.cost_op, the cost fields (modeled, flops, bytes, op_flops, op_bytes, estimated,
   // tc_eligible, params, dtype, family, shapes) and, for kernels, r.tc.
   void cost(const Fields& f, ProfRecord& r) {
+    if (!compiled_.empty() && (r.kind == Kind::kKernel || r.kind == Kind::kOp)) {
+      auto it = compiled_.find(r.name);
+      if (it != compiled_.end()) {
+        cost_compiled(it->second, r);
+        if (r.kind == Kind::kKernel) r.tc = uses_tensor_cores(r);
+        return;
+      }
+    }
     CostSource source = cost_source(f, r);
     r.cost_op = strings_.intern(source.op);
     if (r.kind == Kind::kKernel && r.dir == Dir::kBprop && !f.bwd_op.empty()) {
@@ -852,6 +873,20 @@ class RecordCoster {
   uint32_t interned(uint32_t& id, std::string_view text) {
     if (id == 0) id = strings_.intern(text);
     return id;
+  }
+
+  void cost_compiled(CachedCost& cached, ProfRecord& r) {
+    const models::OpCost& c = cached.cost;
+    r.compiled = true;
+    r.cost_op = r.name;
+    r.modeled = c.modeled;
+    r.flops = r.op_flops = c.flops;
+    r.bytes = r.op_bytes = c.bytes;
+    r.tc_eligible = c.tc_eligible && (allow_tf32_ || c.dtype != "float32");
+    r.params = interned(cached.params_id, c.params);
+    r.dtype = interned(cached.dtype_id, c.dtype);
+    r.family = interned(cached.family_id, c.family);
+    r.shapes = interned(cached.shapes_id, cached.shapes);
   }
 
   void cost_copy(const Fields& f, ProfRecord& r) {
@@ -926,6 +961,7 @@ class RecordCoster {
   bool allow_tf32_;
   Strings& strings_;
   std::unordered_map<std::string, CachedCost> costs_;  // op + '\n' + args -> cost
+  std::unordered_map<uint32_t, CachedCost> compiled_;  // compiled kernel name id -> its cost
   struct OpArgsRef {
     uint32_t op;
     int64_t args_ref;
@@ -1058,6 +1094,10 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
     // `pyprof parse --ranges` appends the spans of the trace's ranges (docs/formats.md §3.1):
     // not records, and not unreadable either.
     if (f.kind == "range") continue;
+    if (f.kind == "compiled_kernel") {
+      coster.define_compiled_kernel(f.name, f.kernel);
+      continue;
+    }
     if (!args_table.resolve(f, error)) return false;
     // A sync or comm line's step, -1 when it names none of the header's.
     auto step_index = [&](int64_t step) {
@@ -1159,7 +1199,8 @@ void assign_costs(ReadResult& result) {
       // A record without a credible time keeps its cost but is out of the totals: the achieved
       // rate divides the counted FLOPs by the time they took.
       r.counted = !r.bad_time;
-      if (r.instance != 0) keyed.push_back({r.instance, r.cost_part, static_cast<int32_t>(i)});
+      if (r.instance != 0 && !r.compiled)
+        keyed.push_back({r.instance, r.cost_part, static_cast<int32_t>(i)});
     }
     std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
       return a.instance != b.instance ? a.instance < b.instance

@@ -41,6 +41,9 @@ struct ProfRecord {
   // CPU records: a dispatch wrapper (torch.autocast's outer call of an op) whose cost is counted
   // by the call of the same op it holds, not by itself (see assign_costs).
   bool wrapper = false;
+  // An Inductor kernel costed from its own node list (net.dict `"kind":"compiled_kernel"`,
+  // docs/compile.md): its cost is its own, not a share of the op instance it launched in.
+  bool compiled = false;
   int32_t device = -1;
   int64_t stream = -1;
   int32_t grid[3] = {0, 0, 0};

@@ -567,7 +567,7 @@ ReportTable summary_report(const ReadResult& data) {
   column(t, "Value", Unit::kPerRow);
   int64_t first = std::numeric_limits<int64_t>::max(), last = 0, total = 0, kernel_time = 0;
   int64_t tc_time = 0, counted_ns = 0, records = 0, timed_records = 0;
-  int64_t inductor = 0, inductor_time = 0, inductor_unmodeled_time = 0;
+  int64_t inductor = 0, inductor_time = 0, inductor_unmodeled_time = 0, inductor_attributed = 0;
   double flops = 0, bytes = 0;
   std::vector<std::pair<int64_t, int64_t>> intervals;
   for (const ProfRecord& r : data.records) {
@@ -578,6 +578,7 @@ ReportTable summary_report(const ReadResult& data) {
       ++inductor;
       inductor_time += time;
       if (!r.modeled) inductor_unmodeled_time += time;
+      if (r.compiled) ++inductor_attributed;
     }
     if (r.kind == Kind::kKernel) {
       kernel_time += time;
@@ -644,9 +645,13 @@ ReportTable summary_report(const ReadResult& data) {
         Unit::kCount);
   }
   if (inductor > 0) {
-    // torch.compile's kernels: how much of the time they hold, and how much of that no model
-    // costs yet (fused kernels are not attributed to their ATen nodes: docs/compile.md).
+    // torch.compile's kernels: how much of the time they hold, how many carry the ATen nodes
+    // they compute (docs/compile.md) and how much of their time no model costs.
     row("Inductor kernels (torch.compile)", std::to_string(inductor), Unit::kCount);
+    row("Inductor kernels attributed to their ATen nodes", std::to_string(inductor_attributed),
+        Unit::kCount);
+    row("Inductor kernels opaque (no compile metadata)",
+        std::to_string(inductor - inductor_attributed), Unit::kCount);
     row("Inductor kernel time (ns)", std::to_string(inductor_time), Unit::kTime);
     row("Inductor kernel time %",
         pct(static_cast<double>(inductor_time), static_cast<double>(total)), Unit::kPercent);

@@ -938,6 +938,8 @@ bool Exporter::run(std::FILE* in, std::string& error) {
     }
     // Cross-rank spans of the communication backend: for prof's ranks report, not exported.
     if (is(l.kind, "comm")) continue;
+    // What an Inductor kernel computes: prof's costs already hold it.
+    if (is(l.kind, "compiled_kernel")) continue;
     if (is(l.kind, "sync")) {
       sync_call(l);
       ok = flush();

@@ -191,6 +191,16 @@ def _hide_module_hooks_from_dynamo() -> None:
     callback_handler.register_end_callback(on_end)
     _dynamo_callbacks_registered = True
 
+    from . import _compile_kernels
+
+    def send(message: str) -> None:
+        if _enabled:
+            _C.mark(message, 0, "pyprof")
+
+    if not _compile_kernels.install(send):
+        print("pyprof: warning: this torch's Inductor has no provenance tracking: compiled "
+              "kernels keep no FLOP model (docs/compile.md)", file=sys.stderr)
+
 
 def _markers_interned() -> bool:
     """PYPROF_MARKERS: `interned` (the default: each distinct op marker is registered once and
@@ -255,8 +265,16 @@ def stats() -> dict:
     handle (`interned`), distinct markers registered (`markers_registered`), ops sent as text
     although interning was on (`not_interned`: a thread's 32 MiB of distinct markers spent, or
     a seq beyond 2**32), the bytes of the text markers sent (`message_bytes`), and the ops left
-    out while torch.compile compiled (`paused`: its tracing on fake tensors, docs/compile.md)."""
-    return dict(_C.stats())
+    out while torch.compile compiled (`paused`: its tracing on fake tensors, docs/compile.md);
+    and of torch.compile's kernels (docs/compile.md): graphs whose kernels were marked
+    (`compiled_graphs`), kernels marked (`compiled_kernels`), the nodes they compute
+    (`compiled_nodes`), nodes the metadata named but the graph lacked (`compiled_nodes_missing`)
+    and graphs whose metadata could not be read (`compiled_graphs_unreadable`)."""
+    out = dict(_C.stats())
+    from . import _compile_kernels
+    for key, value in _compile_kernels.stats.items():
+        out["compiled_" + key] = value
+    return out
 
 
 # --- module ranges ------------------------------------------------------------------------

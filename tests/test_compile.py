@@ -109,8 +109,9 @@ def test_inductor_kernels_are_records_like_torch_profiler_sees_them(compiled, tm
 
 
 def test_summary_counts_the_inductor_kernels_and_their_unmodelled_time(compiled):
-    """prof's summary: how many records are Inductor kernels, their time (CPU: self time) and
-    its share without a FLOP model (all of it until fused kernels get their ATen nodes)."""
+    """prof's summary: how many records are Inductor kernels, how many carry their ATen nodes,
+    their time (CPU: self time) and its share without a FLOP model (none: every node of this
+    model has one)."""
     _, _, records, dict_path = compiled
     kernels = [r for r in records if r.get("kind") == "op" and KERNEL.match(r["name"])]
     assert kernels
@@ -119,7 +120,85 @@ def test_summary_counts_the_inductor_kernels_and_their_unmodelled_time(compiled)
     rows = {r["Metric"]: r["Value"] for r in map(json.loads, res.stdout.splitlines())}
     assert int(rows["Inductor kernels (torch.compile)"]) == len(kernels)
     assert int(rows["Inductor kernel time (ns)"]) == sum(r["self_duration"] for r in kernels)
-    assert float(rows["Inductor kernel time without a FLOP model %"]) == 100.0
+    assert int(rows["Inductor kernels attributed to their ATen nodes"]) == len(kernels)
+    assert int(rows["Inductor kernels opaque (no compile metadata)"]) == 0
+    assert float(rows["Inductor kernel time without a FLOP model %"]) == 0.0
+
+
+def compiled_kernel_lines(dict_path) -> dict[str, dict]:
+    with open(dict_path) as f:
+        lines = [json.loads(line) for line in f]
+    return {d["name"]: d["kernel"] for d in lines if d.get("kind") == "compiled_kernel"}
+
+
+def prof_records(dict_path) -> list[dict]:
+    res = testlib.prof("--json", "-c", "all", "--iterations", "all", str(dict_path))
+    return [json.loads(line) for line in res.stdout.splitlines() if line.strip()]
+
+
+def wrapped_scalar_bytes(node: dict) -> int:
+    """Eager PyTorch wraps a Python number given for a Tensor parameter (`mul.Tensor(x, 0.5)`)
+    into a 0-dim float64 or int64 tensor, which the op then reads: 8 bytes that a fused kernel,
+    holding the constant in its code, never reads."""
+    import torch
+
+    namespace, name = node["op"].split("::")
+    op = getattr(getattr(getattr(torch.ops, namespace), name), node.get("overload") or "default")
+    return sum(8 for a in op._schema.arguments
+               if str(a.type) == "Tensor" and isinstance(node["args"].get(a.name), (int, float)))
+
+
+def test_fused_kernels_carry_their_aten_nodes_and_exact_costs(compiled, tmp_path):
+    """Each Inductor kernel's record is joined to the ATen nodes Inductor's own provenance says
+    it computes (a `compiled_kernel` line). Its FLOPs are the sum of its nodes' and its bytes
+    the buffers it reads and writes. Oracle: the same nodes run one by one in eager mode under
+    pyprof (tests/scripts/replay_nodes.py), whose records go through the C++ annotation, not
+    the compile-time metadata: the FLOPs are equal and the eager bytes are what the kernel
+    would move unfused, more than it does."""
+    out, _, records, dict_path = compiled
+    kernels = compiled_kernel_lines(dict_path)
+    names = {r["name"] for r in records if KERNEL.match(r["name"])}
+    assert names and names == set(kernels), (names, set(kernels))  # every kernel attributed
+    assert out["pyprof"]["compiled_graphs"] == 2  # forward and backward
+    assert out["pyprof"]["compiled_kernels"] == len(kernels)
+    assert out["pyprof"]["compiled_nodes_missing"] == 0
+    assert out["pyprof"]["compiled_graphs_unreadable"] == 0
+
+    fused = {r["kernel"]: r for r in prof_records(dict_path) if r["kernel"] in kernels}
+    # By hand, the forward kernel (GELU, LayerNorm and ReLU of the [16,128] fc1 output; E =
+    # 2048 elements, 16 rows; docs/ops.md conventions):
+    #   var_mean 4E + 2*16 = 8224; GELU as mul, mul, erf, add, mul: 5E = 10240;
+    #   var + eps and rsqrt per row: 16 + 16; x - mean, * rstd, * weight, + bias, relu: 5E
+    # = 28736 FLOPs. Bytes: reads fc1's output (8192), weight and bias (512 + 512); writes
+    # mean and rstd (64 + 64, saved for backward) and the ReLU output (8192) = 17536.
+    forward = next(r for r in fused.values() if r["dir"] == "fprop")
+    assert (forward["flops"], forward["bytes"]) == (28736, 17536)
+    assert forward["family"] == "compiled" and forward["module"] == "MLP"
+    assert forward["params"].startswith("nodes=13,fp32,")
+
+    replay = tmp_path / "replay"
+    replay.mkdir()
+    res = pyprof_db.profile(replay, testlib.script("replay_nodes.py"), str(dict_path),
+                            env=ENV, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    testlib.parse_to(replay / "net.sqlite", replay / "net.dict")
+    eager_flops = collections.Counter()
+    eager_bytes = collections.Counter()
+    for r in prof_records(replay / "net.dict"):
+        m = re.search(r"kernel (\S+)", r.get("layer") or "")
+        if m and r["flops"] is not None:
+            eager_flops[m.group(1)] += r["flops"]
+            eager_bytes[m.group(1)] += r["bytes"]
+    assert set(eager_flops) == set(kernels)
+    for name, kernel in kernels.items():
+        r = fused[name]
+        assert r["flops"] == eager_flops[name], name
+        unfused = int(re.search(r"unfused_bytes=(\d+)", r["params"]).group(1))
+        assert unfused + sum(map(wrapped_scalar_bytes, kernel["nodes"])) == eager_bytes[name]
+        if len(kernel["nodes"]) > 1:  # fused: it moves less than its nodes would one by one
+            assert r["bytes"] < unfused / 2, (name, r["bytes"], unfused)
+        else:
+            assert r["bytes"] == unfused
 
 
 @pytest.mark.slow
@@ -134,6 +213,13 @@ def test_graph_break_two_compiled_regions(tmp_path):
               if KERNEL.match(r["name"])}
     # each region's forward and backward kernels
     assert graphs == {(0, "fprop"), (0, "bprop"), (1, "fprop"), (1, "bprop")}, graphs
+    # each with the nodes of its own graph (graph 1 is fc2 and ReLU: its forward kernel is the
+    # ReLU alone)
+    kernels = compiled_kernel_lines(tmp_path / "net.dict")
+    assert {r["name"] for r in step if KERNEL.match(r["name"])} == set(kernels)
+    forward = {r["name"] for r in step if KERNEL.match(r["name"]) and r["dir"] == "fprop"}
+    assert [[n["op"] for n in kernels[name]["nodes"]] for name in sorted(forward)
+            if name.startswith("graph_1_")] == [["aten::relu"]], kernels
 
 
 @pytest.mark.slow

@@ -537,3 +537,67 @@ def test_nested_ops_with_identical_spans_nest_by_push_order(tmp_path, interned):
     assert linear["duration"] == addmm["duration"] == copy["duration"]
     assert "parent_id" not in linear
     assert addmm["parent_id"] == linear["id"] and copy["parent_id"] == addmm["id"]
+
+
+def test_compiled_kernel_marks_join_their_kernels_and_cost_them(tmp_path):
+    """torch.compile's kernel metadata (docs/formats.md §1.5): each compiled_kernel mark
+    becomes one `compiled_kernel` line of net.dict, and prof costs the records of that name
+    from it. By hand: mul by a constant and exp over [4, 8] fp32 (32 elements): 32 + 32 FLOPs;
+    the kernel reads x and writes y once: 128 + 128 bytes; one by one the nodes would read and
+    write 2 x 256 bytes. A name marked twice with different nodes (Triton's names carry no
+    graph) is ambiguous: no line, a warning, its record not costed. A kernel whose metadata
+    lacks a node is not costed either (no partial sums)."""
+    x = tensor([4, 8], device="cpu")
+    fused = {"nodes": [{"op": "aten::mul", "overload": "Tensor",
+                        "args": {"self": x, "other": 2.0}, "out": x},
+                       {"op": "aten::exp", "args": {"self": x}, "out": x}],
+             "reads": [x], "writes": [x], "missing": 0}
+    partial = dict(fused, missing=1)
+
+    def mark(t, name, kernel):
+        t.mark(json.dumps({"v": 1, "compiled_kernel": name, "kernel": kernel}), domain="pyprof")
+
+    db = SynthDb()
+    t = db.thread(pid=100)
+    mark(t, "graph_0_cpp_fused_exp_mul_0", fused)
+    mark(t, "graph_0_cpp_fused_exp_mul_0", fused)  # marked again alike (a recompile): one line
+    mark(t, "graph_0_cpp_fused_exp_mul_1", partial)
+    mark(t, "triton_poi_fused_exp_mul_0", fused)
+    mark(t, "triton_poi_fused_exp_mul_0", dict(fused, nodes=fused["nodes"][:1]))
+    mark(t, "graph_0_cpp_fused_bad_2", None)  # no kernel object: a malformed marker
+    for step in range(2):
+        with t.range(f"step {step}"):
+            for name in ("graph_0_cpp_fused_exp_mul_0", "graph_0_cpp_fused_exp_mul_1",
+                         "triton_poi_fused_exp_mul_0"):
+                with t.pyprof_op(name, args={}):
+                    t.advance(500)
+    path = tmp_path / "c.sqlite"
+    db.save(path)
+    res = testlib.run_tool(testlib.PARSE, path, "-o", tmp_path / "c.dict")
+    assert res.returncode == 0, res.stderr
+    assert "ambiguous compiled kernel" in res.stderr and "triton_poi_fused_exp_mul_0" in res.stderr
+    assert "compiled_kernel mark without a \"kernel\" object" in res.stderr
+    with open(tmp_path / "c.dict") as f:
+        lines = [json.loads(line) for line in f]
+    defined = [d for d in lines if d.get("kind") == "compiled_kernel"]
+    assert [d["name"] for d in defined] == ["graph_0_cpp_fused_exp_mul_0",
+                                            "graph_0_cpp_fused_exp_mul_1"]
+    assert defined[0]["kernel"] == fused  # byte for byte what the mark said
+    assert lines.index(defined[-1]) < min(i for i, d in enumerate(lines) if d.get("kind") == "op")
+
+    res = testlib.prof("--json", "-c", "kernel,flops,bytes,params,family", "--iterations", "all",
+                       str(tmp_path / "c.dict"))
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    by_name = {r["kernel"]: r for r in rows}
+    assert len(rows) == 6
+    full = by_name["graph_0_cpp_fused_exp_mul_0"]
+    assert (full["flops"], full["bytes"], full["family"]) == (64, 256, "compiled")
+    assert full["params"] == "nodes=2,fp32,unfused_bytes=512"
+    for name in ("graph_0_cpp_fused_exp_mul_1", "triton_poi_fused_exp_mul_0"):
+        assert by_name[name]["flops"] is None, by_name[name]  # "na"
+    res = testlib.prof("--report", "summary", "--formats", "json", "--iterations", "all",
+                       str(tmp_path / "c.dict"))
+    summary = {r["Metric"]: r["Value"] for r in map(json.loads, res.stdout.splitlines())}
+    assert int(summary["Inductor kernels (torch.compile)"]) == 6
+    assert int(summary["Inductor kernels attributed to their ATen nodes"]) == 4
+    assert int(summary["Inductor kernels opaque (no compile metadata)"]) == 2

@@ -1,0 +1,377 @@
+"""What each Inductor kernel computes, taken from Inductor's own compile-time metadata and sent to
+the capture as one `compiled_kernel` mark per kernel (docs/compile.md, docs/formats.md §1.5).
+
+Inductor (with `config.trace.provenance_tracking_level` on) emits three structured-trace
+artifacts per compiled graph, in this order, whether it compiled the graph or found it in its
+cache:
+  inductor_post_grad_graph   the post-grad FX graph, printed: every ATen node with its output's
+                             dtype, shape, stride and device, and its arguments;
+  inductor_output_code       the generated wrapper: which kernels this graph runs (its
+                             `# [Provenance debug handles] <kernel>:<handle>` lines) and, for
+                             C++ kernels with kernel profiling on, the run-time name
+                             `graph_<g>_<kernel>` their RecordFunction opens;
+  inductor_provenance_tracking_node_mappings
+                             `cppCodeToPost` (C++ and Triton alike): `<kernel>:<handle>` -> the
+                             post-grad nodes it computes.
+A logging handler on `torch.__trace` collects them (nothing is parsed from kernel names). For each
+generated kernel of the graph (extern kernels are ATen calls, records of their own) the mark
+carries its nodes (op, overload, arguments in the marker value encoding, named by the op's
+schema) and the buffers it reads and writes: the nodes' tensor arguments made outside the
+kernel, and the nodes' outputs used outside it. prof costs the kernel as the sum of its nodes'
+FLOPs and those buffers' bytes.
+
+Nothing here may end the user's compile: a graph that cannot be read is counted in `stats` and
+said once on standard error.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import logging
+import re
+import sys
+import threading
+
+import torch
+
+MARK_VERSION = 1
+
+# What the handler did, for pyprof.stats() and the tests.
+stats = {"graphs": 0, "kernels": 0, "nodes": 0, "nodes_missing": 0, "graphs_unreadable": 0}
+_warned = False
+_lock = threading.Lock()
+_installed = False
+
+_DTYPES = {
+    "f32": "float32", "f64": "float64", "f16": "float16", "bf16": "bfloat16", "i64": "int64",
+    "i32": "int32", "i16": "int16", "i8": "int8", "u8": "uint8", "u16": "uint16",
+    "u32": "uint32", "u64": "uint64", "b8": "bool", "c32": "complex32", "c64": "complex64",
+    "c128": "complex128", "f8e4m3fn": "float8_e4m3fn", "f8e5m2": "float8_e5m2",
+    "f8e4m3fnuz": "float8_e4m3fnuz", "f8e5m2fnuz": "float8_e5m2fnuz",
+    "f8e8m0fnu": "float8_e8m0fnu",
+}
+# "f32[16, 128][128, 1]cpu", "b8[][]cuda:0", "f32[s0, 128][128, 1]cpu"
+_ANNOTATION = re.compile(r"^(\w+)\[([^\]]*)\]\[([^\]]*)\](\S+)$")
+
+
+def tensor_of(annotation: str) -> dict | None:
+    """The marker value of a tensor from its FX annotation; None when it is not one tensor."""
+    m = _ANNOTATION.match(annotation.strip())
+    if not m:
+        return None
+    dtype = _DTYPES.get(m.group(1), m.group(1))
+    try:
+        shape = [int(d) for d in m.group(2).split(",") if d.strip()]
+        stride = [int(d) for d in m.group(3).split(",") if d.strip()]
+    except ValueError:  # a symbolic size (dynamic shapes): no extent to count
+        return {"symbolic": True, "dtype": dtype, "device": m.group(4)}
+    return {"shape": shape, "dtype": dtype, "stride": stride, "device": m.group(4)}
+
+
+class _Node:
+    __slots__ = ("name", "target", "args", "kwargs", "tensor", "uses")
+
+    def __init__(self, name, target, args, kwargs, tensor):
+        self.name, self.target, self.args, self.kwargs, self.tensor = (name, target, args,
+                                                                        kwargs, tensor)
+        self.uses: list[str] = []  # names of the nodes (or "output") that read it
+
+
+def _dotted(expr) -> str | None:
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if isinstance(expr, ast.Name):
+        parts.append(expr.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _names_in(expr) -> list[str]:
+    return [n.id for n in ast.walk(expr) if isinstance(n, ast.Name)]
+
+
+def parse_graph(text: str) -> tuple[dict[str, _Node], list[str]]:
+    """The nodes of a printed post-grad graph (its top-level forward) by name, and the names
+    its output returns. Raises ValueError when the text is no such graph."""
+    try:
+        module = ast.parse(text)
+    except SyntaxError as e:
+        raise ValueError(f"post-grad graph does not parse: {e}") from None
+    forward = None
+    for top in module.body:
+        if isinstance(top, ast.ClassDef):
+            forward = next((f for f in top.body
+                            if isinstance(f, ast.FunctionDef) and f.name == "forward"), None)
+            if forward is not None:
+                break
+    if forward is None:
+        raise ValueError("post-grad graph without a forward")
+    nodes: dict[str, _Node] = {}
+    for a in forward.args.args[1:]:  # placeholders (self first)
+        ann = a.annotation.value if isinstance(a.annotation, ast.Constant) else ""
+        nodes[a.arg] = _Node(a.arg, "placeholder", [], {}, tensor_of(str(ann)))
+    outputs: list[str] = []
+    for stmt in forward.body:
+        if isinstance(stmt, ast.Return):
+            outputs = _names_in(stmt.value) if stmt.value is not None else []
+            continue
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            name, value = stmt.target.id, stmt.value
+            ann = stmt.annotation.value if isinstance(stmt.annotation, ast.Constant) else ""
+            tensor = tensor_of(str(ann))
+        elif (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+              and isinstance(stmt.targets[0], ast.Name)):
+            name, value, tensor = stmt.targets[0].id, stmt.value, None
+        else:
+            continue
+        if value is None or (isinstance(value, ast.Constant) and value.value is None):
+            continue  # `x = None`: the printer freeing a value, no node
+        if isinstance(value, ast.Call):
+            target = _dotted(value.func) or "?"
+            node = _Node(name, target, value.args, {k.arg: k.value for k in value.keywords},
+                         tensor)
+        elif isinstance(value, ast.Subscript):  # getitem of a multi-output node
+            node = _Node(name, "getitem", [value.value], {}, tensor)
+        else:
+            node = _Node(name, "?", [value], {}, tensor)
+        nodes[name] = node
+    for node in nodes.values():
+        for arg in list(node.args) + list(node.kwargs.values()):
+            for used in _names_in(arg):
+                if used in nodes and used != node.name:
+                    nodes[used].uses.append(node.name)
+    for name in outputs:
+        if name in nodes:
+            nodes[name].uses.append("output")
+    return nodes, outputs
+
+
+def _value(expr, nodes: dict[str, _Node]):
+    """An FX argument in the marker value encoding (docs/formats.md §1.1)."""
+    if isinstance(expr, ast.Name):
+        node = nodes.get(expr.id)
+        if node is not None:
+            return node.tensor if node.tensor is not None else "<unreadable>"
+        return {"inf": "inf", "nan": "nan"}.get(expr.id, "<unreadable>")
+    if isinstance(expr, ast.Constant):
+        return expr.value if isinstance(expr.value, (bool, int, float, str, type(None))) \
+            else "<unreadable>"
+    if isinstance(expr, (ast.List, ast.Tuple)):
+        return [_value(e, nodes) for e in expr.elts]
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+        inner = _value(expr.operand, nodes)
+        if isinstance(inner, (int, float)) and not isinstance(inner, bool):
+            return -inner
+        return "-inf" if inner == "inf" else "<unreadable>"
+    dotted = _dotted(expr)
+    if dotted is not None and dotted.startswith("torch."):
+        return dotted[len("torch."):]  # torch.float32 -> "float32", torch.strided -> "strided"
+    if isinstance(expr, ast.Call) and _dotted(expr.func) == "device":
+        kw = {k.arg: _value(k.value, nodes) for k in expr.keywords}
+        return f"{kw.get('type')}:{kw['index']}" if kw.get("index") is not None \
+            else str(kw.get("type"))
+    return "<unreadable>"
+
+
+def _schema_of(target: str):
+    if not target.startswith("torch.ops."):
+        return None
+    obj = torch.ops
+    try:
+        for part in target.split(".")[2:]:
+            obj = getattr(obj, part)
+        return obj._schema
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def node_marker(node: _Node, nodes: dict[str, _Node]) -> dict | None:
+    """{"op","overload","args","out"} of an ATen node as its op marker would say it; None for
+    what runs no op (getitem, placeholders)."""
+    if not node.target.startswith("torch.ops."):
+        return None
+    parts = node.target.split(".")
+    if len(parts) < 4:
+        return None
+    namespace, op = parts[2], parts[3]
+    overload = parts[4] if len(parts) > 4 and parts[4] != "default" else ""
+    schema = _schema_of(node.target)
+    args: dict = {}
+    if schema is not None:
+        for i, a in enumerate(schema.arguments):  # positional arguments come first
+            if a.name in node.kwargs:
+                args[a.name] = _value(node.kwargs[a.name], nodes)
+            elif not a.kwarg_only and i < len(node.args):
+                args[a.name] = _value(node.args[i], nodes)
+            elif a.has_default_value():
+                default = a.default_value
+                args[a.name] = default if isinstance(default, (bool, int, float, str,
+                                                                type(None))) else str(default)
+    else:
+        for i, a in enumerate(node.args):
+            args[str(i)] = _value(a, nodes)
+        for k, v in node.kwargs.items():
+            args[k] = _value(v, nodes)
+    out = {"op": f"{namespace}::{op}"}
+    if overload:
+        out["overload"] = overload
+    out["args"] = args
+    if node.tensor is not None:
+        out["out"] = node.tensor
+    return out
+
+
+_HANDLE = re.compile(r"\[Provenance debug handles\] (\S+):(\d+)")
+
+
+def kernel_marks(graph_text: str, output_code: str, mapping: dict) -> list[dict]:
+    """One mark object per generated kernel of one graph (extern kernels left out)."""
+    nodes, _ = parse_graph(graph_text)
+    code_to_post = mapping.get("cppCodeToPost") or {}
+    # With backward lowered at once the mapping is cumulative (the forward's kernels are in the
+    # backward graph's mapping too, under node names that also exist there): only the handles
+    # this graph's code calls are its own.
+    handles = {f"{k}:{h}" for k, h in _HANDLE.findall(output_code)}
+    kernels = []
+    for key, names in code_to_post.items():
+        if key not in handles:
+            continue
+        kernel = key.rsplit(":", 1)[0]
+        if kernel.startswith("extern_kernels.") or not isinstance(names, list):
+            continue
+        names = [n for n in names if isinstance(n, str)]
+        # The mapping names a multi-output node (var_mean) and only some of its getitems: the
+        # others are the same kernel's values too.
+        listed = set(names)
+        names += [n.name for n in nodes.values() if n.target == "getitem" and n.args
+                  and _names_in(n.args[0])[:1] and _names_in(n.args[0])[0] in listed
+                  and n.name not in listed]
+        kernels.append((kernel, names))
+    # A kernel's nodes may sit in several kernels (recomputed there): a value is written for
+    # use outside only when a reader does not compute it itself.
+    kernels_of: dict[str, set[str]] = {}
+    members_of = {kernel: set(names) for kernel, names in kernels}
+    for kernel, names in kernels:
+        for n in names:
+            kernels_of.setdefault(n, set()).add(kernel)
+    marks = []
+    for kernel, names in kernels:
+        members = set(names)
+        entries, missing = [], 0
+        reads, writes = {}, {}
+        for name in names:
+            node = nodes.get(name)
+            if node is None:
+                missing += 1
+                continue
+            marker = node_marker(node, nodes)
+            if marker is not None:
+                entries.append(marker)
+            for arg in list(node.args) + list(node.kwargs.values()):
+                for used in _names_in(arg):
+                    src = nodes.get(used)
+                    if used not in members and src is not None and src.tensor is not None:
+                        reads.setdefault(used, src.tensor)
+            if node.tensor is not None and any(
+                    u not in members and not any(name in members_of[k] for k in
+                                                 kernels_of.get(u, ()))
+                    for u in node.uses):
+                writes[name] = node.tensor
+        # Runtime name: C++ kernels under kernel profiling open "graph_<g>_<kernel>"; Triton
+        # kernels run under their own name.
+        found = re.search(r'"(graph_\d+_' + re.escape(kernel) + r')"', output_code)
+        marks.append({"v": MARK_VERSION, "compiled_kernel": found.group(1) if found else kernel,
+                      "kernel": {"nodes": entries, "reads": list(reads.values()),
+                                 "writes": list(writes.values()), "missing": missing}})
+    return marks
+
+
+class _ArtifactHandler(logging.Handler):
+    """Keeps the last post-grad graph and output code of this thread's compile; on the mapping
+    that follows them, sends the graph's kernel marks."""
+
+    def __init__(self, send):
+        super().__init__(logging.DEBUG)
+        self._send = send
+        self._local = threading.local()
+
+    def emit(self, record):
+        try:
+            self._emit(record)
+        except Exception as e:  # never the user's compile's problem
+            _note_unreadable(f"{type(e).__name__}: {e}")
+
+    def _emit(self, record):
+        metadata = getattr(record, "metadata", None)
+        if not isinstance(metadata, dict):
+            return
+        artifact = metadata.get("artifact")
+        name = artifact.get("name") if isinstance(artifact, dict) else None
+        if name is None:
+            name = "inductor_post_grad_graph" if "inductor_post_grad_graph" in metadata else \
+                "inductor_output_code" if "inductor_output_code" in metadata else None
+        if name not in ("inductor_post_grad_graph", "inductor_output_code",
+                        "inductor_provenance_tracking_node_mappings"):
+            return
+        payload = getattr(record, "payload", None)
+        if name == "inductor_provenance_tracking_node_mappings":
+            graph = getattr(self._local, "graph", None)
+            code = getattr(self._local, "code", None)
+            self._local.graph = self._local.code = None
+            if graph is None or code is None or not payload:
+                return
+            mapping = json.loads(payload)
+            marks = kernel_marks(graph, code, mapping if isinstance(mapping, dict) else {})
+            with _lock:
+                stats["graphs"] += 1
+                stats["kernels"] += len(marks)
+                for m in marks:
+                    stats["nodes"] += len(m["kernel"]["nodes"])
+                    stats["nodes_missing"] += m["kernel"]["missing"]
+            for m in marks:
+                self._send(json.dumps(m, separators=(",", ":"), allow_nan=False))
+        elif name == "inductor_post_grad_graph":
+            self._local.graph = payload
+        else:
+            self._local.code = payload
+
+
+def _note_unreadable(why: str) -> None:
+    global _warned
+    with _lock:
+        stats["graphs_unreadable"] += 1
+        first = not _warned
+        _warned = True
+    if first:
+        print(f"pyprof: warning: a compiled graph's kernel metadata was not read ({why}); its "
+              "fused kernels keep no FLOP model (pyprof.stats()['compiled_graphs_unreadable'])",
+              file=sys.stderr)
+
+
+def install(send) -> bool:
+    """Turns on Inductor's provenance tracking (a level the user set is kept) and lowering of
+    the backward graph at compile time (lazily lowered, its kernels would have no mapping), and
+    starts collecting; `send(message)` writes one mark. Imports Inductor's config: call it when a
+    compile is about to. False when this torch lacks what it needs."""
+    global _installed
+    if _installed:
+        return True
+    try:
+        import torch._functorch.config as functorch_config
+        import torch._inductor.config as inductor_config
+    except ImportError:
+        return False
+    trace = getattr(inductor_config, "trace", None)
+    if trace is None or not hasattr(trace, "provenance_tracking_level") or \
+            not hasattr(functorch_config, "force_non_lazy_backward_lowering"):
+        return False
+    if not trace.provenance_tracking_level:
+        trace.provenance_tracking_level = 2  # basic: the node mappings
+    functorch_config.force_non_lazy_backward_lowering = True
+    logger = logging.getLogger("torch.__trace")
+    logger.addHandler(_ArtifactHandler(send))
+    _installed = True
+    return True

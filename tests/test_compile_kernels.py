@@ -1,0 +1,125 @@
+"""pyprof/_compile_kernels.py on hand-written Inductor artifacts (docs/compile.md): the
+post-grad graph's printed form, the wrapper's provenance handles and the node mapping. What a
+real compile produces is checked end to end by tests/test_compile.py."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from pyprof import _compile_kernels as ck
+
+GRAPH = '''
+class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[4, 8][8, 1]cpu", w: "f32[8][1]cpu"):
+        # File: model.py:3 in forward, code: return (x * 2).exp() + w, -(x * 2).exp()
+        mul: "f32[4, 8][8, 1]cpu" = torch.ops.aten.mul.Tensor(x, 2.0);  x = None
+        exp: "f32[4, 8][8, 1]cpu" = torch.ops.aten.exp.default(mul);  mul = None
+        add: "f32[4, 8][8, 1]cpu" = torch.ops.aten.add.Tensor(exp, w);  w = None
+        neg: "f32[4, 8][8, 1]cpu" = torch.ops.aten.neg.default(exp);  exp = None
+        var_mean = torch.ops.aten.var_mean.correction(add, [1], correction = 0, keepdim = True)
+        getitem: "f32[4, 1][1, 1]cpu" = var_mean[0]
+        getitem_1: "f32[4, 1][1, 1]cpu" = var_mean[1];  var_mean = None
+        full: "f32[][]cpu" = torch.ops.aten.full.default([], -inf, dtype = torch.float32, layout = torch.strided, device = device(type='cpu'), pin_memory = False)
+        return (add, neg, getitem, getitem_1, full)
+'''
+
+CODE = '''
+cpp_fused_add_exp_mul_0 = async_compile.cpp_pybinding(['const float*', 'float*'], r\'\'\'
+    torch::aot_inductor::RAIIAtenRecordFunctionHandle record_graph_5_cpp_fused_add_exp_mul_0_("graph_5_cpp_fused_add_exp_mul_0", nullptr);
+\'\'\')
+def call(args):
+        # [Provenance debug handles] cpp_fused_add_exp_mul_0:1
+        cpp_fused_add_exp_mul_0(x, w, buf0)
+        # [Provenance debug handles] triton_poi_fused_exp_mul_neg_1:2
+        triton_poi_fused_exp_mul_neg_1.run(x, buf1)
+        # [Provenance debug handles] extern_kernels.mm:3
+        # [Provenance debug handles] cpp_fused_var_mean_2:4
+'''
+
+T48 = {"shape": [4, 8], "dtype": "float32", "stride": [8, 1], "device": "cpu"}
+T41 = {"shape": [4, 1], "dtype": "float32", "stride": [1, 1], "device": "cpu"}
+W = {"shape": [8], "dtype": "float32", "stride": [1], "device": "cpu"}
+
+
+def mapping(**extra) -> dict:
+    return {"version": 2.0, "cppCodeToPost": {
+        "cpp_fused_add_exp_mul_0:1": ["mul", "exp", "add"],
+        # exp recomputed here rather than read: the first kernel need not write it
+        "triton_poi_fused_exp_mul_neg_1:2": ["mul", "exp", "neg", "no_such_node"],
+        "extern_kernels.mm:3": ["mm"],
+        # the mapping names the multi-output node and one getitem: the other is its value too
+        "cpp_fused_var_mean_2:4": ["var_mean", "getitem", "full"],
+        # another graph's kernel (a cumulative mapping): not this graph's code
+        "cpp_fused_relu_0:7": ["mul"], **extra}}
+
+
+def test_tensor_annotations():
+    assert ck.tensor_of("f32[16, 128][128, 1]cpu") == {
+        "shape": [16, 128], "dtype": "float32", "stride": [128, 1], "device": "cpu"}
+    assert ck.tensor_of("b8[][]cuda:0") == {"shape": [], "dtype": "bool", "stride": [],
+                                            "device": "cuda:0"}
+    assert ck.tensor_of("bf16[s0, 64][64, 1]cuda:1") == {"symbolic": True, "dtype": "bfloat16",
+                                                         "device": "cuda:1"}
+    assert ck.tensor_of("Sym(s0)") is None
+
+
+def test_kernel_marks_nodes_buffers_and_runtime_names():
+    marks = {m["compiled_kernel"]: m["kernel"] for m in ck.kernel_marks(GRAPH, CODE, mapping())}
+    # the C++ kernel by its run-time RecordFunction name; Triton by its own; no extern kernel
+    # and no kernel of another graph
+    assert set(marks) == {"graph_5_cpp_fused_add_exp_mul_0", "triton_poi_fused_exp_mul_neg_1",
+                          "cpp_fused_var_mean_2"}
+    first = marks["graph_5_cpp_fused_add_exp_mul_0"]
+    assert first["nodes"] == [
+        {"op": "aten::mul", "overload": "Tensor", "args": {"self": T48, "other": 2.0},
+         "out": T48},
+        {"op": "aten::exp", "args": {"self": T48}, "out": T48},
+        {"op": "aten::add", "overload": "Tensor", "args": {"self": T48, "other": W, "alpha": 1},
+         "out": T48},
+    ]
+    assert first["reads"] == [T48, W]  # x and w
+    assert first["writes"] == [T48]  # add (returned); exp is recomputed by its other reader
+    assert first["missing"] == 0
+    second = marks["triton_poi_fused_exp_mul_neg_1"]
+    assert [n["op"] for n in second["nodes"]] == ["aten::mul", "aten::exp", "aten::neg"]
+    assert (second["reads"], second["writes"], second["missing"]) == ([T48], [T48], 1)
+    third = marks["cpp_fused_var_mean_2"]
+    var_mean, full = third["nodes"]
+    assert var_mean["args"] == {"self": T48, "dim": [1], "correction": 0, "keepdim": True}
+    assert full["args"] == {"size": [], "fill_value": "-inf", "dtype": "float32",
+                            "layout": "strided", "device": "cpu", "pin_memory": False}
+    assert third["reads"] == [T48]  # add, from the first kernel
+    # both statistics (returned; getitem_1 though the mapping did not name it) and full
+    assert third["writes"] == [T41, {"shape": [], "dtype": "float32", "stride": [],
+                                     "device": "cpu"}, T41]
+    json.dumps(marks, allow_nan=False)  # a mark is plain JSON
+
+
+def test_unreadable_artifacts_are_counted_not_raised(capsys):
+    sent = []
+    handler = ck._ArtifactHandler(sent.append)
+    before = dict(ck.stats)
+
+    def emit(name, payload, artifact=True):
+        record = logging.LogRecord("torch.__trace", logging.DEBUG, __file__, 1, "", (), None)
+        record.metadata = ({"artifact": {"name": name, "encoding": "json"}} if artifact
+                           else {name: {}})
+        record.payload = payload
+        handler.emit(record)
+
+    emit("inductor_post_grad_graph", "class GraphModule(: not python", artifact=False)
+    emit("inductor_output_code", CODE, artifact=False)
+    emit("inductor_provenance_tracking_node_mappings", json.dumps(mapping()))
+    assert sent == []
+    assert ck.stats["graphs_unreadable"] == before["graphs_unreadable"] + 1
+    # the next graph is read again
+    emit("inductor_post_grad_graph", GRAPH)
+    emit("inductor_output_code", CODE)
+    emit("inductor_provenance_tracking_node_mappings", json.dumps(mapping()))
+    assert len(sent) == 3
+    assert ck.stats["graphs"] == before["graphs"] + 1
+    assert ck.stats["nodes_missing"] == before["nodes_missing"] + 1
+    # a mapping with no graph before it (the handler attached mid-compile) sends nothing
+    emit("inductor_provenance_tracking_node_mappings", json.dumps(mapping()))
+    assert len(sent) == 3
