@@ -300,6 +300,56 @@ bool is_synchronizing_api(std::string_view name) {
   return false;
 }
 
+namespace {
+
+// For each GPU activity a CUDA graph node ran: the point where that node was made (its clones
+// followed back to the node stream capture or cudaGraphAdd*Node created), as an API call of its
+// own appended to trace.api_calls (zero length, no correlation id) and to `needed_calls`, so that
+// the sweep finds the ranges around it as around a launch; -1 for the others.
+std::vector<int32_t> capture_points(Trace& trace, std::vector<int32_t>& needed_calls) {
+  std::vector<int32_t> capture_of(trace.activities.size(), -1);
+  if (trace.graph_nodes.empty()) return capture_of;
+  std::unordered_map<uint64_t, int32_t> node_index;  // (pid, node id) -> graph_nodes
+  auto key = [](uint32_t pid, int64_t node) {
+    return (uint64_t{pid} << 40) ^ static_cast<uint64_t>(node);
+  };
+  for (size_t k = 0; k < trace.graph_nodes.size(); ++k) {
+    const GraphNode& n = trace.graph_nodes[k];
+    node_index.emplace(key(n.pid, n.node_id), static_cast<int32_t>(k));
+  }
+  std::unordered_map<int32_t, int32_t> call_of_node;  // created node -> its capture call
+  const uint32_t name = trace.pool.intern("CUDA graph node capture");
+  for (size_t i = 0; i < trace.activities.size(); ++i) {
+    const auto& act = trace.activities[i];
+    if (act.graph_node_id < 0) continue;
+    auto it = node_index.find(key(act.pid, act.graph_node_id));
+    // Clones point back to the node they copy; a graph of graphs is a few levels deep, and the
+    // bound stops a cycle only a damaged table could hold.
+    for (int depth = 0; it != node_index.end() && depth < 64; ++depth) {
+      const GraphNode& n = trace.graph_nodes[it->second];
+      if (n.original_node_id < 0) break;
+      it = node_index.find(key(n.pid, n.original_node_id));
+    }
+    if (it == node_index.end() || trace.graph_nodes[it->second].original_node_id >= 0) continue;
+    auto [call, added] = call_of_node.try_emplace(it->second, -1);
+    if (added) {
+      const GraphNode& n = trace.graph_nodes[it->second];
+      ApiCall c;
+      c.start = c.end = n.start;
+      c.pid = n.pid;
+      c.tid = n.tid;
+      c.name = name;
+      call->second = static_cast<int32_t>(trace.api_calls.size());
+      trace.api_calls.push_back(c);
+      needed_calls.push_back(call->second);
+    }
+    capture_of[i] = call->second;
+  }
+  return capture_of;
+}
+
+}  // namespace
+
 Correlation correlate(Trace& trace) {
   Correlation out;
   const size_t n_act = trace.activities.size();
@@ -307,6 +357,7 @@ Correlation correlate(Trace& trace) {
 
   // Launch lookup: correlation ids are unique only within a process (NVIDIA/PyProf#79).
   std::vector<int32_t> launch_of(n_act, -1);
+  std::vector<int32_t> capture_of(n_act, -1);  // graph-launched: the node's capture point
   std::vector<int32_t> needed_calls;
   if (!out.cpu_only) {
     std::unordered_map<uint64_t, int32_t> call_index;
@@ -345,6 +396,7 @@ Correlation correlate(Trace& trace) {
         needed_calls.push_back(it->second);
       }
     }
+    capture_of = capture_points(trace, needed_calls);
   }
   std::vector<int32_t> innermost_of_call(trace.api_calls.size(), -1);
   sweep(trace, out, needed_calls, innermost_of_call);
@@ -407,8 +459,13 @@ Correlation correlate(Trace& trace) {
     for (size_t i = 0; i < n_act; ++i) {
       Attribution& a = of_activity(static_cast<int32_t>(i));
       a.launch = launch_of[i];
+      if (trace.activities[i].graph_node_id >= 0) ++out.stats.graph_launched;
       if (a.launch < 0) continue;
-      attribute(trace, out, forward_ops, innermost_of_call[a.launch], -1, a);
+      // A kernel a CUDA graph replays belongs to the op that launched it at capture; the
+      // replay's own launch call stays its launch (time, API).
+      const int32_t at = capture_of[i] >= 0 ? capture_of[i] : a.launch;
+      if (capture_of[i] >= 0) ++out.stats.graph_captured;
+      attribute(trace, out, forward_ops, innermost_of_call[at], -1, a);
     }
     // sub: position among the activities of one op instance (the backward node for bprop, as
     // PyProf numbered dgrad 0 / wgrad 1), in launch order.

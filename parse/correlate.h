@@ -64,6 +64,8 @@ struct CorrelationStats {
   int64_t ranges_improperly_nested = 0;
   int64_t declared_pairs = 0;           // Trace::declared_pairs checked
   int64_t declared_pairs_disagree = 0;  // of those, paired otherwise by sequence number
+  int64_t graph_launched = 0;  // GPU activities run by a CUDA graph node (graph_node_id set)
+  int64_t graph_captured = 0;  // of those, attributed at the node's capture (Trace::graph_nodes)
 };
 
 struct Correlation {

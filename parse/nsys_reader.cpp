@@ -105,7 +105,7 @@ bool NsysReader::read(Trace& trace, std::string& error) {
   bool ok =
       read_metadata(trace, error) && read_devices(trace, error) && read_ranges(trace, error, [&] {
         return read_kernels(trace, error) && read_copies(trace, error) &&
-               read_api_calls(trace, error);
+               read_api_calls(trace, error) && read_graph_nodes(trace, error);
       });
   if (ok && trace.unfinished_capture) {
     // Each thread that recorded may have lost its last buffer: count them.
@@ -449,6 +449,38 @@ bool NsysReader::read_api_calls(Trace& trace, std::string& error) {
     }
     trace.api_calls.push_back(call);
     ++trace.stats.api_calls;
+  }
+  if (rc != SQLITE_DONE) return step_failed(db_, table, error);
+  return true;
+}
+
+bool NsysReader::read_graph_nodes(Trace& trace, std::string& error) {
+  const std::string table = "PYPROF_CUDA_GRAPH_NODES";
+  if (!db_.has_table(table)) return true;
+  auto cols = db_.columns(table);
+  if (!require_columns(cols, table, {"nodeId", "originalNodeId", "start", "globalTid"}, error, "",
+                       kNotNsys)) {
+    return false;
+  }
+  Statement s = db_.prepare(
+      select_columns(cols, table, {"nodeId", "originalNodeId", "start", "globalTid"}), error);
+  if (!s.valid()) return false;
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) {
+    if (s.is_null(0) || s.is_null(2) || s.is_null(3)) {
+      ++trace.stats.rows_skipped;
+      trace.warn("CUDA graph node without id, time or thread",
+                 "a " + table + " row has NULL nodeId, start or globalTid: skipped");
+      continue;
+    }
+    GraphNode n;
+    n.node_id = s.int64(0);
+    n.original_node_id = or_default(s, 1, -1);
+    n.start = s.int64(2);
+    auto gtid = static_cast<uint64_t>(s.int64(3));
+    n.pid = nsys::pid_of_global_id(gtid);
+    n.tid = nsys::tid_of_global_tid(gtid);
+    trace.graph_nodes.push_back(n);
   }
   if (rc != SQLITE_DONE) return step_failed(db_, table, error);
   return true;

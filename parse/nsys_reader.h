@@ -39,6 +39,8 @@ class NsysReader : public TraceReader {
   bool read_kernels(Trace& trace, std::string& error);
   bool read_copies(Trace& trace, std::string& error);
   bool read_api_calls(Trace& trace, std::string& error);
+  // PYPROF_CUDA_GRAPH_NODES (pyprof databases; nsys has no such table).
+  bool read_graph_nodes(Trace& trace, std::string& error);
   // Reads NVTX_EVENTS; `other_tables` runs on this thread while a second thread reads part
   // of a large NVTX table.
   bool read_ranges(Trace& trace, std::string& error, const std::function<bool()>& other_tables);

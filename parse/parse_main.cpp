@@ -111,6 +111,14 @@ void print_summary(fmt::memory_buffer& out, const std::string& path, const Trace
         c.attributed, records, percent(c.attributed, records), records - c.attributed,
         c.without_launch, c.outside_ranges, c.no_op);
   }
+  if (c.graph_launched > 0) {
+    fmt::format_to(std::back_inserter(out),
+                   "  CUDA graphs: graph-launched: {}, {} attributed to their capture{}\n",
+                   c.graph_launched, c.graph_captured,
+                   c.graph_captured < c.graph_launched
+                       ? " (the others to the replay: their nodes were not recorded at capture)"
+                       : "");
+  }
   if (c.backward > 0) {
     fmt::format_to(std::back_inserter(out),
                    "  backward: {} records, {} paired with their forward op, {} unpaired\n",

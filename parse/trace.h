@@ -61,6 +61,16 @@ struct GpuActivity {
 };
 
 // One CUDA runtime or driver API call (the launch of a GPU activity, or anything else).
+// A CUDA graph node the capture recorded (pyprof databases: PYPROF_CUDA_GRAPH_NODES,
+// docs/formats.md §2.1): created on a thread at a time, or cloned from another node.
+struct GraphNode {
+  int64_t node_id = 0;
+  int64_t original_node_id = -1;  // cloned from it; -1: created
+  int64_t start = 0;
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+};
+
 struct ApiCall {
   int64_t start = 0;
   int64_t end = 0;
@@ -144,6 +154,7 @@ struct Trace {
     std::string kernel;
     bool ambiguous = false;
   };
+  std::vector<GraphNode> graph_nodes;  // pyprof databases of programs that used CUDA graphs
   std::vector<CompiledKernel> compiled_kernels;
   std::unordered_map<std::string, size_t> compiled_kernel_index;  // name -> compiled_kernels
   // TARGET_INFO_GPU rows (nsys >= 2021.2 and pyprof databases) or TARGET_INFO_CUDA_GPU rows

@@ -230,3 +230,26 @@ def test_a_kernel_profile_setting_of_the_user_is_kept(tmp_path):
     assert not [r for r in records if KERNEL.match(r["name"])]
     # the fused kernels' time is then inside CompiledFunction's own
     assert [r for r in by_step(records, 2) if r["name"] == "CompiledFunction"]
+
+
+@pytest.mark.slow
+def test_kernels_loaded_from_inductor_caches_keep_their_nodes(tmp_path):
+    """Inductor's caches are on by default: a second run loads both graphs from the FX-graph
+    and AOTAutograd caches without compiling. Inductor then emits the same artifacts from the
+    cache (the post-grad graph, the wrapper code with the run-time names baked into it, the
+    mapping), so every kernel is attributed and costed as in the run that compiled."""
+    env = {"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "0",
+           "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor-cache")}
+    costs = []
+    for run in ("cold", "warm"):
+        out_dir = tmp_path / run
+        out_dir.mkdir()
+        out, _, records, dict_path = profiled_run(out_dir, env=env)
+        kernels = compiled_kernel_lines(dict_path)
+        names = {r["name"] for r in records if KERNEL.match(r["name"])}
+        assert names and names == set(kernels), (run, names, set(kernels))
+        assert out["pyprof"]["compiled_graphs"] == 2, (run, out["pyprof"])
+        costs.append({r["kernel"]: (r["flops"], r["bytes"], r["params"])
+                      for r in prof_records(dict_path) if r["kernel"] in kernels})
+    assert costs[0] == costs[1]
+    assert all(flops for flops, _, _ in costs[1].values())

@@ -601,3 +601,46 @@ def test_compiled_kernel_marks_join_their_kernels_and_cost_them(tmp_path):
     assert int(summary["Inductor kernels (torch.compile)"]) == 6
     assert int(summary["Inductor kernels attributed to their ATen nodes"]) == 4
     assert int(summary["Inductor kernels opaque (no compile metadata)"]) == 2
+
+
+def test_cuda_graph_replays_take_the_ops_of_their_capture(tmp_path):
+    """pyprof's PYPROF_CUDA_GRAPH_NODES (docs/formats.md §2.1): a replayed kernel's node is a
+    clone of the node created at capture, inside the op that launched it; parse attributes the
+    kernel there, keeps the replay's launch call, and leaves a node it cannot trace back (no
+    row; a damaged clone cycle) to the replay's ranges."""
+    from nsys_synth import global_tid
+
+    db = SynthDb()
+    t = db.thread(pid=100)
+    captured = {}
+    with t.pyprof_op("aten::addmm", seq=-1):
+        t.advance(100)
+        captured[11] = t.now
+        t.advance(100)
+    with t.pyprof_op("aten::relu", seq=-1):
+        t.advance(100)
+        captured[12] = t.now
+        t.advance(100)
+    t.advance(1000)
+    with t.range("cuda graph replay"):
+        t.graph_launch([GEMM, ELEMENTWISE, ELEMENTWISE, ELEMENTWISE])  # nodes 1..4
+    path = tmp_path / "g.sqlite"
+    db.save(path)
+    gtid = global_tid(100, t.tid)
+    rows = [(11, None, 7, captured[11], gtid), (12, None, 7, captured[12], gtid),
+            (1, 11, 8, t.now, gtid), (2, 12, 8, t.now, gtid),
+            (3, 5, 8, t.now, gtid), (5, 3, 8, t.now, gtid)]  # 3 and 5 clone each other
+    with sqlite3.connect(path) as con:
+        con.execute("CREATE TABLE PYPROF_CUDA_GRAPH_NODES (nodeId INTEGER NOT NULL, "
+                    "originalNodeId INTEGER, graphId INTEGER NOT NULL, start INTEGER NOT NULL, "
+                    "globalTid INTEGER NOT NULL)")
+        con.executemany("INSERT INTO PYPROF_CUDA_GRAPH_NODES VALUES (?, ?, ?, ?, ?)", rows)
+    _, recs, summary = testlib.parse(path, timeout=60)
+    gemm, relu, cycle, unknown = recs
+    assert [r["graph_node"] for r in recs] == [1, 2, 3, 4]
+    assert (gemm["op"], relu["op"]) == ("aten::addmm", "aten::relu")
+    assert "user_ranges" not in gemm  # the capture's ranges, not the replay's
+    assert gemm["launch"]["api"] == "cudaGraphLaunch"  # the replay's call
+    for r in (cycle, unknown):
+        assert r["op"] is None and r["user_ranges"] == ["cuda graph replay"], r
+    assert "CUDA graphs: graph-launched: 4, 2 attributed to their capture" in summary

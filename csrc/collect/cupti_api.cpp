@@ -83,6 +83,8 @@ bool resolve_all(CuptiApi& api, std::string* missing) {
                 missing);
   ok &= resolve(h, "cuptiActivityEnableRuntimeApi", api.ActivityEnableRuntimeApi, false, missing);
   ok &= resolve(h, "cuptiActivityEnableDriverApi", api.ActivityEnableDriverApi, false, missing);
+  ok &= resolve(h, "cuptiGetGraphNodeId", api.GetGraphNodeId, false, missing);
+  ok &= resolve(h, "cuptiGetGraphId", api.GetGraphId, false, missing);
   return ok;
 }
 

@@ -35,6 +35,8 @@ struct CuptiApi {
   decltype(&cuptiActivityGetNumDroppedRecords) ActivityGetNumDroppedRecords = nullptr;
   decltype(&cuptiActivityEnableRuntimeApi) ActivityEnableRuntimeApi = nullptr;  // optional
   decltype(&cuptiActivityEnableDriverApi) ActivityEnableDriverApi = nullptr;    // optional
+  decltype(&cuptiGetGraphNodeId) GetGraphNodeId = nullptr;                      // optional
+  decltype(&cuptiGetGraphId) GetGraphId = nullptr;                              // optional
 
   // "CUPTI_ERROR_..." for a result code (never null).
   const char* result_name(CUptiResult result) const;

@@ -786,6 +786,42 @@ TEST_F(CuptiCaptureTest, RecordsEveryActivityKindWhenNvtxInitialisesFirst) {
 // ---------------------------------------------------------------------------------------------
 // pyprof profile + pyprof parse: each kernel is attributed to the op it was launched in.
 // ---------------------------------------------------------------------------------------------
+// A net.dict's GPU records by correlation id: kind, op ("<null>" for JSON null), pid, tid, the
+// launch API and the graph node (-1: none).
+struct DictRecord {
+  std::string kind;
+  std::string op;
+  int64_t pid = -1;
+  int64_t tid = -1;
+  std::string api;
+  int64_t graph_node = -1;
+};
+
+std::map<int64_t, DictRecord> dict_records(const std::vector<std::string>& lines) {
+  std::map<int64_t, DictRecord> by_correlation_id;
+  simdjson::dom::parser parser;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    simdjson::dom::element record;
+    EXPECT_EQ(parser.parse(lines[i]).get(record), simdjson::SUCCESS) << lines[i];
+    DictRecord r;
+    int64_t correlation = -1;
+    std::string_view text;
+    if (record["kind"].get(text) == simdjson::SUCCESS) r.kind = text;
+    if (r.kind == "args") continue;  // the compact form's shared arguments (formats.md §3)
+    EXPECT_EQ(record["correlation"].get(correlation), simdjson::SUCCESS) << lines[i];
+    simdjson::dom::element op;
+    if (record["op"].get(op) == simdjson::SUCCESS) {
+      r.op = op.is_null() ? "<null>" : std::string(op.get_string().value_unsafe());
+    }
+    if (record["pid"].get(r.pid) != simdjson::SUCCESS) r.pid = -1;
+    if (record["tid"].get(r.tid) != simdjson::SUCCESS) r.tid = -1;
+    if (record["launch"]["api"].get(text) == simdjson::SUCCESS) r.api = text;
+    if (record["graph_node"].get(r.graph_node) != simdjson::SUCCESS) r.graph_node = -1;
+    by_correlation_id[correlation] = r;
+  }
+  return by_correlation_id;
+}
+
 TEST_F(CuptiCaptureTest, LauncherAndParseAttributeKernelsToTheirOps) {
   const std::string output = dir_.file("profiled");
   AppRun run = runner_.run({PYPROF_PROFILE, "-o", output, "--", CUPTI_TEST_APP, "ops"},
@@ -816,44 +852,61 @@ TEST_F(CuptiCaptureTest, LauncherAndParseAttributeKernelsToTheirOps) {
   ASSERT_EQ(header["records"].get(records), simdjson::SUCCESS) << lines[0];
   EXPECT_EQ(records, "gpu");
 
-  struct Record {
-    std::string kind;
-    std::string op;  // "<null>" for JSON null
-    int64_t pid = -1;
-    int64_t tid = -1;
-    std::string api;
-  };
-  std::map<int64_t, Record> by_correlation_id;
-  for (size_t i = 1; i < lines.size(); ++i) {
-    simdjson::dom::element record;
-    ASSERT_EQ(parser.parse(lines[i]).get(record), simdjson::SUCCESS) << lines[i];
-    Record r;
-    int64_t correlation = -1;
-    std::string_view text;
-    if (record["kind"].get(text) == simdjson::SUCCESS) r.kind = text;
-    if (r.kind == "args") continue;  // the compact form's shared arguments (formats.md §3)
-    EXPECT_EQ(record["correlation"].get(correlation), simdjson::SUCCESS) << lines[i];
-    simdjson::dom::element op;
-    if (record["op"].get(op) == simdjson::SUCCESS) {
-      r.op = op.is_null() ? "<null>" : std::string(op.get_string().value_unsafe());
-    }
-    if (record["pid"].get(r.pid) != simdjson::SUCCESS) r.pid = -1;
-    if (record["tid"].get(r.tid) != simdjson::SUCCESS) r.tid = -1;
-    if (record["launch"]["api"].get(text) == simdjson::SUCCESS) r.api = text;
-    by_correlation_id[correlation] = r;
-  }
+  const std::map<int64_t, DictRecord> by_correlation_id = dict_records(lines);
   ASSERT_EQ(facts.launches.size(), 5u) << run.describe();
   EXPECT_EQ(by_correlation_id.size(), facts.launches.size()) << read_file(dict);
   for (const Launch& launch : facts.launches) {
     SCOPED_TRACE("launch " + std::to_string(launch.correlation) + " in " + launch.range);
     const auto it = by_correlation_id.find(launch.correlation);
     ASSERT_NE(it, by_correlation_id.end());
-    const Record& record = it->second;
+    const DictRecord& record = it->second;
     EXPECT_EQ(record.kind, launch.what);
     EXPECT_EQ(record.op, launch.range == "-" ? "<null>" : launch.range);
     EXPECT_EQ(record.tid, launch.tid);
     EXPECT_EQ(record.pid, facts.number("pid"));
     EXPECT_EQ(record.api, launch.what == "kernel" ? "cudaLaunchKernel" : "cudaMemcpyAsync");
+  }
+}
+
+// CUDA graphs: the collector records each node CUPTI announces (created at capture, cloned at
+// instantiation), and parse attributes a replayed kernel to the op that launched it at capture,
+// not to the replay call's op. A node no callback announced keeps the replay's op.
+TEST_F(CuptiCaptureTest, ReplayedGraphKernelsBelongToTheirCaptureOps) {
+  const std::string output = dir_.file("graphs");
+  AppRun run = runner_.run({PYPROF_PROFILE, "-o", output, "--", CUPTI_TEST_APP, "graphs"},
+                           {{"PYPROF_CUPTI_LIBRARY", FAKE_CUPTI_LIBRARY}});
+  ASSERT_TRUE(run.exited_ok()) << run.describe();
+  const Facts facts = facts_of(run.out);
+  expect_no_violation(run, facts);
+  const std::string db_file = output + ".sqlite";
+  {
+    TestDb db(db_file);
+    ASSERT_TRUE(db.intact());
+    EXPECT_EQ(db.scalar("SELECT count(*) FROM PYPROF_CUDA_GRAPH_NODES"), 4);
+    EXPECT_EQ(db.scalar("SELECT count(*) FROM PYPROF_CUDA_GRAPH_NODES WHERE originalNodeId IS "
+                        "NULL AND graphId = 7"),
+              2);
+    EXPECT_EQ(db.scalar("SELECT originalNodeId FROM PYPROF_CUDA_GRAPH_NODES WHERE nodeId = 202"),
+              102);
+    EXPECT_EQ(db.scalar("SELECT count(*) FROM PYPROF_CUDA_GRAPH_NODES WHERE globalTid = " +
+                        std::to_string(gtid(facts.number("pid"), facts.number("tid")))),
+              4);
+    EXPECT_EQ(db.stat("cuda_graph_nodes"), 4);
+  }
+  const std::string dict = dir_.file("graphs.dict");
+  const AppRun parse = runner_.run({PYPROF_PARSE, db_file, "-o", dict}, {});
+  ASSERT_TRUE(parse.exited_ok()) << parse.describe();
+  EXPECT_NE(parse.err.find("graph-launched: 5, 4 attributed to their capture"), std::string::npos)
+      << parse.describe();
+  const std::map<int64_t, DictRecord> records = dict_records(lines_of(read_file(dict)));
+  ASSERT_EQ(facts.launches.size(), 5u) << run.describe();
+  for (const Launch& launch : facts.launches) {
+    SCOPED_TRACE("launch " + std::to_string(launch.correlation) + " in " + launch.range);
+    const auto it = records.find(launch.correlation);
+    ASSERT_NE(it, records.end());
+    EXPECT_EQ(it->second.op, launch.range);
+    EXPECT_EQ(it->second.api, "cudaLaunchKernel");  // the replay's own launch call
+    EXPECT_NE(it->second.graph_node, -1);
   }
 }
 

@@ -1,9 +1,12 @@
 #include "cupti_tracer.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 
 #include "clock.h"
+#include "common/nsys_schema.h"
 #include "diagnostics.h"
 
 namespace pyprof::collect {
@@ -141,6 +144,19 @@ bool CuptiTracer::attach() {
       return failed("cuptiEnableCallback", result);
     }
   }
+  // CUDA graph nodes as they are made and cloned: a replayed kernel is attributed to the op that
+  // launched it at capture (docs/formats.md §2.1). Without them replays keep the replay's op.
+  if (api.GetGraphNodeId != nullptr && api.GetGraphId != nullptr) {
+    bool graphs = true;
+    for (const CUpti_CallbackId cbid : {CUpti_CallbackId{CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED},
+                                        CUpti_CallbackId{CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED}}) {
+      graphs = graphs &&
+               api.EnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid) == CUPTI_SUCCESS;
+    }
+    if (!graphs) missing_kinds_ += " (no CUDA graph node callbacks: replays keep the replay's op)";
+  } else {
+    missing_kinds_ += " (no cuptiGetGraphNodeId: replays keep the replay's op)";
+  }
   // OS thread ids (gettid), as NVTX_EVENTS.globalTid has them; CUPTI's default is pthread_self.
   if ((result = api.SetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)) != CUPTI_SUCCESS) {
     return failed("cuptiSetThreadIdType", result);
@@ -219,11 +235,53 @@ void CuptiTracer::on_profiler_api(bool start_call, bool enter) {
   }
 }
 
+void CuptiTracer::on_graph_node(CUpti_CallbackId cbid, const CUpti_GraphData& graph) {
+  GraphNodeRow row;
+  uint32_t graph_id = 0;
+  if (api_->GetGraphNodeId(graph.node, &row.node_id) != CUPTI_SUCCESS ||
+      api_->GetGraphId(graph.graph, &graph_id) != CUPTI_SUCCESS) {
+    graph_nodes_unreadable_.fetch_add(1);
+    return;
+  }
+  row.graph_id = graph_id;
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
+    uint64_t original = 0;
+    if (graph.originalNode == nullptr ||
+        api_->GetGraphNodeId(graph.originalNode, &original) != CUPTI_SUCCESS) {
+      graph_nodes_unreadable_.fetch_add(1);
+      return;
+    }
+    row.original_node_id = original;
+  }
+  // The database's time line starts with the session, as the CUPTI records' (gpu_activity).
+  row.start = monotonic_ns() - collector_.config().session_start_mono_ns;
+  row.global_tid =
+      nsys::global_tid(static_cast<uint32_t>(collector_.pid()), static_cast<uint32_t>(::gettid()));
+  graph_nodes_.fetch_add(1);
+  auto batch = std::make_unique<GpuBatch>();
+  batch->graph_nodes.push_back(row);
+  collector_.submit_gpu_batch(std::move(batch), 0);
+}
+
 void CUPTIAPI CuptiTracer::api_callback(void* user, CUpti_CallbackDomain domain,
                                         CUpti_CallbackId cbid, const void* data) {
   auto* tracer = static_cast<CuptiTracer*>(user);
+  if (tracer == nullptr || data == nullptr) return;
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+    if (cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED &&
+        cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
+      return;
+    }
+    const auto* resource = static_cast<const CUpti_ResourceData*>(data);
+    const auto* graph = static_cast<const CUpti_GraphData*>(resource->resourceDescriptor);
+    if (graph == nullptr) return;
+    try {
+      tracer->on_graph_node(cbid, *graph);
+    } catch (...) {
+    }
+    return;
+  }
   const auto* info = static_cast<const CUpti_CallbackData*>(data);
-  if (tracer == nullptr || info == nullptr) return;
   const bool enter = info->callbackSite == CUPTI_API_ENTER;
   bool start_call = false;
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
@@ -329,6 +387,8 @@ void CuptiTracer::fill_stats(CollectorStats& stats) const noexcept {
   stats.cupti_records_no_timestamp += no_timestamp_.load();
   stats.cupti_records_outside_window += outside_window_.load();
   stats.cupti_records_ignored += ignored_.load();
+  stats.cuda_graph_nodes += graph_nodes_.load();
+  stats.cuda_graph_nodes_unreadable += graph_nodes_unreadable_.load();
 }
 
 }  // namespace pyprof::collect

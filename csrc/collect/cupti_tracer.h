@@ -37,6 +37,9 @@ class CuptiTracer final : public GpuTraceSource {
   bool enable_gpu_kinds(bool enable);
   void set_status(std::string status);
   void on_profiler_api(bool start_call, bool enter);
+  // A CUDA graph node created or cloned (CUPTI resource callback): one PYPROF_CUDA_GRAPH_NODES
+  // row with this thread and time.
+  void on_graph_node(CUpti_CallbackId cbid, const CUpti_GraphData& graph);
   void process_buffer(CUcontext context, uint32_t stream_id, uint8_t* buffer, size_t valid_size);
 
   static void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
@@ -68,6 +71,8 @@ class CuptiTracer final : public GpuTraceSource {
   std::atomic<uint64_t> outside_window_{0};
   std::atomic<uint64_t> ignored_{0};
   std::atomic<uint64_t> outstanding_bytes_{0};  // buffers lent to CUPTI
+  std::atomic<uint64_t> graph_nodes_{0};
+  std::atomic<uint64_t> graph_nodes_unreadable_{0};  // cuptiGetGraph(Node)Id failed
 };
 
 }  // namespace pyprof::collect

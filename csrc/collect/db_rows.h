@@ -157,6 +157,19 @@ struct GpuInfoRow {  // TARGET_INFO_GPU (one physical GPU) + TARGET_INFO_CUDA_DE
   int64_t pid = 0;  // for TARGET_INFO_CUDA_DEVICE
 };
 
+// A CUDA graph node as CUPTI's resource callbacks announce it (PYPROF_CUDA_GRAPH_NODES,
+// docs/formats.md §2.1): created on a thread (stream capture, cudaGraphAdd*Node), or cloned from
+// another node when a graph is instantiated. Graph-launched kernels name the executable graph's
+// node; following the clones back to the created node gives the thread and time it was made,
+// and so the op that launched it at capture.
+struct GraphNodeRow {
+  uint64_t node_id = 0;
+  std::optional<uint64_t> original_node_id;  // cloned from it; none: created
+  uint32_t graph_id = 0;
+  int64_t start = 0;  // collector clock
+  uint64_t global_tid = 0;
+};
+
 // What one CUPTI buffer turned into. The collector queues it to the writer as one unit.
 struct GpuBatch {
   std::vector<KernelRow> kernels;
@@ -166,10 +179,11 @@ struct GpuBatch {
   std::vector<SyncRow> syncs;
   std::vector<ExternalCorrelationRow> external_correlations;
   std::vector<GpuInfoRow> gpus;
+  std::vector<GraphNodeRow> graph_nodes;
 
   size_t rows() const {
     return kernels.size() + api_calls.size() + memcpys.size() + memsets.size() + syncs.size() +
-           external_correlations.size() + gpus.size();
+           external_correlations.size() + gpus.size() + graph_nodes.size();
   }
   // Memory held, for the collector's buffer limit.
   size_t bytes() const {
@@ -177,7 +191,7 @@ struct GpuBatch {
            memcpys.capacity() * sizeof(MemcpyRow) + memsets.capacity() * sizeof(MemsetRow) +
            syncs.capacity() * sizeof(SyncRow) +
            external_correlations.capacity() * sizeof(ExternalCorrelationRow) +
-           gpus.capacity() * sizeof(GpuInfoRow);
+           gpus.capacity() * sizeof(GpuInfoRow) + graph_nodes.capacity() * sizeof(GraphNodeRow);
   }
 };
 

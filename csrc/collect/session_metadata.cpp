@@ -72,6 +72,8 @@ std::vector<StatRow> CollectorStats::rows() const {
       row("cupti_records_outside_window", cupti_records_outside_window),
       row("cupti_records_after_shutdown", cupti_records_after_shutdown),
       row("cupti_records_ignored", cupti_records_ignored),
+      row("cuda_graph_nodes", cuda_graph_nodes),
+      row("cuda_graph_nodes_unreadable", cuda_graph_nodes_unreadable),
       row("kernels_written", kernels_written),
       row("api_calls_written", api_calls_written),
       row("memcpys_written", memcpys_written),

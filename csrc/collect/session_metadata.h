@@ -42,6 +42,8 @@ struct CollectorStats {
   uint64_t cupti_records_outside_window = 0;  // outside the delay/duration/capture range
   uint64_t cupti_records_after_shutdown = 0;  // delivered after finalization began
   uint64_t cupti_records_ignored = 0;         // kinds pyprof does not store
+  uint64_t cuda_graph_nodes = 0;              // CUDA graph nodes created or cloned (recorded)
+  uint64_t cuda_graph_nodes_unreadable = 0;   // ... whose ids CUPTI would not give
   uint64_t kernels_written = 0;
   uint64_t api_calls_written = 0;  // runtime + driver
   uint64_t memcpys_written = 0;

@@ -159,6 +159,13 @@ CREATE TABLE IF NOT EXISTS CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (
     syncType                    INTEGER   NOT NULL,
     eventId                     INTEGER   NOT NULL
 );
+CREATE TABLE IF NOT EXISTS PYPROF_CUDA_GRAPH_NODES (
+    nodeId                      INTEGER   NOT NULL,
+    originalNodeId              INTEGER,
+    graphId                     INTEGER   NOT NULL,
+    start                       INTEGER   NOT NULL,
+    globalTid                   INTEGER   NOT NULL
+);
 CREATE TABLE IF NOT EXISTS CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION (
     externalKind                INTEGER   NOT NULL,
     externalId                  INTEGER   NOT NULL,
@@ -627,6 +634,8 @@ bool SqliteWriter::create_gpu_tables() {
       "?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)",
       "INSERT INTO TARGET_INFO_CUDA_DEVICE (gpuId, cudaId, pid, uuid, numMultiprocessors) VALUES "
       "(?1, ?2, ?3, ?4, ?5)",
+      "INSERT INTO PYPROF_CUDA_GRAPH_NODES (nodeId, originalNodeId, graphId, start, globalTid) "
+      "VALUES (?1, ?2, ?3, ?4, ?5)",
   };
   for (int i = 0; i < kGpuStatementCount; ++i) {
     if (sqlite3_prepare_v2(db_, statements[i], -1, &gpu_statements_[i], nullptr) != SQLITE_OK) {
@@ -712,6 +721,17 @@ bool SqliteWriter::write_gpu_batch(const GpuBatch& batch) {
     RowBinder device(gpu_statements_[kInsertCudaDevice]);
     device.integer(g.id).integer(g.id).integer(g.pid).text(g.uuid).integer(g.sm_count);
     if (!device.step()) return fail("TARGET_INFO_CUDA_DEVICE");
+  }
+  for (const GraphNodeRow& n : batch.graph_nodes) {
+    RowBinder row(gpu_statements_[kInsertGraphNode]);
+    row.integer(static_cast<int64_t>(n.node_id));
+    if (n.original_node_id) {
+      row.integer(static_cast<int64_t>(*n.original_node_id));
+    } else {
+      row.null();
+    }
+    row.integer(n.graph_id).integer(n.start).integer(static_cast<int64_t>(n.global_tid));
+    if (!row.step()) return fail("PYPROF_CUDA_GRAPH_NODES");
   }
   return true;
 }

@@ -97,6 +97,7 @@ class SqliteWriter {
     kInsertExternalCorrelation,
     kInsertGpu,
     kInsertCudaDevice,
+    kInsertGraphNode,
     kGpuStatementCount
   };
   bool gpu_tables_ready_ = false;

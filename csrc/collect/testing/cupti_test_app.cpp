@@ -220,21 +220,62 @@ int basic(bool nvtx_first) {
 
 // pyprof-domain op markers (docs/formats.md §1.1) around launches, for the launcher + parse
 // test: every kernel must come out of pyprof-parse attributed to the op it was launched in.
+// A pyprof op marker range around `body(name)`.
+template <class Body>
+void pyprof_op(nvtxDomainHandle_t domain, const char* name, int id, int thread, Body body) {
+  const std::string marker =
+      std::string("{\"v\":1,\"op\":\"") + name + "\",\"id\":" + std::to_string(id) +
+      ",\"seq\":-1,\"tid\":" + std::to_string(thread) + ",\"scope\":\"function\",\"args\":{}}";
+  nvtxEventAttributes_t attributes{};
+  attributes.version = NVTX_VERSION;
+  attributes.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  attributes.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  attributes.message.ascii = marker.c_str();
+  nvtxDomainRangePushEx(domain, &attributes);
+  body(std::string(name));
+  nvtxDomainRangePop(domain);
+}
+
+// CUDA graphs: two kernels captured inside ops (graph 7, nodes 101 and 102), the graph
+// instantiated outside every op (executable graph 8, clones 201 and 202), then replayed twice
+// inside another op. Each replayed kernel's launch fact names the op it was captured in.
+int graphs() {
+  init_cuda();
+  nvtxDomainHandle_t domain = nvtxDomainCreateA("pyprof");
+  pyprof_op(domain, "aten::addmm", 1, 1,
+            [](const std::string&) { fake_cupti_graph_node(101, 0, 7); });
+  pyprof_op(domain, "aten::relu", 2, 1,
+            [](const std::string&) { fake_cupti_graph_node(102, 0, 7); });
+  fake_cupti_graph_node(201, 101, 8);
+  fake_cupti_graph_node(202, 102, 8);
+  pyprof_op(domain, "CUDAGraph::replay", 3, 1, [](const std::string&) {
+    for (int replay = 0; replay < 2; ++replay) {
+      fake_cupti_kernel_t gemm = fake_cupti_kernel(kSgemm, 64, 256, kMainStream, 20'000);
+      gemm.graph_node_id = 201;
+      gemm.graph_id = 8;
+      print_launch(fake_cupti_launch(&gemm), "kernel", "aten::addmm");
+      fake_cupti_kernel_t relu = fake_cupti_kernel(kElementwise, 512, 128, kMainStream, 4'000);
+      relu.graph_node_id = 202;
+      relu.graph_id = 8;
+      print_launch(fake_cupti_launch(&relu), "kernel", "aten::relu");
+    }
+  });
+  // A kernel of a node no callback announced (a graph made before pyprof attached) keeps the
+  // replay's op.
+  pyprof_op(domain, "CUDAGraph::replay", 4, 1, [](const std::string& name) {
+    fake_cupti_kernel_t orphan = fake_cupti_kernel(kElementwise, 8, 128, kMainStream, 1'000);
+    orphan.graph_node_id = 999;
+    orphan.graph_id = 9;
+    print_launch(fake_cupti_launch(&orphan), "kernel", name);
+  });
+  return 0;
+}
+
 int ops() {
   init_cuda();
   nvtxDomainHandle_t domain = nvtxDomainCreateA("pyprof");
   const auto op = [domain](const char* name, int id, int thread, auto body) {
-    const std::string marker =
-        std::string("{\"v\":1,\"op\":\"") + name + "\",\"id\":" + std::to_string(id) +
-        ",\"seq\":-1,\"tid\":" + std::to_string(thread) + ",\"scope\":\"function\",\"args\":{}}";
-    nvtxEventAttributes_t attributes{};
-    attributes.version = NVTX_VERSION;
-    attributes.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-    attributes.messageType = NVTX_MESSAGE_TYPE_ASCII;
-    attributes.message.ascii = marker.c_str();
-    nvtxDomainRangePushEx(domain, &attributes);
-    body(std::string(name));
-    nvtxDomainRangePop(domain);
+    pyprof_op(domain, name, id, thread, body);
   };
   op("aten::linear", 1, 1, [&](const std::string&) {
     op("aten::addmm", 2, 1, [](const std::string& name) {
@@ -463,6 +504,7 @@ int main(int argc, char** argv) {
   const std::string variant = argc > 2 ? argv[2] : "";
   if (scenario == "basic") return basic(variant == "nvtx-first");
   if (scenario == "ops") return ops();
+  if (scenario == "graphs") return graphs();
   if (scenario == "capture") return capture(variant == "driver");
   if (scenario == "window") return window();
   if (scenario == "drops") return drops();

@@ -656,6 +656,19 @@ CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle
   return CUPTI_SUCCESS;
 }
 
+// Fake graph and node handles are their ids (never 0, as real handles are never null).
+CUptiResult CUPTIAPI cuptiGetGraphNodeId(CUgraphNode node, uint64_t* node_id) {
+  if (node == nullptr || node_id == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  *node_id = reinterpret_cast<uintptr_t>(node);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetGraphId(CUgraph graph, uint32_t* graph_id) {
+  if (graph == nullptr || graph_id == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  *graph_id = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(graph));
+  return CUPTI_SUCCESS;
+}
+
 CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid,
                                           const char** name) {
   if (name == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
@@ -1062,6 +1075,30 @@ uint32_t fake_cupti_profiler_stop(int driver_api) {
   }
   return api_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000,
                   "cudaProfilerStop", 0, [](uint32_t, uint64_t, uint64_t) {});
+}
+
+void fake_cupti_graph_node(uint64_t node_id, uint64_t original_node_id, uint32_t graph_id) {
+  State& s = state();
+  Subscriber subscriber;
+  const CUpti_CallbackId cbid = original_node_id != 0 ? CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED
+                                                      : CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED;
+  {
+    std::lock_guard lock(s.state_mutex);
+    if (!s.subscribed || s.enabled_callbacks.count({int(CUPTI_CB_DOMAIN_RESOURCE), cbid}) == 0) {
+      return;
+    }
+    subscriber = s.subscriber;
+  }
+  CUpti_GraphData graph{};
+  graph.graph = reinterpret_cast<CUgraph>(uintptr_t{graph_id});
+  graph.node = reinterpret_cast<CUgraphNode>(uintptr_t{node_id});
+  graph.originalNode = reinterpret_cast<CUgraphNode>(uintptr_t{original_node_id});
+  graph.nodeType = CU_GRAPH_NODE_TYPE_KERNEL;
+  CUpti_ResourceData data{};
+  data.context = reinterpret_cast<CUcontext>(uintptr_t{0x1000} * kPrimaryContext);
+  data.resourceDescriptor = &graph;
+  s.stats.subscriber_callbacks.fetch_add(1);
+  subscriber.callback(subscriber.userdata, CUPTI_CB_DOMAIN_RESOURCE, cbid, &data);
 }
 
 void fake_cupti_add_dropped(uint64_t n) {

@@ -99,6 +99,15 @@ FAKE_CUPTI_API void fake_cupti_emit_device(uint32_t device_id);
 FAKE_CUPTI_API uint32_t fake_cupti_profiler_start(int driver_api);
 FAKE_CUPTI_API uint32_t fake_cupti_profiler_stop(int driver_api);
 
+// A CUDA graph node appears, as CUPTI's resource callbacks tell a subscriber that enabled them:
+// original_node_id 0 -> CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED (stream capture or cudaGraphAdd*
+// on this thread), else CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED (cudaGraphInstantiate copying node
+// original_node_id into executable graph graph_id). cuptiGetGraphNodeId and cuptiGetGraphId read
+// the ids back from the handles the callback passes. A kernel that node runs is launched with
+// fake_cupti_launch and graph_node_id set.
+FAKE_CUPTI_API void fake_cupti_graph_node(uint64_t node_id, uint64_t original_node_id,
+                                          uint32_t graph_id);
+
 // Counts `n` records as dropped (reported by the next cuptiActivityGetNumDroppedRecords).
 FAKE_CUPTI_API void fake_cupti_add_dropped(uint64_t n);
 
