@@ -198,13 +198,22 @@ def test_abnormal_end_keeps_ops_recorded_before_it(tmp_path, mode):
 
 # --- 2. SIGTERM / Ctrl-C while the program is running -----------------------------------------
 
+def _hangup_by_default() -> None:
+    # A test run under nohup hands SIG_IGN for SIGHUP down to every child, and a program started
+    # with SIGHUP ignored keeps ignoring it (the collector respects that): the SIGHUP tests would
+    # then wait on a loop that never ends. They test the collector's handler, so the launcher
+    # starts with the default disposition, as under a terminal.
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def spawn_loop(tmp_path, extra_env=None) -> subprocess.Popen:
     """Starts lifecycle_loop.py under `pyprof profile -o tmp_path/net`, the launcher leading a
     process group of its own (as `setsid pyprof profile ...` does)."""
     cmd = [PY, "-m", "pyprof", "profile", "-o", str(tmp_path / "net"), "--",
            PY, script("lifecycle_loop.py"), str(tmp_path / "loop.pid")]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=session_env(extra_env), cwd=ROOT, start_new_session=True)
+                            env=session_env(extra_env), cwd=ROOT, start_new_session=True,
+                            preexec_fn=_hangup_by_default)
 
 
 def wait_ready(proc, tmp_path) -> int:
@@ -266,6 +275,18 @@ def finalized_by(db) -> str | None:
         con.close()
 
 
+def kill_leftovers(runs) -> None:
+    """Ends every launcher of `runs` still running (a failed check must not leave loops
+    spinning for the rest of the test session)."""
+    for _, proc, _ in runs:
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.communicate()
+
+
 def start_loops(tmp_path, count):
     """`count` looping programs under their own launchers, each in tmp_path/run<i>; returns
     (run dir, launcher, program pid) once all are ready."""
@@ -284,14 +305,17 @@ def start_loops(tmp_path, count):
 @pytest.mark.parametrize("sig", all_but_one_slow([signal.SIGTERM, signal.SIGHUP], signal.SIGTERM))
 def test_termination_signal_to_the_process_group_finishes_the_database(tmp_path, sig):
     runs = start_loops(tmp_path, 3)
-    for _, proc, _ in runs:
-        os.killpg(proc.pid, sig)
-    for run_dir, proc, program_pid in runs:
-        rc, out, err = finish(proc)
-        assert rc == 128 + sig, f"rc={rc}\n{err}"
-        db = run_dir / "net.sqlite"
-        check_killed_db(db, program_pid)
-        assert finalized_by(db) == sig.name, err
+    try:
+        for _, proc, _ in runs:
+            os.killpg(proc.pid, sig)
+        for run_dir, proc, program_pid in runs:
+            rc, out, err = finish(proc)
+            assert rc == 128 + sig, f"rc={rc}\n{err}"
+            db = run_dir / "net.sqlite"
+            check_killed_db(db, program_pid)
+            assert finalized_by(db) == sig.name, err
+    finally:
+        kill_leftovers(runs)
 
 
 # Two signals back to back (a user or a job system repeating itself): the second, and an
@@ -305,27 +329,32 @@ SIGNAL_PAIRS = [(signal.SIGTERM, signal.SIGTERM), (signal.SIGHUP, signal.SIGTERM
 
 def test_second_signal_waits_until_the_database_is_finished(tmp_path):
     runs = start_loops(tmp_path, len(SIGNAL_PAIRS))
-    for (first, second), (_, _, program_pid) in zip(SIGNAL_PAIRS, runs):
-        os.kill(program_pid, first)
-        os.kill(program_pid, second)
-    for pair, (run_dir, proc, program_pid) in zip(SIGNAL_PAIRS, runs):
-        rc, out, err = finish(proc)
-        shown = "+".join(s.name for s in pair)
-        assert rc in {128 + s for s in pair}, f"{shown}: rc={rc}\n{err}"
-        db = run_dir / "net.sqlite"
-        if signal.SIGINT in pair:
-            # An interrupt that reaches Python first unwinds the `with` blocks, closing the
-            # ranges check_killed_db expects open; everything else is the same.
-            assert_valid_db(db)
-            assert_train_step_recorded([r for r in read_ranges(str(db)) if r.end is not None])
-            assert_no_drops(db)
-            assert event_pids(db) == {program_pid}
-        else:
-            check_killed_db(db, program_pid)
-        by = finalized_by(db)
-        assert by in {s.name for s in pair if s != signal.SIGINT}, (shown, by, err)
-        if rc != 128 + signal.SIGINT:
-            assert rc == 128 + signal.Signals[by], (shown, by, rc, err)
+    try:
+        for (first, second), (_, _, program_pid) in zip(SIGNAL_PAIRS, runs):
+            os.kill(program_pid, first)
+            os.kill(program_pid, second)
+        for pair, (run_dir, proc, program_pid) in zip(SIGNAL_PAIRS, runs):
+            rc, out, err = finish(proc)
+            shown = "+".join(s.name for s in pair)
+            assert rc in {128 + s for s in pair}, f"{shown}: rc={rc}\n{err}"
+            db = run_dir / "net.sqlite"
+            if signal.SIGINT in pair:
+                # An interrupt that reaches Python first unwinds the `with` blocks, closing the
+                # ranges check_killed_db expects open; everything else is the same.
+                assert_valid_db(db)
+                closed = [r for r in read_ranges(str(db)) if r.end is not None]
+                assert_train_step_recorded(closed)
+                assert_no_drops(db)
+                assert event_pids(db) == {program_pid}
+            else:
+                check_killed_db(db, program_pid)
+            by = finalized_by(db)
+            assert by in {s.name for s in pair if s != signal.SIGINT}, (shown, by, err)
+            if rc != 128 + signal.SIGINT:
+                assert rc == 128 + signal.Signals[by], (shown, by, rc, err)
+    finally:
+        kill_leftovers(runs)
+
 
 def test_parse_says_a_killed_capture_is_unfinished(tmp_path):
     """SIGKILL leaves no finalisation record: the events still in each thread's buffer (up to

@@ -249,6 +249,8 @@ def test_kernels_loaded_from_inductor_caches_keep_their_nodes(tmp_path):
         names = {r["name"] for r in records if KERNEL.match(r["name"])}
         assert names and names == set(kernels), (run, names, set(kernels))
         assert out["pyprof"]["compiled_graphs"] == 2, (run, out["pyprof"])
+        hits = out["cache_hits"]
+        assert (hits["fx_graph"] + hits["aot_autograd"] > 0) == (run == "warm"), (run, hits)
         costs.append({r["kernel"]: (r["flops"], r["bytes"], r["params"])
                       for r in prof_records(dict_path) if r["kernel"] in kernels})
     assert costs[0] == costs[1]

@@ -74,7 +74,9 @@ def main():
     result = {"graphs": counters["stats"]["unique_graphs"],
               "graph_breaks": sum(counters["graph_break"].values()),
               "break_reasons": [r[:200] for r in counters["graph_break"]],
-              "loss": float(loss.detach())}
+              "loss": float(loss.detach()),
+              "cache_hits": {"fx_graph": counters["inductor"]["fxgraph_cache_hit"],
+                             "aot_autograd": counters["aot_autograd"]["autograd_cache_hit"]}}
     if "pyprof" in sys.modules:
         result["pyprof"] = sys.modules["pyprof"].stats()
     print(json.dumps(result))
