@@ -268,8 +268,10 @@ def stats() -> dict:
     out while torch.compile compiled (`paused`: its tracing on fake tensors, docs/compile.md);
     and of torch.compile's kernels (docs/compile.md): graphs whose kernels were marked
     (`compiled_graphs`), kernels marked (`compiled_kernels`), the nodes they compute
-    (`compiled_nodes`), nodes the metadata named but the graph lacked (`compiled_nodes_missing`)
-    and graphs whose metadata could not be read (`compiled_graphs_unreadable`)."""
+    (`compiled_nodes`), nodes the metadata named but the graph lacked (`compiled_nodes_missing`),
+    graphs whose metadata could not be read (`compiled_graphs_unreadable`) and kernel marks made
+    smaller to fit the collector's 64 KiB (`compiled_kernels_cut`: strides and outputs left
+    out, then nodes, which leaves that kernel unmodelled)."""
     out = dict(_C.stats())
     from . import _compile_kernels
     for key, value in _compile_kernels.stats.items():

@@ -36,9 +36,13 @@ import threading
 import torch
 
 MARK_VERSION = 1
+# The collector keeps NVTX messages up to 64 KiB (csrc/collect/event_types.h); a longer mark
+# would be cut into invalid JSON. Marks past this size are made smaller (fit_mark).
+MAX_MARK_BYTES = 60_000
 
 # What the handler did, for pyprof.stats() and the tests.
-stats = {"graphs": 0, "kernels": 0, "nodes": 0, "nodes_missing": 0, "graphs_unreadable": 0}
+stats = {"graphs": 0, "kernels": 0, "nodes": 0, "nodes_missing": 0, "graphs_unreadable": 0,
+         "kernels_cut": 0}
 _warned = False
 _lock = threading.Lock()
 _installed = False
@@ -176,6 +180,50 @@ def _value(expr, nodes: dict[str, _Node]):
     return "<unreadable>"
 
 
+def _plain(v):
+    """A schema default as a marker value: non-finite floats as strings (§1.1), lists kept,
+    anything else by its text."""
+    if isinstance(v, float) and v != v:
+        return "nan"
+    if isinstance(v, float) and v in (float("inf"), float("-inf")):
+        return "inf" if v > 0 else "-inf"
+    if isinstance(v, (bool, int, float, str, type(None))):
+        return v
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return str(v)
+
+
+def fit_mark(mark: dict) -> str:
+    """The mark's JSON, within MAX_MARK_BYTES: first as it is; then without what no cost needs
+    (each node's `out`, the tensors' strides and devices); then with the nodes that do not fit
+    left out and counted in `missing`, which makes prof leave the kernel unmodelled rather than
+    sum part of it."""
+    text = json.dumps(mark, separators=(",", ":"), allow_nan=False)
+    if len(text) <= MAX_MARK_BYTES:
+        return text
+
+    def lean(v):
+        if isinstance(v, dict):
+            return {k: lean(x) for k, x in v.items() if k not in ("stride", "device", "out")}
+        if isinstance(v, list):
+            return [lean(x) for x in v]
+        return v
+
+    kernel = lean(mark["kernel"])
+    nodes = kernel["nodes"]
+    while True:
+        text = json.dumps({**mark, "kernel": kernel}, separators=(",", ":"), allow_nan=False)
+        if len(text) <= MAX_MARK_BYTES or not kernel["nodes"]:
+            break
+        keep = max(0, len(kernel["nodes"]) * MAX_MARK_BYTES // len(text) - 1)
+        kernel = {**kernel, "nodes": nodes[:keep],
+                  "missing": mark["kernel"]["missing"] + len(nodes) - keep}
+    with _lock:
+        stats["kernels_cut"] += 1
+    return text
+
+
 def _schema_of(target: str):
     if not target.startswith("torch.ops."):
         return None
@@ -207,9 +255,7 @@ def node_marker(node: _Node, nodes: dict[str, _Node]) -> dict | None:
             elif not a.kwarg_only and i < len(node.args):
                 args[a.name] = _value(node.args[i], nodes)
             elif a.has_default_value():
-                default = a.default_value
-                args[a.name] = default if isinstance(default, (bool, int, float, str,
-                                                                type(None))) else str(default)
+                args[a.name] = _plain(a.default_value)
     else:
         for i, a in enumerate(node.args):
             args[str(i)] = _value(a, nodes)
@@ -332,7 +378,7 @@ class _ArtifactHandler(logging.Handler):
                     stats["nodes"] += len(m["kernel"]["nodes"])
                     stats["nodes_missing"] += m["kernel"]["missing"]
             for m in marks:
-                self._send(json.dumps(m, separators=(",", ":"), allow_nan=False))
+                self._send(fit_mark(m))
         elif name == "inductor_post_grad_graph":
             self._local.graph = payload
         else:

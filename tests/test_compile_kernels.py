@@ -123,3 +123,34 @@ def test_unreadable_artifacts_are_counted_not_raised(capsys):
     # a mapping with no graph before it (the handler attached mid-compile) sends nothing
     emit("inductor_provenance_tracking_node_mappings", json.dumps(mapping()))
     assert len(sent) == 3
+
+
+def test_marks_too_long_for_the_collector_are_made_smaller():
+    """A mark longer than the collector keeps (64 KiB) would be cut into invalid JSON: it first
+    loses what no cost needs, then the nodes that do not fit, counted as missing so that prof
+    leaves the kernel unmodelled instead of summing part of it."""
+    node = {"op": "aten::mul", "overload": "Tensor", "args": {"self": T48, "other": T48},
+            "out": T48}
+    mark = {"v": 1, "compiled_kernel": "k", "kernel": {"nodes": [node] * 20, "reads": [T48],
+                                                       "writes": [T48], "missing": 0}}
+    assert json.loads(ck.fit_mark(mark)) == mark  # small: as it is
+    lean_node = {"op": "aten::mul", "overload": "Tensor",
+                 "args": {"self": {"shape": [4, 8], "dtype": "float32"},
+                          "other": {"shape": [4, 8], "dtype": "float32"}}}
+    big = {**mark, "kernel": {**mark["kernel"], "nodes": [node] * 400}}
+    leaner = json.loads(ck.fit_mark(big))
+    assert len(ck.fit_mark(big)) <= ck.MAX_MARK_BYTES
+    assert leaner["kernel"]["nodes"] == [lean_node] * 400 and leaner["kernel"]["missing"] == 0
+    huge = {**mark, "kernel": {**mark["kernel"], "nodes": [node] * 2000}}
+    before = ck.stats["kernels_cut"]
+    cut = json.loads(ck.fit_mark(huge))
+    assert 0 < len(cut["kernel"]["nodes"]) < 2000
+    assert cut["kernel"]["missing"] == 2000 - len(cut["kernel"]["nodes"])
+    assert len(ck.fit_mark(huge)) <= ck.MAX_MARK_BYTES
+    assert ck.stats["kernels_cut"] == before + 2
+
+
+def test_schema_defaults_are_plain_marker_values():
+    assert ck._plain(float("inf")) == "inf" and ck._plain(float("-inf")) == "-inf"
+    assert ck._plain(float("nan")) == "nan"
+    assert ck._plain((1, 2.5, None)) == [1, 2.5, None]
