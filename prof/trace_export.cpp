@@ -39,6 +39,7 @@ struct Line {
   std::string_view kind, name, long_name, op, dir, module, module_type, args, stack, bwd_node;
   std::string_view user_ranges, launch, copy_kind, src_kind, dst_kind, mem_kind, dialect;
   std::string_view range_kind, detail, domain, grid, block;
+  std::string_view kernel;  // a compiled_kernel line's object
   int64_t device = kNone, context = kNone, stream = kNone, start = kNone, duration = kNone;
   int64_t negative_duration = kNone, correlation = kNone, pid = kNone, tid = kNone;
   int64_t graph_node = kNone, registers = kNone, shared_static = kNone, shared_dynamic = kNone;
@@ -116,6 +117,8 @@ simdjson::error_code read_line(od::parser& parser, std::string& padded, Line& l)
       str(l.name);
     } else if (key == "long_name") {
       str(l.long_name);
+    } else if (key == "kernel") {
+      str(l.kernel);
     } else if (key == "op") {
       str(l.op);
     } else if (key == "dir") {
@@ -320,6 +323,36 @@ class Exporter {
   // The compact form's `"kind":"args"` lines: id -> the arguments' JSON (docs/formats.md §3).
   std::unordered_map<int64_t, std::string> args_text_;
 
+  // The dict's raw name of each compiled kernel -> its ATen nodes' op names as a JSON array.
+  std::unordered_map<std::string, std::string> compiled_nodes_;
+
+  void define_compiled_kernel(const Line& l) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element kernel;
+    simdjson::dom::array nodes;
+    if (l.name.empty() || parser.parse(l.kernel.data(), l.kernel.size()).get(kernel) ||
+        kernel["nodes"].get_array().get(nodes)) {
+      return;
+    }
+    std::string ops = "[";
+    for (simdjson::dom::element node : nodes) {
+      std::string_view op;
+      if (node["op"].get_string().get(op)) continue;
+      if (ops.size() > 1) ops += ',';
+      ops += simdjson::minify(node["op"]);
+    }
+    ops += ']';
+    compiled_nodes_[std::string(l.name)] = std::move(ops);
+  }
+  // A compiled kernel's slice: `"ATen nodes": [...]`, the ops it computes (docs/compile.md).
+  void compiled_nodes_arg(JsonWriter& w, std::string_view name_json) const {
+    if (compiled_nodes_.empty()) return;
+    auto it = compiled_nodes_.find(std::string(name_json));
+    if (it == compiled_nodes_.end()) return;
+    w.raw_key("ATen nodes");
+    w.raw_value(it->second);
+  }
+
   // Keeps an args line's definition. read_dict has checked the ids before the export starts.
   void define_args(const Line& l) { args_text_[l.id] = std::string(l.args); }
   // Points l.args at the text its `args_ref` names.
@@ -523,6 +556,7 @@ void Exporter::gpu_record(const Line& l, size_t index) {
     w.raw_key("backward node");
     w.raw_value(l.bwd_node);
   }
+  compiled_nodes_arg(w, l.name);
   if (r.modeled) {
     cost_args(w, r.flops, r.bytes, counted_time(r), 0, 0, 0);
     if (r.tc >= 0) {
@@ -607,6 +641,7 @@ void Exporter::cpu_record(const Line& l, size_t index) {
     w.raw_key("module");
     w.raw_value(l.module);
   }
+  compiled_nodes_arg(w, l.name);
   if (r.modeled) cost_args(w, r.op_flops, r.op_bytes, counted_time(r), r.shapes, r.dtype, r.family);
   w.raw_key("pyprof");
   w.begin_object();
@@ -684,6 +719,7 @@ void Exporter::range(const Line& l) {
       }
     } else if (cpu != record_of_range_.end()) {
       const ProfRecord& r = costs_.records[cpu->second];
+      compiled_nodes_arg(w, l.name);
       w.raw_key("direction");
       w.trusted_string(r.dir == Dir::kFprop ? "fprop" : r.dir == Dir::kBprop ? "bprop" : "none");
       if (r.module != 0) {
@@ -938,8 +974,11 @@ bool Exporter::run(std::FILE* in, std::string& error) {
     }
     // Cross-rank spans of the communication backend: for prof's ranks report, not exported.
     if (is(l.kind, "comm")) continue;
-    // What an Inductor kernel computes: prof's costs already hold it.
-    if (is(l.kind, "compiled_kernel")) continue;
+    // What an Inductor kernel computes: its costs are prof's; its node list goes on its slices.
+    if (is(l.kind, "compiled_kernel")) {
+      define_compiled_kernel(l);
+      continue;
+    }
     if (is(l.kind, "sync")) {
       sync_call(l);
       ok = flush();

@@ -3,6 +3,7 @@ start/end ranges, registered strings, domains, several threads, processes and GP
 launch order, unclosed ranges, graph launches, copies, hostile markers and old layouts."""
 
 import json
+import os
 import sqlite3
 import subprocess
 
@@ -644,3 +645,52 @@ def test_cuda_graph_replays_take_the_ops_of_their_capture(tmp_path):
     for r in (cycle, unknown):
         assert r["op"] is None and r["user_ranges"] == ["cuda graph replay"], r
     assert "CUDA graphs: graph-launched: 4, 2 attributed to their capture" in summary
+
+
+def test_compiled_triton_kernels_on_a_gpu_profile(tmp_path):
+    """The GPU side of compiled-kernel marks: a Triton kernel launched inside an op (here
+    CompiledFunction, as Inductor's launcher runs under it) joins its compiled_kernel line by
+    name; prof gives it the kernel's own cost, not a share of the op instance it launched in
+    (the aten::mm launched in the same op keeps its own cost too); `pyprof export` puts the
+    kernel's ATen nodes on its GPU slice."""
+    x = tensor([4, 8])
+    fused = {"nodes": [{"op": "aten::mul", "overload": "Tensor",
+                        "args": {"self": x, "other": 2.0}},
+                       {"op": "aten::exp", "args": {"self": x}}],
+             "reads": [x], "writes": [x], "missing": 0}
+    db = SynthDb()
+    t = db.thread(pid=100)
+    t.mark(json.dumps({"v": 1, "compiled_kernel": "triton_poi_fused_exp_mul_0",
+                       "kernel": fused}), domain="pyprof")
+    with t.range("step 0"):
+        with t.pyprof_op("CompiledFunction", seq=-1):
+            with t.pyprof_op("aten::mm", seq=-1, args={"self": tensor([64, 32]),
+                                                      "mat2": tensor([32, 16])}):
+                t.launch(GEMM, duration=8000)
+            t.launch("triton_poi_fused_exp_mul_0", duration=2000)
+            t.launch("triton_poi_fused_exp_mul_0", duration=6000)  # run twice: each its own cost
+    path = tmp_path / "t.sqlite"
+    db.save(path)
+    dict_path = tmp_path / "t.dict"
+    testlib.parse_to(path, dict_path)
+    res = testlib.prof("--json", "-c", "kernel,op,flops,bytes,family", "--iterations", "all",
+                       str(dict_path))
+    rows = list(map(json.loads, res.stdout.splitlines()))
+    tritons = [r for r in rows if r["kernel"] == "triton_poi_fused_exp_mul_0"]
+    assert len(tritons) == 2
+    for triton in tritons:
+        assert (triton["op"], triton["flops"], triton["bytes"], triton["family"]) == (
+            "CompiledFunction", 64, 256, "compiled")
+    gemm, = (r for r in rows if r["kernel"] != "triton_poi_fused_exp_mul_0")
+    assert gemm["flops"] == 2 * 64 * 32 * 16
+    trace = tmp_path / "t.json"
+    res = testlib.run_tool(os.path.join(testlib.BIN, "pyprof-export"), dict_path, "-o", trace)
+    assert res.returncode == 0, res.stderr
+    with open(trace) as f:
+        events = json.load(f)["traceEvents"]
+    slices = [e for e in events if e.get("cat") == "kernel"
+              and e["name"] == "triton_poi_fused_exp_mul_0"]
+    assert len(slices) == 2
+    for s in slices:
+        assert s["args"]["ATen nodes"] == ["aten::mul", "aten::exp"]
+        assert s["args"]["FLOPs"] == 64
