@@ -302,6 +302,12 @@ bool is_synchronizing_api(std::string_view name) {
 
 namespace {
 
+// Correlation ids and graph node ids are unique only within a process (NVIDIA/PyProf#79): the
+// key of one of them in a map over all processes.
+uint64_t process_key(uint32_t pid, int64_t id) {
+  return (uint64_t{pid} << 40) ^ static_cast<uint64_t>(id);
+}
+
 // For each GPU activity a CUDA graph node ran: the point where that node was made (its clones
 // followed back to the node stream capture or cudaGraphAdd*Node created), as an API call of its
 // own appended to trace.api_calls (zero length, no correlation id) and to `needed_calls`, so that
@@ -310,25 +316,22 @@ std::vector<int32_t> capture_points(Trace& trace, std::vector<int32_t>& needed_c
   std::vector<int32_t> capture_of(trace.activities.size(), -1);
   if (trace.graph_nodes.empty()) return capture_of;
   std::unordered_map<uint64_t, int32_t> node_index;  // (pid, node id) -> graph_nodes
-  auto key = [](uint32_t pid, int64_t node) {
-    return (uint64_t{pid} << 40) ^ static_cast<uint64_t>(node);
-  };
   for (size_t k = 0; k < trace.graph_nodes.size(); ++k) {
     const GraphNode& n = trace.graph_nodes[k];
-    node_index.emplace(key(n.pid, n.node_id), static_cast<int32_t>(k));
+    node_index.emplace(process_key(n.pid, n.node_id), static_cast<int32_t>(k));
   }
   std::unordered_map<int32_t, int32_t> call_of_node;  // created node -> its capture call
   const uint32_t name = trace.pool.intern("CUDA graph node capture");
   for (size_t i = 0; i < trace.activities.size(); ++i) {
     const auto& act = trace.activities[i];
     if (act.graph_node_id < 0) continue;
-    auto it = node_index.find(key(act.pid, act.graph_node_id));
+    auto it = node_index.find(process_key(act.pid, act.graph_node_id));
     // Clones point back to the node they copy; a graph of graphs is a few levels deep, and the
     // bound stops a cycle only a damaged table could hold.
     for (int depth = 0; it != node_index.end() && depth < 64; ++depth) {
       const GraphNode& n = trace.graph_nodes[it->second];
       if (n.original_node_id < 0) break;
-      it = node_index.find(key(n.pid, n.original_node_id));
+      it = node_index.find(process_key(n.pid, n.original_node_id));
     }
     if (it == node_index.end() || trace.graph_nodes[it->second].original_node_id >= 0) continue;
     auto [call, added] = call_of_node.try_emplace(it->second, -1);
@@ -365,8 +368,7 @@ Correlation correlate(Trace& trace) {
     for (size_t i = 0; i < trace.api_calls.size(); ++i) {
       const auto& c = trace.api_calls[i];
       if (c.correlation_id < 0) continue;
-      uint64_t key = (uint64_t{c.pid} << 40) ^ static_cast<uint64_t>(c.correlation_id);
-      call_index.emplace(key, static_cast<int32_t>(i));
+      call_index.emplace(process_key(c.pid, c.correlation_id), static_cast<int32_t>(i));
     }
     std::vector<char> needed(trace.api_calls.size(), 0);
     // The synchronizing calls: their enclosing ranges say which op (or none) waited.
@@ -387,8 +389,7 @@ Correlation correlate(Trace& trace) {
     for (size_t i = 0; i < n_act; ++i) {
       const auto& act = trace.activities[i];
       if (act.correlation_id < 0) continue;
-      uint64_t key = (uint64_t{act.pid} << 40) ^ static_cast<uint64_t>(act.correlation_id);
-      auto it = call_index.find(key);
+      auto it = call_index.find(process_key(act.pid, act.correlation_id));
       if (it == call_index.end()) continue;
       launch_of[i] = it->second;
       if (!needed[it->second]) {

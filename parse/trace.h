@@ -60,7 +60,6 @@ struct GpuActivity {
   int64_t graph_node_id = -1;  // CUDA graph node, -1 when not a graph launch
 };
 
-// One CUDA runtime or driver API call (the launch of a GPU activity, or anything else).
 // A CUDA graph node the capture recorded (pyprof databases: PYPROF_CUDA_GRAPH_NODES,
 // docs/formats.md §2.1): created on a thread at a time, or cloned from another node.
 struct GraphNode {
@@ -71,6 +70,7 @@ struct GraphNode {
   uint32_t tid = 0;
 };
 
+// One CUDA runtime or driver API call (the launch of a GPU activity, or anything else).
 struct ApiCall {
   int64_t start = 0;
   int64_t end = 0;
