@@ -45,6 +45,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -433,17 +434,21 @@ bool api_record_enabled(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   return s.disabled_api.count({int(kind), cbid}) == 0;
 }
 
+// The subscriber, if one is subscribed and enabled the callback (domain, cbid).
+std::optional<Subscriber> subscriber_for(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  State& s = state();
+  std::lock_guard lock(s.state_mutex);
+  if (!s.subscribed || s.enabled_callbacks.count({int(domain), cbid}) == 0) return std::nullopt;
+  return s.subscriber;
+}
+
 // The subscriber's callback for (domain, cbid) at `site`, if it enabled that callback.
 void invoke_subscriber(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                        CUpti_ApiCallbackSite site, const char* function_name,
                        uint32_t correlation_id, int* return_value) {
+  const std::optional<Subscriber> subscriber = subscriber_for(domain, cbid);
+  if (!subscriber) return;
   State& s = state();
-  Subscriber subscriber;
-  {
-    std::lock_guard lock(s.state_mutex);
-    if (!s.subscribed || s.enabled_callbacks.count({int(domain), cbid}) == 0) return;
-    subscriber = s.subscriber;
-  }
   thread_local uint64_t correlation_data = 0;
   static const int kNoParameters = 0;
   CUpti_CallbackData data{};
@@ -457,7 +462,7 @@ void invoke_subscriber(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   data.correlationData = &correlation_data;
   data.correlationId = correlation_id;
   s.stats.subscriber_callbacks.fetch_add(1);
-  subscriber.callback(subscriber.userdata, domain, cbid, &data);
+  subscriber->callback(subscriber->userdata, domain, cbid, &data);
 }
 
 // One CUDA API call on this thread: subscriber callbacks at enter and exit, an
@@ -1078,17 +1083,10 @@ uint32_t fake_cupti_profiler_stop(int driver_api) {
 }
 
 void fake_cupti_graph_node(uint64_t node_id, uint64_t original_node_id, uint32_t graph_id) {
-  State& s = state();
-  Subscriber subscriber;
   const CUpti_CallbackId cbid = original_node_id != 0 ? CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED
                                                       : CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED;
-  {
-    std::lock_guard lock(s.state_mutex);
-    if (!s.subscribed || s.enabled_callbacks.count({int(CUPTI_CB_DOMAIN_RESOURCE), cbid}) == 0) {
-      return;
-    }
-    subscriber = s.subscriber;
-  }
+  const std::optional<Subscriber> subscriber = subscriber_for(CUPTI_CB_DOMAIN_RESOURCE, cbid);
+  if (!subscriber) return;
   CUpti_GraphData graph{};
   graph.graph = reinterpret_cast<CUgraph>(uintptr_t{graph_id});
   graph.node = reinterpret_cast<CUgraphNode>(uintptr_t{node_id});
@@ -1097,8 +1095,8 @@ void fake_cupti_graph_node(uint64_t node_id, uint64_t original_node_id, uint32_t
   CUpti_ResourceData data{};
   data.context = reinterpret_cast<CUcontext>(uintptr_t{0x1000} * kPrimaryContext);
   data.resourceDescriptor = &graph;
-  s.stats.subscriber_callbacks.fetch_add(1);
-  subscriber.callback(subscriber.userdata, CUPTI_CB_DOMAIN_RESOURCE, cbid, &data);
+  state().stats.subscriber_callbacks.fetch_add(1);
+  subscriber->callback(subscriber->userdata, CUPTI_CB_DOMAIN_RESOURCE, cbid, &data);
 }
 
 void fake_cupti_add_dropped(uint64_t n) {
