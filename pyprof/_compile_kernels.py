@@ -281,6 +281,11 @@ def kernel_marks(graph_text: str, output_code: str, mapping: dict) -> list[dict]
     # backward graph's mapping too, under node names that also exist there): only the handles
     # this graph's code calls are its own.
     handles = {f"{k}:{h}" for k, h in _HANDLE.findall(output_code)}
+    getitems: dict[str, list[str]] = {}  # multi-output node -> its getitem nodes
+    for n in nodes.values():
+        source = _names_in(n.args[0])[:1] if n.target == "getitem" and n.args else []
+        if source:
+            getitems.setdefault(source[0], []).append(n.name)
     kernels = []
     for key, names in code_to_post.items():
         if key not in handles:
@@ -292,9 +297,7 @@ def kernel_marks(graph_text: str, output_code: str, mapping: dict) -> list[dict]
         # The mapping names a multi-output node (var_mean) and only some of its getitems: the
         # others are the same kernel's values too.
         listed = set(names)
-        names += [n.name for n in nodes.values() if n.target == "getitem" and n.args
-                  and _names_in(n.args[0])[:1] and _names_in(n.args[0])[0] in listed
-                  and n.name not in listed]
+        names += [g for n in names for g in getitems.get(n, ()) if g not in listed]
         kernels.append((kernel, names))
     # A kernel's nodes may sit in several kernels (recomputed there): a value is written for
     # use outside only when a reader does not compute it itself.
