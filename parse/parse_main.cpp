@@ -13,8 +13,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <chrono>
-#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -27,6 +25,7 @@
 
 #include "common/input_files.h"
 #include "common/output_file.h"
+#include "common/phase_timer.h"
 #include "common/terminal_text.h"
 #include "parse/correlate.h"
 #include "parse/iterations.h"
@@ -39,37 +38,6 @@
 
 namespace pyprof::parse {
 namespace {
-
-// PYPROF_PARSE_TIMING=1 prints how long each phase took, and the peak resident memory so far
-// (for benchmarks/parse_bench.py and docs/benchmarks.md §4).
-class PhaseTimer {
- public:
-  PhaseTimer() : enabled_(std::getenv("PYPROF_PARSE_TIMING") != nullptr) {}
-  void lap(const char* phase) {
-    if (!enabled_) return;
-    auto now = std::chrono::steady_clock::now();
-    fmt::print(stderr, "pyprof parse: {:<10} {:.3f} s, peak RSS {} MB\n", phase,
-               std::chrono::duration<double>(now - last_).count(), peak_rss_mb());
-    last_ = now;
-  }
-
- private:
-  // VmHWM from /proc/self/status; -1 where there is none.
-  static int64_t peak_rss_mb() {
-    std::FILE* status = std::fopen("/proc/self/status", "r");
-    if (!status) return -1;
-    char line[256];
-    int64_t kb = -1;
-    while (std::fgets(line, sizeof line, status)) {
-      if (std::sscanf(line, "VmHWM: %" SCNd64 " kB", &kb) == 1) break;
-    }
-    std::fclose(status);
-    return kb < 0 ? -1 : kb / 1024;
-  }
-
-  bool enabled_;
-  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
-};
 
 // 4096 -> "4,096" (fmt's {:L} follows the C locale, which has no separator).
 std::string with_thousands(int64_t n) {
@@ -259,7 +227,7 @@ int run(const std::string& path, const std::string& output, const ParseOptions& 
     fmt::format_to(std::back_inserter(messages), "pyprof parse: error: {}\n", text);
     return 1;
   };
-  PhaseTimer timer;
+  PhaseTimer timer("pyprof parse", "PYPROF_PARSE_TIMING");
   SqliteDb db;
   std::string error;
   std::unique_ptr<TraceReader> reader;

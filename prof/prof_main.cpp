@@ -18,6 +18,7 @@
 
 #include "common/input_files.h"
 #include "common/output_file.h"
+#include "common/phase_timer.h"
 #include "common/terminal_text.h"
 #include "models/op_model.h"
 #include "prof/device_peaks.h"
@@ -268,11 +269,14 @@ int main(int argc, char** argv) {
   }
   ReadOptions options = options_of(no_tf32);
   ReadResult data;
+  pyprof::PhaseTimer timer("pyprof prof", "PYPROF_PROF_TIMING");
   bool ok = read_dict(in, options, data, error);
   if (in != stdin) std::fclose(in);
   if (!ok) return fail((input == "-" ? std::string("standard input") : input) + ": " + error, 1);
+  timer.lap("read");
   assign_costs(data);
   if (!select_iterations(data, iteration_request, error)) return fail(error, 2);
+  timer.lap("cost");
   // Warnings quote the trace's names, whatever bytes the profiled program wrote: escaped, so
   // that none reaches the terminal as a control sequence.
   for (const std::string& w : data.warnings) {
@@ -315,7 +319,9 @@ int main(int argc, char** argv) {
     if (report_formats.size() == 1) {
       if (!open_out(output)) return fail(error, 1);
       write_report(outputs[0], tables, report_formats[0]);
-      std::exit(finish_outputs(outputs));
+      const int status = finish_outputs(outputs);
+      timer.lap("write");
+      std::exit(status);
     }
     for (size_t i = 0; i < report_formats.size(); ++i) {
       for (size_t k = 0; k < report_list.size(); ++k) {
@@ -329,7 +335,9 @@ int main(int argc, char** argv) {
                    report_formats[file / report_list.size()]);
       if (outputs[file].failed()) break;  // finish_outputs() removes them all
     }
-    std::exit(finish_outputs(outputs));
+    const int status = finish_outputs(outputs);
+    timer.lap("write");
+    std::exit(status);
   }
   TableFormat format = csv         ? TableFormat::kCsv
                        : json      ? TableFormat::kJson
@@ -341,5 +349,7 @@ int main(int argc, char** argv) {
     out->discard();
     return fail(error, 2);
   }
-  std::exit(finish_outputs(outputs));
+  const int status = finish_outputs(outputs);
+  timer.lap("write");
+  std::exit(status);
 }

@@ -4,18 +4,26 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
 #include <unordered_set>
 
 #include "models/op_model.h"
 #include "prof/tensor_cores.h"
 
-// read_dict runs four steps per line of net.dict, in one pass over the input:
-//   1. line:   LineReader yields the line in a buffer padded for simdjson;
-//   2. fields: read_line_fields picks the keys prof uses out of the JSON object (On-Demand, one
-//              pass, no document tree), as views into the parser's buffers;
+// read_dict runs four steps per line of net.dict, in one pass over the input, steps 1 and 2 on
+// a thread of their own (FieldReader) a few blocks ahead of steps 3 and 4:
+//   1. line:   BlockReader reads blocks of whole lines, padded for simdjson;
+//   2. fields: read_object_fields picks the keys prof uses out of each line's JSON object
+//              (On-Demand, one pass, no document tree), as views into the block;
 //   3. record: make_record turns them into a ProfRecord: identity, place, timing, names, and
 //              TimeChecker makes a time that cannot be right unknown (bad_time);
 //   4. cost:   RecordCoster adds what the record cost (models/, each distinct op call costed
@@ -49,52 +57,74 @@ namespace od = simdjson::ondemand;
 
 // ---- 1. line ----------------------------------------------------------------------------------
 
-class LineReader {
- public:
-  explicit LineReader(std::FILE* in) : in_(in) {
-    // A large stdio buffer: a million-kernel net.dict is over a gigabyte. One per thread:
-    // the ranks report reads several net.dicts at once; it outlives the FILE (closed by the
-    // caller after read_dict returns).
-    static thread_local char buffer[1 << 20];
-    std::setvbuf(in, buffer, _IOFBF, sizeof buffer);
-  }
-  ~LineReader() { std::free(line_); }
-  LineReader(const LineReader&) = delete;
-  LineReader& operator=(const LineReader&) = delete;
+// Bytes [0, size) of the input, with simdjson's padding readable beyond them, so that every
+// line in it can be parsed in place. Never zero-filled: a block is a megabyte.
+struct Block {
+  std::unique_ptr<char[]> data;
+  size_t size = 0;
+  size_t capacity = 0;  // without the padding
 
-  // Moves to the next line that is not blank; false at the end of the input.
-  bool next() {
-    ssize_t n;
-    while ((n = getline(&line_, &capacity_, in_)) > 0) {
-      ++number_;
-      std::string_view text(line_, static_cast<size_t>(n));
-      while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
-      if (text.empty()) continue;
-      padded_.assign(text);
-      padded_.reserve(text.size() + simdjson::SIMDJSON_PADDING);
-      return true;
-    }
-    return false;
+  void reserve(size_t n) {
+    if (n <= capacity) return;
+    n = std::max(n, 2 * capacity);
+    std::unique_ptr<char[]> grown(new char[n + simdjson::SIMDJSON_PADDING]);
+    if (size > 0) std::memcpy(grown.get(), data.get(), size);
+    data = std::move(grown);
+    capacity = n;
   }
-  // The current line without its line end; its capacity leaves simdjson's padding.
-  std::string& padded() { return padded_; }
-  // Lines read so far, blank ones included: the current line's number.
-  int64_t number() const { return number_; }
+};
+
+// The input in blocks of whole lines.
+class BlockReader {
+ public:
+  explicit BlockReader(std::FILE* in) : in_(in) {}
+
+  // Fills `block` with the next lines (the last one possibly without its line end, at the end
+  // of the input); false when nothing is left. A line longer than a block makes its block longer.
+  bool next(Block& block) {
+    block.size = 0;
+    block.reserve(carry_.size() + kBlockBytes);
+    if (!carry_.empty()) std::memcpy(block.data.get(), carry_.data(), carry_.size());
+    block.size = carry_.size();
+    carry_.clear();
+    while (!eof_) {
+      const size_t old = block.size;
+      block.reserve(old + kBlockBytes);
+      const size_t n = std::fread(block.data.get() + old, 1, kBlockBytes, in_);
+      block.size = old + n;
+      if (n < kBlockBytes) {
+        eof_ = true;
+        failed_ = std::ferror(in_) != 0;
+        break;
+      }
+      // The carried part has no line end: only the new bytes can hold the last one.
+      const auto* last = static_cast<const char*>(memrchr(block.data.get() + old, '\n', n));
+      if (last != nullptr) {
+        const size_t kept = static_cast<size_t>(last - block.data.get()) + 1;
+        carry_.assign(block.data.get() + kept, block.size - kept);
+        block.size = kept;
+        break;
+      }
+    }
+    return block.size > 0;
+  }
+  // Whether reading stopped on an I/O error rather than the end of the input.
+  bool failed() const { return failed_; }
 
  private:
+  static constexpr size_t kBlockBytes = size_t{1} << 20;
   std::FILE* in_;
-  char* line_ = nullptr;  // getline's buffer
-  size_t capacity_ = 0;
-  std::string padded_;
-  int64_t number_ = 0;
+  std::string carry_;  // the unfinished line after the last block's last line end
+  bool eof_ = false, failed_ = false;
 };
 
 // ---- 2. fields --------------------------------------------------------------------------------
 
-// The keys of one line that prof uses, as views into the line and the parser's string buffer
-// (valid until the next line is parsed). Absent keys keep these defaults.
+// The keys of one line that prof uses, as views into the line's block or into its batch's
+// unescaped strings (valid while the batch is). Absent keys keep these defaults.
 struct Fields {
-  int64_t line = 0;  // the line's number in the input (for messages)
+  int64_t line = 0;    // the line's number in the input (for messages)
+  bool object = true;  // false: the line is not a JSON object
   bool header = false;
   int64_t version = 0;
   std::string_view records, source, kind, dir, name, long_name, op, legacy_mod, module, stack,
@@ -300,7 +330,8 @@ constexpr size_t kMaxRawKey = 64;
 
 // One pass over the object's fields (On-Demand): no tape of the whole record, and `args` comes
 // back as its raw JSON text.
-bool read_object_fields(od::object o, Fields& f) {
+// Strings that hold escapes are unescaped into `unescaped`; the others are views into the line.
+bool read_object_fields(od::object o, Fields& f, std::deque<std::string>& unescaped) {
   for (auto field : o) {
     std::string_view key;
     // The key as it is in the line when it holds no escape (parse writes none): unescaping
@@ -315,8 +346,22 @@ bool read_object_fields(od::object o, Fields& f) {
       return false;
     }
     od::value v = field.value();
+    // A string: a view into the line unless it holds an escape (parse writes few), so that
+    // the line's fields outlive the parser's string buffer, which the next line reuses.
     auto str = [&](std::string_view& out) {
-      if (v.get_string().get(out) != simdjson::SUCCESS) out = {};
+      std::string_view token = v.raw_json_token();
+      while (!token.empty() && (token.back() == ' ' || token.back() == '\t' ||
+                                token.back() == '\n' || token.back() == '\r'))
+        token.remove_suffix(1);
+      // A quote inside the token is escaped: looking for backslashes is enough.
+      if (token.size() >= 2 && token.front() == '"' && token.back() == '"' &&
+          std::memchr(token.data() + 1, '\\', token.size() - 2) == nullptr) {
+        out = token.substr(1, token.size() - 2);
+      } else if (v.get_string().get(out) == simdjson::SUCCESS) {
+        out = unescaped.emplace_back(out);
+      } else {
+        out = {};
+      }
     };
     auto num = [&](int64_t& out) {
       int64_t x;
@@ -542,14 +587,149 @@ bool read_object_fields(od::object o, Fields& f) {
   return true;
 }
 
-// Reads `line` (padded) into `f`; false when it is not a JSON object.
-bool read_line_fields(od::parser& parser, std::string& line, Fields& f) {
-  f = Fields{};
-  od::document doc;
-  od::object o;
-  return parser.iterate(line.data(), line.size(), line.capacity()).get(doc) == simdjson::SUCCESS &&
-         doc.get_object().get(o) == simdjson::SUCCESS && read_object_fields(o, f);
-}
+// One block's lines read into Fields.
+struct FieldBatch {
+  Block text;                         // the block's lines
+  std::vector<Fields> fields;         // its non-blank lines in order: the first `size` of them
+  size_t size = 0;                    // their `line` counts from 1 at the block's first line
+  std::deque<std::string> unescaped;  // the strings of `fields` that held escapes
+  int64_t lines = 0;                  // the block's lines, blank ones included
+};
+
+// Steps 1 and 2 on threads of their own, a few blocks ahead of the caller, who makes and costs
+// the records (steps 3 and 4) block after block in input order. On a million-kernel net.dict
+// reading the fields costs about twice what the rest of the read does: two threads read them.
+class FieldReader {
+ public:
+  explicit FieldReader(std::FILE* in) : blocks_(in) {
+    const int threads = std::thread::hardware_concurrency() > 1 ? 2 : 1;
+    for (int i = 0; i < 3 * threads; ++i) free_.push_back(std::make_unique<FieldBatch>());
+    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
+  }
+  ~FieldReader() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+  FieldReader(const FieldReader&) = delete;
+  FieldReader& operator=(const FieldReader&) = delete;
+
+  // The next batch in input order, valid until the next call; nullptr after the last one.
+  FieldBatch* next() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (current_) free_.push_back(std::move(current_));
+    changed_.notify_all();
+    changed_.wait(lock, [this] { return ready_.count(next_) > 0 || next_ >= end_; });
+    auto it = ready_.find(next_);
+    if (it == ready_.end()) return nullptr;
+    current_ = std::move(it->second);
+    ready_.erase(it);
+    ++next_;
+    return current_.get();
+  }
+  // After next() returned nullptr: why reading stopped early ("" at the end of the input).
+  const std::string& failure() const { return failure_; }
+
+ private:
+  void run() {
+    od::parser parser;
+    for (;;) {
+      std::unique_ptr<FieldBatch> batch;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        changed_.wait(lock, [this] { return stop_ || exhausted_ || !free_.empty(); });
+        if (stop_ || exhausted_) return;
+        batch = std::move(free_.front());
+        free_.pop_front();
+      }
+      // Blocks are read one thread at a time, and numbered in the order they were read.
+      int64_t sequence;
+      bool more = false;
+      std::string failure;
+      {
+        std::lock_guard<std::mutex> lock(read_mutex_);
+        sequence = read_++;
+        try {
+          more = blocks_.next(batch->text);
+          if (!more && blocks_.failed()) failure = "read error";
+        } catch (const std::exception& e) {
+          failure = e.what();
+        }
+      }
+      if (more) {
+        try {
+          fill(parser, *batch);
+        } catch (const std::exception& e) {
+          more = false;
+          failure = e.what();
+        }
+      }
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (more) {
+          ready_.emplace(sequence, std::move(batch));
+        } else {
+          // The input ends (or fails) at this block: the caller stops before it.
+          exhausted_ = true;
+          if (sequence < end_) {
+            end_ = sequence;
+            failure_ = failure;
+          }
+        }
+      }
+      changed_.notify_all();
+    }
+  }
+
+  // Parses each line of the batch's block in place (the block's padding covers the last one).
+  static void fill(od::parser& parser, FieldBatch& batch) {
+    batch.size = 0;
+    batch.unescaped.clear();
+    int64_t lines = 0;
+    const char* p = batch.text.data.get();
+    const char* end = p + batch.text.size;
+    const char* padded_end = end + simdjson::SIMDJSON_PADDING;
+    while (p < end) {
+      const auto* line_end = static_cast<const char*>(std::memchr(p, '\n', end - p));
+      const char* next = line_end != nullptr ? line_end + 1 : end;
+      if (line_end == nullptr) line_end = end;
+      ++lines;
+      size_t length = static_cast<size_t>(line_end - p);
+      while (length > 0 && (p[length - 1] == '\r' || p[length - 1] == '\n')) --length;
+      if (length > 0) {
+        if (batch.size == batch.fields.size()) batch.fields.emplace_back();
+        Fields& f = batch.fields[batch.size++];
+        f = Fields{};
+        f.line = lines;
+        od::document doc;
+        od::object o;
+        f.object = parser.iterate(p, length, static_cast<size_t>(padded_end - p)).get(doc) ==
+                       simdjson::SUCCESS &&
+                   doc.get_object().get(o) == simdjson::SUCCESS &&
+                   read_object_fields(o, f, batch.unescaped);
+      }
+      p = next;
+    }
+    batch.lines = lines;
+  }
+
+  BlockReader blocks_;  // read under read_mutex_
+  int64_t read_ = 0;    // blocks read (or tried) so far, under read_mutex_
+  std::mutex read_mutex_;
+  std::mutex mutex_;  // guards what follows, up to the threads
+  std::condition_variable changed_;
+  std::deque<std::unique_ptr<FieldBatch>> free_;
+  std::map<int64_t, std::unique_ptr<FieldBatch>> ready_;  // by block number
+  std::unique_ptr<FieldBatch> current_;                   // the caller's
+  int64_t next_ = 0;                                      // the block the caller reads next
+  int64_t end_ = std::numeric_limits<int64_t>::max();     // the first block past the input
+  bool stop_ = false, exhausted_ = false;
+  std::string failure_;
+  std::vector<std::thread> threads_;  // last: started once the members they use exist
+};
 
 // The header line: what kind of records follow and where they came from.
 void read_header(const Fields& f, ReadResult& out) {
@@ -1058,9 +1238,7 @@ void flag_above_peak(ReadResult& result) {
 }  // namespace
 
 bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::string& error) {
-  LineReader lines(in);
-  od::parser parser;
-  Fields f;
+  FieldReader reader(in);
   RecordCoster coster(options, out.strings);
   ArgsTable args_table;
   TimeChecker times;
@@ -1069,81 +1247,90 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
   // Records whose `step` names no step of the header's iterations: outside every step.
   ProblemTally bad_steps;
   bool iterations_ignored = false;  // the header's were malformed (warned): no record has a step
-  while (lines.next()) {
-    out.lines = lines.number();
-    if (!read_line_fields(parser, lines.padded(), f)) {
-      skip_line(out);
-      continue;
-    }
-    if (f.header) {
-      read_header(f, out);
-      iterations_ignored = f.has_iterations && !f.iterations_problem.empty();
-      header_seen = true;
-      continue;
-    }
-    if (!header_seen) {
-      error = "line " + std::to_string(out.lines) +
-              ": no pyprof_dict header (is this the output of `pyprof parse`?)";
-      return false;
-    }
-    f.line = out.lines;
-    if (f.kind == "args") {
-      if (!args_table.define(f, error)) return false;
-      continue;
-    }
-    // `pyprof parse --ranges` appends the spans of the trace's ranges (docs/formats.md §3.1):
-    // not records, and not unreadable either.
-    if (f.kind == "range") continue;
-    if (f.kind == "compiled_kernel") {
-      coster.define_compiled_kernel(f.name, f.kernel);
-      continue;
-    }
-    if (!args_table.resolve(f, error)) return false;
-    // A sync or comm line's step, -1 when it names none of the header's.
-    auto step_index = [&](int64_t step) {
-      return step >= 0 && step < static_cast<int64_t>(out.iterations.steps.size())
-                 ? static_cast<int32_t>(step)
-                 : -1;
-    };
-    if (f.kind == "comm") {
-      CommSpan c;
-      c.start = f.start;
-      c.duration = std::max<int64_t>(f.duration, 0);
-      c.tid = f.tid;
-      c.name = out.strings.intern(f.name);
-      c.step = step_index(f.step);
-      out.comm.push_back(c);
-      continue;
-    }
-    if (f.kind == "sync") {
-      SyncCall c;
-      c.start = f.start;
-      c.duration = std::max<int64_t>(f.duration, 0);
-      c.tid = f.tid;
-      c.name = out.strings.intern(f.name);
-      c.op = out.strings.intern(f.op);
-      c.step = step_index(f.step);
-      out.syncs.push_back(c);
-      continue;
-    }
-    ProfRecord r = make_record(f, out.records.size(), out.strings);
-    times.check(f, r);
-    if (f.step != Fields::kNoStep && !iterations_ignored) {
-      if (f.step >= 0 && f.step < static_cast<int64_t>(out.iterations.steps.size())) {
-        r.step = static_cast<int32_t>(f.step);
-      } else {
-        bad_steps.note(
-            f.line, f.name,
-            f.step == Fields::kBadStep ? "not a step index" : fmt::format("step {}", f.step));
+  int64_t lines_read = 0;           // before the current block
+  while (FieldBatch* batch = reader.next()) {
+    for (size_t i = 0; i < batch->size; ++i) {
+      Fields& f = batch->fields[i];
+      f.line += lines_read;
+      out.lines = f.line;
+      if (!f.object) {
+        skip_line(out);
+        continue;
       }
+      if (f.header) {
+        read_header(f, out);
+        iterations_ignored = f.has_iterations && !f.iterations_problem.empty();
+        header_seen = true;
+        continue;
+      }
+      if (!header_seen) {
+        error = "line " + std::to_string(out.lines) +
+                ": no pyprof_dict header (is this the output of `pyprof parse`?)";
+        return false;
+      }
+      if (f.kind == "args") {
+        if (!args_table.define(f, error)) return false;
+        continue;
+      }
+      // `pyprof parse --ranges` appends the spans of the trace's ranges (docs/formats.md §3.1):
+      // not records, and not unreadable either.
+      if (f.kind == "range") continue;
+      if (f.kind == "compiled_kernel") {
+        coster.define_compiled_kernel(f.name, f.kernel);
+        continue;
+      }
+      if (!args_table.resolve(f, error)) return false;
+      // A sync or comm line's step, -1 when it names none of the header's.
+      auto step_index = [&](int64_t step) {
+        return step >= 0 && step < static_cast<int64_t>(out.iterations.steps.size())
+                   ? static_cast<int32_t>(step)
+                   : -1;
+      };
+      if (f.kind == "comm") {
+        CommSpan c;
+        c.start = f.start;
+        c.duration = std::max<int64_t>(f.duration, 0);
+        c.tid = f.tid;
+        c.name = out.strings.intern(f.name);
+        c.step = step_index(f.step);
+        out.comm.push_back(c);
+        continue;
+      }
+      if (f.kind == "sync") {
+        SyncCall c;
+        c.start = f.start;
+        c.duration = std::max<int64_t>(f.duration, 0);
+        c.tid = f.tid;
+        c.name = out.strings.intern(f.name);
+        c.op = out.strings.intern(f.op);
+        c.step = step_index(f.step);
+        out.syncs.push_back(c);
+        continue;
+      }
+      ProfRecord r = make_record(f, out.records.size(), out.strings);
+      times.check(f, r);
+      if (f.step != Fields::kNoStep && !iterations_ignored) {
+        if (f.step >= 0 && f.step < static_cast<int64_t>(out.iterations.steps.size())) {
+          r.step = static_cast<int32_t>(f.step);
+        } else {
+          bad_steps.note(
+              f.line, f.name,
+              f.step == Fields::kBadStep ? "not a step index" : fmt::format("step {}", f.step));
+        }
+      }
+      if (r.kind == Kind::kOp) {
+        cpu_ops.push_back({static_cast<int32_t>(out.records.size()), f.pid, f.id, f.parent_id});
+      }
+      coster.cost(f, r);
+      out.records.push_back(r);
     }
-    if (r.kind == Kind::kOp) {
-      cpu_ops.push_back({static_cast<int32_t>(out.records.size()), f.pid, f.id, f.parent_id});
-    }
-    coster.cost(f, r);
-    out.records.push_back(r);
+    lines_read += batch->lines;
   }
-  out.lines = lines.number();
+  out.lines = lines_read;
+  if (!reader.failure().empty()) {
+    error = fmt::format("{} after line {} of the input", reader.failure(), lines_read);
+    return false;
+  }
   link_cpu_parents(cpu_ops, out.records);
   coster.warn_about_problems(out);
   times.warn(out);

@@ -2,9 +2,14 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <condition_variable>
+#include <exception>
 #include <iterator>
+#include <mutex>
+#include <thread>
 
 #include "common/json_writer.h"
 
@@ -352,6 +357,102 @@ std::string elide_cell(const std::string& s) {
   return s.substr(0, end) + "\xE2\x80\xA6";  // U+2026 HORIZONTAL ELLIPSIS in UTF-8
 }
 
+namespace {
+
+// Formats rows [0, n) in chunks on a few threads and writes the chunks in order. A million-row
+// table is bound by formatting its cells, not by the write. `format(begin, end, text)` appends
+// rows [begin, end) to `text`, and may run on any thread at once with itself. False when a
+// write failed (`out` has the error) or a thread could not format (`error` set).
+template <typename Format>
+bool write_rows(OutputFile& out, size_t n, const Format& format, std::string& error) {
+  constexpr size_t kChunk = 4096;
+  const size_t chunks = (n + kChunk - 1) / kChunk;
+  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+  if (threads == 1 || chunks < 2) {
+    std::string text;
+    for (size_t c = 0; c < chunks; ++c) {
+      text.clear();
+      format(c * kChunk, std::min(n, (c + 1) * kChunk), text);
+      if (!out.write(text)) return false;
+    }
+    return true;
+  }
+  // Chunk c is formatted into slot c % slots once chunk c - slots has been written.
+  const size_t slots = 2 * threads;
+  struct Slot {
+    std::string text;
+    size_t chunk = 0;
+    bool ready = false;
+  };
+  std::vector<Slot> slot(slots);
+  std::mutex mutex;
+  std::condition_variable changed;
+  size_t next = 0, written = 0;
+  bool stop = false;
+  std::string failure;
+  auto work = [&] {
+    for (;;) {
+      size_t c;
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        changed.wait(lock, [&] { return stop || next >= chunks || next < written + slots; });
+        if (stop || next >= chunks) return;
+        c = next++;
+      }
+      Slot& s = slot[c % slots];
+      std::string why;
+      try {
+        s.text.clear();
+        format(c * kChunk, std::min(n, (c + 1) * kChunk), s.text);
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!why.empty()) {
+          if (failure.empty()) failure = "formatting the table: " + why;
+          stop = true;
+        }
+        s.chunk = c;
+        s.ready = true;
+      }
+      changed.notify_all();
+    }
+  };
+  std::vector<std::thread> workers;
+  for (unsigned i = 0; i < threads; ++i) workers.emplace_back(work);
+  bool ok = true;
+  for (size_t c = 0; c < chunks && ok; ++c) {
+    Slot& s = slot[c % slots];
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      changed.wait(lock, [&] { return stop || (s.ready && s.chunk == c); });
+      if (stop) break;
+    }
+    ok = out.write(s.text);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      s.ready = false;
+      written = c + 1;
+      if (!ok) stop = true;
+    }
+    changed.notify_all();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    stop = true;
+  }
+  changed.notify_all();
+  for (std::thread& t : workers) t.join();
+  if (!failure.empty()) {
+    error = failure;
+    return false;
+  }
+  return ok;
+}
+
+}  // namespace
+
 bool write_table(OutputFile& out, const ReadResult& data, const std::vector<const Column*>& cols,
                  TableFormat format, int width, std::string& error) {
   std::vector<int> widths;
@@ -411,28 +512,30 @@ bool write_table(OutputFile& out, const ReadResult& data, const std::vector<cons
       key += ':';
       keys.push_back(std::move(key));
     }
-    std::string v;
-    for (size_t k = 0; k < data.records.size(); ++k) {
-      line.assign(1, '{');
-      for (size_t i = 0; i < cols.size(); ++i) {
-        const Column& c = *cols[i];
-        v.clear();
-        append_cell(v, c, data.records[k], k, data);
-        line += keys[i];
-        if (v == "na" || v == "-") {
-          line += "null";
-        } else if (c.numeric) {
-          line += v;
-        } else {
-          line += '"';
-          JsonWriter::append_escaped(line, v, v.size() + 1);
-          line += '"';
+    auto format_rows = [&](size_t begin, size_t end, std::string& text) {
+      std::string v;
+      for (size_t k = begin; k < end; ++k) {
+        text += '{';
+        for (size_t i = 0; i < cols.size(); ++i) {
+          const Column& c = *cols[i];
+          v.clear();
+          append_cell(v, c, data.records[k], k, data);
+          text += keys[i];
+          if (v == "na" || v == "-") {
+            text += "null";
+          } else if (c.numeric) {
+            text += v;
+          } else {
+            text += '"';
+            JsonWriter::append_escaped(text, v, v.size() + 1);
+            text += '"';
+          }
         }
+        text += "}\n";
       }
-      line += "}\n";
-      if (!out.write(line)) break;
-    }
-    return true;
+    };
+    write_rows(out, data.records.size(), format_rows, error);
+    return error.empty();
   }
   std::vector<std::string> cells;
   for (const Column* c : cols) cells.push_back(c->header);
@@ -440,27 +543,28 @@ bool write_table(OutputFile& out, const ReadResult& data, const std::vector<cons
   if (format == TableFormat::kColumns || format == TableFormat::kCsv) {
     // Each record's line is built in place (append_cell), as emit_row would lay it out.
     const bool csv = format == TableFormat::kCsv;
-    for (size_t k = 0; k < data.records.size() && !out.failed(); ++k) {
-      line.clear();
-      for (size_t i = 0; i < cols.size(); ++i) {
-        if (i) line += csv ? ',' : ' ';
-        if (!csv) {
-          append_cell(line, *cols[i], data.records[k], k, data);
-          continue;
+    auto format_rows = [&](size_t begin, size_t end, std::string& text) {
+      for (size_t k = begin; k < end; ++k) {
+        for (size_t i = 0; i < cols.size(); ++i) {
+          if (i) text += csv ? ',' : ' ';
+          if (!csv) {
+            append_cell(text, *cols[i], data.records[k], k, data);
+            continue;
+          }
+          text += '"';
+          const size_t field = text.size();
+          append_cell(text, *cols[i], data.records[k], k, data);
+          if (text.find('"', field) != std::string::npos) {
+            text.replace(field, std::string::npos, csv_field(text.substr(field)), 1);
+            text.pop_back();  // csv_field's closing quote: added below
+          }
+          text += '"';
         }
-        line += '"';
-        const size_t field = line.size();
-        append_cell(line, *cols[i], data.records[k], k, data);
-        if (line.find('"', field) != std::string::npos) {
-          line.replace(field, std::string::npos, csv_field(line.substr(field)), 1);
-          line.pop_back();  // csv_field's closing quote: added below
-        }
-        line += '"';
+        text += '\n';
       }
-      line += '\n';
-      out.write(line);
-    }
-    return true;
+    };
+    write_rows(out, data.records.size(), format_rows, error);
+    return error.empty();
   }
   for (size_t k = 0; k < data.records.size() && !out.failed(); ++k) {
     cells.clear();
