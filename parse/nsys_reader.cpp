@@ -1,14 +1,19 @@
 #include "parse/nsys_reader.h"
 
 #include <array>
+#include <condition_variable>
+#include <cstdlib>
 #include <functional>
 #include <future>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
 #include <vector>
 
+#include "common/env_vars.h"
 #include "common/kernel_names.h"
 #include "common/nsys_schema.h"
 
@@ -491,14 +496,20 @@ namespace {
 // Domains are per process: (pid << 32 | domainId) -> domain name.
 using DomainNames = std::unordered_map<uint64_t, std::string>;
 
+// NVTX domains without a creation row: (pid, domain id).
+using UnknownDomains = std::vector<std::pair<uint32_t, int64_t>>;
+
 uint64_t domain_key(uint32_t pid, int64_t id) {
   return (uint64_t{pid} << 32) | static_cast<uint32_t>(id);
 }
 
 // Reads the NVTX_EVENTS rows with rowid in [lo, hi] into `trace` (ranges, marks, their pool
 // strings, stats, warnings). Runs on its own connection, so two chunks can be read at once.
+// Domains without a creation row are added to `unknown_domains` ((pid, id), in the order first
+// used) for warn_unknown_domains, once the whole table is read.
 bool read_range_chunk(const SqliteDb& db, const std::string& select, int64_t lo, int64_t hi,
-                      const DomainNames& domain_names, Trace& trace, std::string& error) {
+                      const DomainNames& domain_names, Trace& trace,
+                      UnknownDomains& unknown_domains, std::string& error) {
   Statement s = db.prepare(select + " WHERE rowid BETWEEN ? AND ?", error);
   if (!s.valid()) return false;
   s.bind_int64(1, lo);
@@ -520,9 +531,7 @@ bool read_range_chunk(const SqliteDb& db, const std::string& select, int64_t lo,
       pool_id = trace.pool.intern(name->second);
     } else {
       pool_id = trace.pool.intern("domain#" + std::to_string(id));
-      trace.warn("unknown NVTX domain", "ranges use domain id " + std::to_string(id) +
-                                            " of process " + std::to_string(pid) +
-                                            ", which has no creation row");
+      unknown_domains.emplace_back(pid, id);
     }
     domains.emplace(key, pool_id);
     return pool_id;
@@ -587,6 +596,17 @@ bool read_range_chunk(const SqliteDb& db, const std::string& select, int64_t lo,
   return true;
 }
 
+// One warning per domain without a creation row, in the order the table first used them.
+void warn_unknown_domains(const UnknownDomains& domains, Trace& trace) {
+  std::set<std::pair<uint32_t, int64_t>> warned;
+  for (const auto& [pid, id] : domains) {
+    if (!warned.insert({pid, id}).second) continue;
+    trace.warn("unknown NVTX domain", "ranges use domain id " + std::to_string(id) +
+                                          " of process " + std::to_string(pid) +
+                                          ", which has no creation row");
+  }
+}
+
 // Moves `part`'s ranges, counts and warnings into `trace`, renumbering its pool ids.
 void merge_ranges(Trace& part, Trace& trace) {
   std::vector<uint32_t> remap(part.pool.size(), UINT32_MAX);
@@ -606,6 +626,10 @@ void merge_ranges(Trace& part, Trace& trace) {
     if (r.args_length == kArgsInPool) r.args_offset = map(r.args_offset);
     trace.ranges.push_back(r);
   }
+  // The trace-level marks: the last settings mark in table order wins, compiled kernels join.
+  if (!part.torch_settings.empty()) trace.torch_settings = std::move(part.torch_settings);
+  merge_compiled_kernels(part, trace);
+  trace.interned_args_bytes += part.interned_args_bytes;
   ReadStats& a = trace.stats;
   const ReadStats& b = part.stats;
   a.ranges += b.ranges;
@@ -665,37 +689,123 @@ bool NsysReader::read_ranges(Trace& trace, std::string& error,
       select_columns(cols, table,
                      {"rowid", "start", "end", "eventType", "globalTid", "domainId", "textId",
                       "text", "category", "uint64Value"});
-  constexpr int64_t kParallelRows = 200000;
-  if (hi < lo || hi - lo < kParallelRows) {
-    return other_tables() && read_domain_names(db_, domain_names, error) &&
-           (hi < lo || read_range_chunk(db_, select, lo, hi, domain_names, trace, error));
+  int64_t parallel_rows = 200000, chunk_rows = int64_t{1} << 18;
+  if (const char* set = std::getenv(env::kParseChunkRows); set != nullptr && std::atoll(set) > 0) {
+    parallel_rows = 0;
+    chunk_rows = std::atoll(set);
   }
-  // Decoding messages is most of the read time. A second thread, on its own connection, reads
-  // the domain names and then the upper part of the table into its own Trace (merged
-  // afterwards), while this thread reads the other tables and then the lower part.
-  int64_t mid = lo + (hi - lo) * 2 / 5;
-  Trace part;
-  std::string part_error;
-  bool part_ok = false;
+  if (hi < lo || hi - lo < parallel_rows) {
+    UnknownDomains unknown;
+    if (!other_tables() || !read_domain_names(db_, domain_names, error) ||
+        (hi >= lo && !read_range_chunk(db_, select, lo, hi, domain_names, trace, unknown, error)))
+      return false;
+    warn_unknown_domains(unknown, trace);
+    return true;
+  }
+  // Decoding messages is most of the read time. The table is read in chunks of rows, each into a
+  // Trace of its own, by two threads on their own connections: a second thread reads the domain
+  // names and starts on the chunks at once, this one joins in once it has read the other tables.
+  // The chunks are merged in table order as they are done, so the trace (its pool ids included)
+  // is the same whichever thread read which chunk, and few chunks wait in memory at a time.
+  const auto chunks = static_cast<size_t>((hi - lo) / chunk_rows + 1);
+  struct Chunk {
+    std::unique_ptr<Trace> trace;
+    UnknownDomains unknown_domains;
+    std::string error;
+    bool done = false, ok = false;
+  };
+  std::vector<Chunk> parts(chunks);
+  std::mutex mutex;
+  std::condition_variable chunk_done;
+  size_t next = 0;
+  bool stop = false;
+  // Reads chunks until none is left (or one failed, or stop); `merge` runs after each.
+  auto read_chunks = [&](const SqliteDb& db, const std::function<void()>& merge) {
+    for (;;) {
+      size_t c;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (stop || next >= chunks) return;
+        c = next++;
+      }
+      auto part = std::make_unique<Trace>();
+      std::string part_error;
+      const int64_t first = lo + static_cast<int64_t>(c) * chunk_rows;
+      const int64_t last = std::min(hi, first + chunk_rows - 1);
+      UnknownDomains unknown;
+      const bool ok =
+          read_range_chunk(db, select, first, last, domain_names, *part, unknown, part_error);
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        parts[c].trace = std::move(part);
+        parts[c].unknown_domains = std::move(unknown);
+        parts[c].error = std::move(part_error);
+        parts[c].ok = ok;
+        parts[c].done = true;
+        if (!ok) stop = true;
+      }
+      chunk_done.notify_all();
+      if (merge) merge();
+    }
+  };
+  std::string worker_error;
   std::promise<bool> names_ready;
   std::thread worker([&] {
     SqliteDb second;
-    bool ok = second.open(db_.opened_path(), part_error) &&
-              read_domain_names(second, domain_names, part_error);
+    bool ok = second.open(db_.opened_path(), worker_error) &&
+              read_domain_names(second, domain_names, worker_error);
     names_ready.set_value(ok);
-    part_ok = ok && read_range_chunk(second, select, mid + 1, hi, domain_names, part, part_error);
+    if (ok) read_chunks(second, nullptr);
   });
-  trace.ranges.reserve(trace.ranges.size() + static_cast<size_t>(hi - lo + 1));  // both parts
+  trace.ranges.reserve(trace.ranges.size() + static_cast<size_t>(hi - lo + 1));
+  // Merges the chunks that are done, in order, from `merged` on; with `wait`, all of them.
+  size_t merged = 0;
+  bool merge_ok = true;
+  UnknownDomains unknown;
+  auto merge_done = [&](bool wait) {
+    while (merge_ok && merged < chunks) {
+      Chunk* part;
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        if (wait) {
+          chunk_done.wait(lock, [&] { return parts[merged].done || (stop && next <= merged); });
+        }
+        if (!parts[merged].done) return;
+        part = &parts[merged];
+      }
+      if (!part->ok) {
+        error = part->error;
+        merge_ok = false;
+        return;
+      }
+      merge_ranges(*part->trace, trace);
+      part->trace.reset();
+      unknown.insert(unknown.end(), part->unknown_domains.begin(), part->unknown_domains.end());
+      ++merged;
+    }
+  };
   bool ok = other_tables();
-  bool names_ok = names_ready.get_future().get();
-  ok = ok && names_ok && read_range_chunk(db_, select, lo, mid, domain_names, trace, error);
+  const bool names_ok = names_ready.get_future().get();
+  if (ok && names_ok) {
+    read_chunks(db_, [&] { merge_done(false); });
+    merge_done(true);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    stop = true;
+  }
   worker.join();
   if (!ok) return false;
-  if (!part_ok) {
-    error = part_error;
+  if (!names_ok) {
+    error = worker_error;
     return false;
   }
-  merge_ranges(part, trace);
+  if (!merge_ok) return false;
+  if (merged < chunks) {
+    error = "NVTX_EVENTS: chunk " + std::to_string(merged) + " was not read";
+    return false;
+  }
+  warn_unknown_domains(unknown, trace);
   return true;
 }
 

@@ -68,6 +68,27 @@ void count_reversed_times(Trace& trace) {
   }
 }
 
+void merge_compiled_kernels(const Trace& part, Trace& trace) {
+  for (const Trace::CompiledKernel& k : part.compiled_kernels) {
+    auto [it, added] =
+        trace.compiled_kernel_index.try_emplace(k.name, trace.compiled_kernels.size());
+    if (added) {
+      trace.compiled_kernels.push_back(k);
+    } else if (k.ambiguous || trace.compiled_kernels[it->second].kernel != k.kernel) {
+      trace.compiled_kernels[it->second].ambiguous = true;
+    }
+  }
+}
+
+void warn_ambiguous_compiled_kernels(Trace& trace) {
+  for (const Trace::CompiledKernel& k : trace.compiled_kernels) {
+    if (!k.ambiguous) continue;
+    trace.warn("ambiguous compiled kernel",
+               "two compiled graphs have a kernel named \"" + k.name +
+                   "\" that computes different nodes: its records keep no FLOP model");
+  }
+}
+
 void add_range(Trace& trace, RangeRecord r, std::string_view text, TextRef ref, Marker& m,
                const RangeValues& values) {
   decode_marker(text, marker_domain(trace, r), m);
@@ -95,12 +116,8 @@ void add_decoded_range(Trace& trace, RangeRecord r, std::string_view text, TextR
         trace.compiled_kernel_index.try_emplace(m.name, trace.compiled_kernels.size());
     if (added) {
       trace.compiled_kernels.push_back({m.name, m.args, false});
-    } else if (trace.compiled_kernels[it->second].kernel != m.args &&
-               !trace.compiled_kernels[it->second].ambiguous) {
-      trace.compiled_kernels[it->second].ambiguous = true;
-      trace.warn("ambiguous compiled kernel",
-                 "two compiled graphs have a kernel named \"" + m.name +
-                     "\" that computes different nodes: its records keep no FLOP model");
+    } else if (trace.compiled_kernels[it->second].kernel != m.args) {
+      trace.compiled_kernels[it->second].ambiguous = true;  // warned once the trace is read
     }
     return;
   }

@@ -245,6 +245,13 @@ MarkerDomain marker_domain(const Trace& trace, const RangeRecord& r);
 // length is unknown, so records carry duration null and sums leave them out.
 void count_reversed_times(Trace& trace);
 
+// Adds `part`'s compiled-kernel marks (read from a later part of the same table) to `trace`'s:
+// new names in order, and a name either marks with a different object becomes ambiguous.
+void merge_compiled_kernels(const Trace& part, Trace& trace);
+// One "ambiguous compiled kernel" warning per ambiguous name, once the whole trace is read (a
+// name's marks may lie in chunks read apart).
+void warn_ambiguous_compiled_kernels(Trace& trace);
+
 // Names (user ranges, ops, kernels, modules) are interned up to this many bytes: a hostile
 // megabyte label is kept cut, ending "...(+N bytes)".
 inline constexpr size_t kMaxNameBytes = 4096;

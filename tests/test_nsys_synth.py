@@ -641,3 +641,77 @@ def test_benchmark_generator_interned_markers_parse_like_text(tmp_path):
     assert recs_i == recs_t
     head_t.pop("source"), head_i.pop("source")
     assert head_i == head_t
+
+
+def test_nvtx_events_read_in_chunks_by_two_threads_parse_the_same(tmp_path):
+    """Large NVTX_EVENTS tables are read in chunks of rows by two threads and merged in table
+    order (parse/nsys_reader.cpp). PYPROF_PARSE_CHUNK_ROWS forces that on a small file with
+    many small chunks: the records, the range lines and the summary (its warnings and counts,
+    from rows spread over several chunks) must be those of the plain one-thread read."""
+    import os
+    import subprocess
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
+    import make_parse_db
+    from testlib import PARSE
+
+    for interned in (False, True):
+        path = str(tmp_path / f"chunks_{interned}.sqlite")
+        make_parse_db.generate(path, 4700, processes=2, interned=interned)
+        con = sqlite3.connect(path)
+        rows = con.execute("SELECT count(*) FROM NVTX_EVENTS").fetchone()[0]
+        # Faults the summary must count and name, in the middle and at the end of the table:
+        # ranges that end before they start, and ranges of a domain with no creation row.
+        gtid = con.execute("SELECT globalTid FROM NVTX_EVENTS WHERE eventType = 59 LIMIT 1"
+                           ).fetchone()[0]
+        for start in (20, 5, 30):
+            con.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, domainId, "
+                        "text) VALUES (?, 10, 59, ?, 4242, 'orphan')", (start, gtid))
+        for rowid in (rows // 3, rows // 2):
+            con.execute("UPDATE NVTX_EVENTS SET end = start - 5 WHERE rowid = ?", (rowid,))
+        con.execute("UPDATE NVTX_EVENTS SET domainId = 4242 WHERE rowid = ?", (rows // 4,))
+        # Trace-level marks in several chunks (rows turned into marks of the pyprof domain): the
+        # last settings mark in table order is the header's; a compiled kernel marked alike in
+        # two chunks is one line, one marked differently in two chunks is ambiguous (warned once).
+        pyprof_domain, pyprof_gtid = con.execute(
+            "SELECT domainId, globalTid FROM NVTX_EVENTS WHERE eventType = 75 AND "
+            "text = 'pyprof'").fetchone()
+        x = {"shape": [4], "dtype": "float32"}
+        kernel = {"nodes": [{"op": "aten::exp", "args": {"self": x}, "out": x}],
+                  "reads": [x], "writes": [x], "missing": 0}
+        other = {"nodes": [{"op": "aten::neg", "args": {"self": x}, "out": x}],
+                 "reads": [x], "writes": [x], "missing": 0}
+        marks = {rows // 5: {"v": 1, "settings": {"tf32": False}},
+                 rows // 5 + 1: {"v": 1, "compiled_kernel": "k_same", "kernel": kernel},
+                 rows // 5 + 2: {"v": 1, "compiled_kernel": "k_twice", "kernel": kernel},
+                 4 * rows // 5: {"v": 1, "settings": {"tf32": True}},
+                 4 * rows // 5 + 1: {"v": 1, "compiled_kernel": "k_same", "kernel": kernel},
+                 4 * rows // 5 + 2: {"v": 1, "compiled_kernel": "k_twice", "kernel": other}}
+        for rowid, mark in marks.items():
+            con.execute("UPDATE NVTX_EVENTS SET eventType = 34, end = NULL, text = ?, "
+                        "textId = NULL, domainId = ?, globalTid = ?, uint64Value = NULL "
+                        "WHERE rowid = ?", (json.dumps(mark), pyprof_domain, pyprof_gtid, rowid))
+        con.commit()
+        con.close()
+
+        def run(env_extra):
+            env = dict(os.environ, **env_extra)
+            if not env_extra:
+                env.pop("PYPROF_PARSE_CHUNK_ROWS", None)
+            res = subprocess.run([PARSE, path, "--ranges"], capture_output=True, text=True,
+                                 env=env, timeout=120)
+            assert res.returncode == 0, res.stderr
+            return res.stdout, res.stderr
+
+        plain_out, plain_err = run({})
+        assert "unknown NVTX domain (2x)" in plain_err, plain_err  # two processes
+        assert "range ends before it starts" in plain_err, plain_err
+        assert "ambiguous compiled kernel (1x)" in plain_err and "k_twice" in plain_err
+        lines = [json.loads(line) for line in plain_out.splitlines()]
+        assert lines[0]["torch_settings"] == {"tf32": True}
+        assert [d["name"] for d in lines if d.get("kind") == "compiled_kernel"] == ["k_same"]
+        for chunk in ("997", "4096"):
+            out, err = run({"PYPROF_PARSE_CHUNK_ROWS": chunk})
+            assert rows // int(chunk) >= 3  # several chunks, both threads busy
+            assert out == plain_out
+            assert err.replace(path, "") == plain_err.replace(path, "")

@@ -56,6 +56,13 @@ inline constexpr char kCuptiLibrary[] = "PYPROF_CUPTI_LIBRARY";
 // The collector library to inject instead of ../lib/libpyprof_collect.so beside the launcher.
 inline constexpr char kCollector[] = "PYPROF_COLLECTOR";
 
+// ---- Set by a test; read by pyprof-parse (parse/nsys_reader.cpp). ----
+
+// Rows per chunk of NVTX_EVENTS, which two threads read and parse merges in table order; set, it
+// also makes a table of any size be read that way, so that tests can compare the chunked read
+// with the plain one on small files. Unset: one thread under 200,000 rows, chunks of 2^18.
+inline constexpr char kParseChunkRows[] = "PYPROF_PARSE_CHUNK_ROWS";
+
 // ---- Not pyprof's, but part of the contract. ----
 
 // The library NVTX loads into each process: the launcher sets it to the collector, and refuses
