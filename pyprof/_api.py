@@ -52,10 +52,10 @@ _lock = threading.Lock()
 _enabled = False
 _warned_no_tool = False
 _shutdown_registered = False
-_hook_handles: list = []
-# id(module) -> (registered marker handle, path) of every module named so far. The hooks
-# themselves are C++ (csrc/annotate/module_ranges.cpp) and keep their own id -> handle table; a
-# finalizer drops both entries when the module dies, before its id can be reused.
+# id(module) -> (registered marker handle, path) of every module named so far. The module
+# ranges are pushed and popped in C++ (csrc/annotate/module_ranges.cpp), which keeps its own
+# id -> handle table; a finalizer drops both entries when the module dies, before its id can be
+# reused.
 _module_markers: dict[int, tuple[int, str]] = {}
 _real_os_exit = os._exit
 
@@ -92,7 +92,7 @@ def init(model: torch.nn.Module | None = None, *, with_stack: bool = False) -> b
         _C.install(with_stack=with_stack, framework_prefixes=framework,
                    intern_markers=_markers_interned())
         _C.set_module_namer(_name_new_module)
-        _install_module_hooks()
+        _install_module_ranges()
         _prepare_for_torch_compile()
         _wrap_os_exit()
         if not _shutdown_registered:
@@ -108,35 +108,51 @@ def init(model: torch.nn.Module | None = None, *, with_stack: bool = False) -> b
         return True
 
 
-def _install_module_hooks() -> None:
-    _hook_handles.append(
-        torch.nn.modules.module.register_module_forward_pre_hook(_C.module_pre_hook))
-    _hook_handles.append(torch.nn.modules.module.register_module_forward_hook(
-        _C.module_post_hook, always_call=True))
+# Module ranges come from a wrapper of nn.Module.__call__, not from global forward hooks: any
+# global hook makes every module call take the slow path of Module._call_impl (~9 us a call on
+# the 2-core VM of docs/benchmarks.md §1.2); the wrapper costs one Python call and leaves that
+# fast path alone. Code that captured Module.__call__ before init() (FX keeps the original for
+# its tracer) calls the original: no ranges there, as with hooks.
+_original_module_call = None  # what Module.__call__ was when the wrapper went in
 
 
-def _remove_module_hooks() -> None:
-    while _hook_handles:
-        _hook_handles.pop().remove()
+def _module_call_with_range(self, *args, **kwargs):
+    _C.module_pre_hook(self, args)
+    try:
+        return _original_module_call(self, *args, **kwargs)
+    finally:
+        _C.module_post_hook(self, args, None)
+
+
+def _install_module_ranges() -> None:
+    global _original_module_call
+    if torch.nn.Module.__call__ is not _module_call_with_range:
+        _original_module_call = torch.nn.Module.__call__
+        torch.nn.Module.__call__ = _module_call_with_range
+
+
+def _remove_module_ranges() -> None:
+    if torch.nn.Module.__call__ is _module_call_with_range:
+        torch.nn.Module.__call__ = _original_module_call
 
 
 _dynamo_callbacks_registered = False
 
 
 def _prepare_for_torch_compile() -> None:
-    """torch.compile under pyprof (docs/compile.md): the module hooks are hidden from Dynamo,
-    and Inductor's C++ kernels open a RecordFunction each, so that they are records of their
+    """torch.compile under pyprof (docs/compile.md): the module-range wrapper is hidden from
+    Dynamo, and Inductor's C++ kernels open a RecordFunction each, so that they are records of their
     own. Neither imports Dynamo or Inductor (seconds): Dynamo's callbacks are registered now if
     it is loaded, else on the first torch.compile call; Inductor's setting goes through its
     environment variable if its config is not loaded yet (a value the user set is kept)."""
     if "torch._dynamo" in sys.modules:
-        _hide_module_hooks_from_dynamo()
+        _hide_module_ranges_from_dynamo()
     elif not getattr(torch.compile, "__pyprof_wrapped__", False):
         original = torch.compile
 
         @functools.wraps(original)
         def compile(*args, **kwargs):
-            _hide_module_hooks_from_dynamo()
+            _hide_module_ranges_from_dynamo()
             return original(*args, **kwargs)
 
         compile.__pyprof_wrapped__ = True
@@ -149,11 +165,11 @@ def _prepare_for_torch_compile() -> None:
         os.environ.setdefault("TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE", "1")
 
 
-def _hide_module_hooks_from_dynamo() -> None:
-    """Dynamo inlines nn.Module.__call__ and calls the global module hooks it finds; ours are
-    C functions it cannot trace, so each module call would become a graph break and the model
-    would run (and be profiled) differently from the one the user compiles. While Dynamo
-    compiles, the hooks are taken out, and put back when it ends: compiled regions have no
+def _hide_module_ranges_from_dynamo() -> None:
+    """Dynamo inlines nn.Module.__call__; pyprof's wrapper of it calls C functions Dynamo
+    cannot trace, so each module call would become a graph break and the model would run (and
+    be profiled) differently from the one the user compiles. While Dynamo compiles, the
+    original Module.__call__ is put back, and the wrapper when it ends: compiled regions have no
     module ranges of their own (their records carry the module that called them), eager code
     keeps them."""
     global _dynamo_callbacks_registered
@@ -176,7 +192,7 @@ def _hide_module_hooks_from_dynamo() -> None:
             return
         with _lock:
             if _enabled:
-                _remove_module_hooks()
+                _remove_module_ranges()
         _C.pause_annotation(True)
 
     def on_end(args=None):
@@ -184,12 +200,21 @@ def _hide_module_hooks_from_dynamo() -> None:
             return
         _C.pause_annotation(False)
         with _lock:
-            if _enabled and not _hook_handles:
-                _install_module_hooks()
+            if _enabled and torch.nn.Module.__call__ is not _module_call_with_range:
+                _install_module_ranges()
 
     callback_handler.register_start_callback(on_start)
     callback_handler.register_end_callback(on_end)
     _dynamo_callbacks_registered = True
+    # The wrapper of Module.__call__ also runs between compiled regions (a graph break's eager
+    # code calling a module), where Dynamo would try to compile its frame and break on the C
+    # calls: its frame is skipped, the module's own frames below it are still compiled.
+    try:
+        from torch._dynamo.eval_frame import skip_code
+
+        skip_code(_module_call_with_range.__code__)
+    except ImportError:
+        pass
 
     from . import _compile_kernels
 
@@ -220,9 +245,7 @@ def stop() -> None:
             return
         _record_settings()
         _C.uninstall()
-        for handle in _hook_handles:
-            handle.remove()
-        _hook_handles.clear()
+        _remove_module_ranges()
         _enabled = False
 
 

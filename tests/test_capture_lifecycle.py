@@ -541,6 +541,7 @@ def test_init_twice_stop_and_init_again(tmp_path):
     info = first_json_line(result.stdout)
     assert info["init1"] is True and info["init2"] is True and info["init3"] is True, info
     assert (info["enabled1"], info["enabled2"], info["enabled3"]) == (True, False, True), info
+    assert info["call_wrapped"] and info["call_restored"] and info["global_hooks"] == 0, info
     stats = info["stats"]
     # Interned markers (the default): every op went by handle, each distinct marker registered
     # once, so far fewer registrations than ops (the loop repeats itself); no text was sent.
@@ -560,6 +561,14 @@ def test_init_twice_stop_and_init_again(tmp_path):
     # After init() again: recorded again, once.
     assert len(find_ops(ranges, "aten::flip", [4, 47])) == 1
     per_module = Counter(r.marker["module"] for r in modules(ranges))
+    # A module that raised (ValueError, then KeyboardInterrupt) closed its range both times,
+    # around the op it ran.
+    booms = [r for r in modules(ranges) if r.marker["module"] == "Boom"]
+    assert len(booms) == 2 and all(r.end is not None and r.end >= r.start for r in booms), booms
+    neg = find_ops(ranges, "aten::neg", [2, 47])
+    assert len(neg) == 2 and all(b.start <= n.start and n.end <= b.end
+                                 for b, n in zip(booms, neg)), (booms, neg)
+    del per_module["Boom"]
     assert per_module["MLP"] == 2 and per_module["MLP.head"] == 2, per_module
     assert set(per_module.values()) == {2}, per_module
     linear = find_ops(ranges, "aten::linear")
