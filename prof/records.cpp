@@ -20,7 +20,7 @@
 #include "prof/tensor_cores.h"
 
 // read_dict runs four steps per line of net.dict, in one pass over the input, steps 1 and 2 on
-// a thread of their own (FieldReader) a few blocks ahead of steps 3 and 4:
+// two threads of their own (FieldReader) a few blocks ahead of steps 3 and 4:
 //   1. line:   BlockReader reads blocks of whole lines, padded for simdjson;
 //   2. fields: read_object_fields picks the keys prof uses out of each line's JSON object
 //              (On-Demand, one pass, no document tree), as views into the block;
@@ -617,8 +617,27 @@ class FieldReader {
   FieldReader(const FieldReader&) = delete;
   FieldReader& operator=(const FieldReader&) = delete;
 
+  // The next non-blank line's fields, `line` its number in the input; valid until the next
+  // call. nullptr at the end of the input (or where reading failed: failure()).
+  Fields* next_line() {
+    while (batch_ == nullptr || index_ == batch_->size) {
+      if (batch_ != nullptr) lines_ += batch_->lines;
+      batch_ = next_batch();
+      index_ = 0;
+      if (batch_ == nullptr) return nullptr;
+    }
+    Fields& f = batch_->fields[index_++];
+    f.line += lines_;
+    return &f;
+  }
+  // After next_line() returned nullptr: the lines read, blank ones included.
+  int64_t lines() const { return lines_; }
+  // After next_line() returned nullptr: why reading stopped early ("" at the end of the input).
+  const std::string& failure() const { return failure_; }
+
+ private:
   // The next batch in input order, valid until the next call; nullptr after the last one.
-  FieldBatch* next() {
+  FieldBatch* next_batch() {
     std::unique_lock<std::mutex> lock(mutex_);
     if (current_) free_.push_back(std::move(current_));
     changed_.notify_all();
@@ -630,10 +649,7 @@ class FieldReader {
     ++next_;
     return current_.get();
   }
-  // After next() returned nullptr: why reading stopped early ("" at the end of the input).
-  const std::string& failure() const { return failure_; }
 
- private:
   void run() {
     od::parser parser;
     for (;;) {
@@ -728,6 +744,9 @@ class FieldReader {
   int64_t end_ = std::numeric_limits<int64_t>::max();     // the first block past the input
   bool stop_ = false, exhausted_ = false;
   std::string failure_;
+  FieldBatch* batch_ = nullptr;       // the caller's: the batch next_line() is in
+  size_t index_ = 0;                  // its next line
+  int64_t lines_ = 0;                 // the input's lines before it
   std::vector<std::thread> threads_;  // last: started once the members they use exist
 };
 
@@ -1247,88 +1266,83 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
   // Records whose `step` names no step of the header's iterations: outside every step.
   ProblemTally bad_steps;
   bool iterations_ignored = false;  // the header's were malformed (warned): no record has a step
-  int64_t lines_read = 0;           // before the current block
-  while (FieldBatch* batch = reader.next()) {
-    for (size_t i = 0; i < batch->size; ++i) {
-      Fields& f = batch->fields[i];
-      f.line += lines_read;
-      out.lines = f.line;
-      if (!f.object) {
-        skip_line(out);
-        continue;
-      }
-      if (f.header) {
-        read_header(f, out);
-        iterations_ignored = f.has_iterations && !f.iterations_problem.empty();
-        header_seen = true;
-        continue;
-      }
-      if (!header_seen) {
-        error = "line " + std::to_string(out.lines) +
-                ": no pyprof_dict header (is this the output of `pyprof parse`?)";
-        return false;
-      }
-      if (f.kind == "args") {
-        if (!args_table.define(f, error)) return false;
-        continue;
-      }
-      // `pyprof parse --ranges` appends the spans of the trace's ranges (docs/formats.md §3.1):
-      // not records, and not unreadable either.
-      if (f.kind == "range") continue;
-      if (f.kind == "compiled_kernel") {
-        coster.define_compiled_kernel(f.name, f.kernel);
-        continue;
-      }
-      if (!args_table.resolve(f, error)) return false;
-      // A sync or comm line's step, -1 when it names none of the header's.
-      auto step_index = [&](int64_t step) {
-        return step >= 0 && step < static_cast<int64_t>(out.iterations.steps.size())
-                   ? static_cast<int32_t>(step)
-                   : -1;
-      };
-      if (f.kind == "comm") {
-        CommSpan c;
-        c.start = f.start;
-        c.duration = std::max<int64_t>(f.duration, 0);
-        c.tid = f.tid;
-        c.name = out.strings.intern(f.name);
-        c.step = step_index(f.step);
-        out.comm.push_back(c);
-        continue;
-      }
-      if (f.kind == "sync") {
-        SyncCall c;
-        c.start = f.start;
-        c.duration = std::max<int64_t>(f.duration, 0);
-        c.tid = f.tid;
-        c.name = out.strings.intern(f.name);
-        c.op = out.strings.intern(f.op);
-        c.step = step_index(f.step);
-        out.syncs.push_back(c);
-        continue;
-      }
-      ProfRecord r = make_record(f, out.records.size(), out.strings);
-      times.check(f, r);
-      if (f.step != Fields::kNoStep && !iterations_ignored) {
-        if (f.step >= 0 && f.step < static_cast<int64_t>(out.iterations.steps.size())) {
-          r.step = static_cast<int32_t>(f.step);
-        } else {
-          bad_steps.note(
-              f.line, f.name,
-              f.step == Fields::kBadStep ? "not a step index" : fmt::format("step {}", f.step));
-        }
-      }
-      if (r.kind == Kind::kOp) {
-        cpu_ops.push_back({static_cast<int32_t>(out.records.size()), f.pid, f.id, f.parent_id});
-      }
-      coster.cost(f, r);
-      out.records.push_back(r);
+  while (Fields* line = reader.next_line()) {
+    Fields& f = *line;
+    out.lines = f.line;
+    if (!f.object) {
+      skip_line(out);
+      continue;
     }
-    lines_read += batch->lines;
+    if (f.header) {
+      read_header(f, out);
+      iterations_ignored = f.has_iterations && !f.iterations_problem.empty();
+      header_seen = true;
+      continue;
+    }
+    if (!header_seen) {
+      error = "line " + std::to_string(out.lines) +
+              ": no pyprof_dict header (is this the output of `pyprof parse`?)";
+      return false;
+    }
+    if (f.kind == "args") {
+      if (!args_table.define(f, error)) return false;
+      continue;
+    }
+    // `pyprof parse --ranges` appends the spans of the trace's ranges (docs/formats.md §3.1):
+    // not records, and not unreadable either.
+    if (f.kind == "range") continue;
+    if (f.kind == "compiled_kernel") {
+      coster.define_compiled_kernel(f.name, f.kernel);
+      continue;
+    }
+    if (!args_table.resolve(f, error)) return false;
+    // A sync or comm line's step, -1 when it names none of the header's.
+    auto step_index = [&](int64_t step) {
+      return step >= 0 && step < static_cast<int64_t>(out.iterations.steps.size())
+                 ? static_cast<int32_t>(step)
+                 : -1;
+    };
+    if (f.kind == "comm") {
+      CommSpan c;
+      c.start = f.start;
+      c.duration = std::max<int64_t>(f.duration, 0);
+      c.tid = f.tid;
+      c.name = out.strings.intern(f.name);
+      c.step = step_index(f.step);
+      out.comm.push_back(c);
+      continue;
+    }
+    if (f.kind == "sync") {
+      SyncCall c;
+      c.start = f.start;
+      c.duration = std::max<int64_t>(f.duration, 0);
+      c.tid = f.tid;
+      c.name = out.strings.intern(f.name);
+      c.op = out.strings.intern(f.op);
+      c.step = step_index(f.step);
+      out.syncs.push_back(c);
+      continue;
+    }
+    ProfRecord r = make_record(f, out.records.size(), out.strings);
+    times.check(f, r);
+    if (f.step != Fields::kNoStep && !iterations_ignored) {
+      if (f.step >= 0 && f.step < static_cast<int64_t>(out.iterations.steps.size())) {
+        r.step = static_cast<int32_t>(f.step);
+      } else {
+        bad_steps.note(
+            f.line, f.name,
+            f.step == Fields::kBadStep ? "not a step index" : fmt::format("step {}", f.step));
+      }
+    }
+    if (r.kind == Kind::kOp) {
+      cpu_ops.push_back({static_cast<int32_t>(out.records.size()), f.pid, f.id, f.parent_id});
+    }
+    coster.cost(f, r);
+    out.records.push_back(r);
   }
-  out.lines = lines_read;
+  out.lines = reader.lines();
   if (!reader.failure().empty()) {
-    error = fmt::format("{} after line {} of the input", reader.failure(), lines_read);
+    error = fmt::format("{} after line {} of the input", reader.failure(), out.lines);
     return false;
   }
   link_cpu_parents(cpu_ops, out.records);

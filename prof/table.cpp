@@ -361,10 +361,10 @@ namespace {
 
 // Formats rows [0, n) in chunks on a few threads and writes the chunks in order. A million-row
 // table is bound by formatting its cells, not by the write. `format(begin, end, text)` appends
-// rows [begin, end) to `text`, and may run on any thread at once with itself. False when a
-// write failed (`out` has the error) or a thread could not format (`error` set).
+// rows [begin, end) to `text`, and may run on any thread at once with itself. Stops at a
+// failed write (`out` keeps the error) or when a thread could not format (`error` set).
 template <typename Format>
-bool write_rows(OutputFile& out, size_t n, const Format& format, std::string& error) {
+void write_rows(OutputFile& out, size_t n, const Format& format, std::string& error) {
   constexpr size_t kChunk = 4096;
   const size_t chunks = (n + kChunk - 1) / kChunk;
   const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
@@ -373,9 +373,9 @@ bool write_rows(OutputFile& out, size_t n, const Format& format, std::string& er
     for (size_t c = 0; c < chunks; ++c) {
       text.clear();
       format(c * kChunk, std::min(n, (c + 1) * kChunk), text);
-      if (!out.write(text)) return false;
+      if (!out.write(text)) return;
     }
-    return true;
+    return;
   }
   // Chunk c is formatted into slot c % slots once chunk c - slots has been written.
   const size_t slots = 2 * threads;
@@ -444,11 +444,7 @@ bool write_rows(OutputFile& out, size_t n, const Format& format, std::string& er
   }
   changed.notify_all();
   for (std::thread& t : workers) t.join();
-  if (!failure.empty()) {
-    error = failure;
-    return false;
-  }
-  return ok;
+  if (!failure.empty()) error = failure;
 }
 
 }  // namespace
