@@ -715,6 +715,11 @@ bool NsysReader::read_ranges(Trace& trace, std::string& error,
     bool done = false, ok = false;
   };
   std::vector<Chunk> parts(chunks);
+  // The trace's budget for interned args is shared between the chunks: merged, they stay in it.
+  const size_t args_budget_per_chunk =
+      (trace.interned_args_budget -
+       std::min(trace.interned_args_bytes, trace.interned_args_budget)) /
+      chunks;
   std::mutex mutex;
   std::condition_variable chunk_done;
   size_t next = 0;
@@ -729,6 +734,7 @@ bool NsysReader::read_ranges(Trace& trace, std::string& error,
         c = next++;
       }
       auto part = std::make_unique<Trace>();
+      part->interned_args_budget = args_budget_per_chunk;
       std::string part_error;
       const int64_t first = lo + static_cast<int64_t>(c) * chunk_rows;
       const int64_t last = std::min(hi, first + chunk_rows - 1);

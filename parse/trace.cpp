@@ -24,12 +24,20 @@ namespace {
 
 int32_t clamp_tid(int64_t v) { return (v < 0 || v > INT32_MAX) ? -1 : static_cast<int32_t>(v); }
 
-}  // namespace
+// Adds a compiled kernel's mark to the trace's: a new name in order; a name marked again with
+// another object (or already ambiguous where it was read) becomes ambiguous, warned once the
+// whole trace is read (warn_ambiguous_compiled_kernels).
+void add_compiled_kernel(Trace& trace, const std::string& name, const std::string& kernel,
+                         bool ambiguous) {
+  auto [it, added] = trace.compiled_kernel_index.try_emplace(name, trace.compiled_kernels.size());
+  if (added) {
+    trace.compiled_kernels.push_back({name, kernel, ambiguous});
+  } else if (ambiguous || trace.compiled_kernels[it->second].kernel != kernel) {
+    trace.compiled_kernels[it->second].ambiguous = true;
+  }
+}
 
-// Past this much distinct argument text in a trace's pool, further args stay in the database
-// and are read again when written (a trace whose every call has new arguments keeps bounded
-// memory).
-constexpr size_t kMaxInternedArgsBytes = size_t{32} << 20;
+}  // namespace
 
 uint32_t intern_bounded(Trace& trace, std::string_view s) {
   if (s.size() <= kMaxNameBytes) return trace.pool.intern(s);
@@ -70,13 +78,7 @@ void count_reversed_times(Trace& trace) {
 
 void merge_compiled_kernels(const Trace& part, Trace& trace) {
   for (const Trace::CompiledKernel& k : part.compiled_kernels) {
-    auto [it, added] =
-        trace.compiled_kernel_index.try_emplace(k.name, trace.compiled_kernels.size());
-    if (added) {
-      trace.compiled_kernels.push_back(k);
-    } else if (k.ambiguous || trace.compiled_kernels[it->second].kernel != k.kernel) {
-      trace.compiled_kernels[it->second].ambiguous = true;
-    }
+    add_compiled_kernel(trace, k.name, k.kernel, k.ambiguous);
   }
 }
 
@@ -112,13 +114,7 @@ void add_decoded_range(Trace& trace, RangeRecord r, std::string_view text, TextR
   }
   if (m.kind == MarkerKind::kCompiledKernel) {
     ++trace.stats.marks;
-    auto [it, added] =
-        trace.compiled_kernel_index.try_emplace(m.name, trace.compiled_kernels.size());
-    if (added) {
-      trace.compiled_kernels.push_back({m.name, m.args, false});
-    } else if (trace.compiled_kernels[it->second].kernel != m.args) {
-      trace.compiled_kernels[it->second].ambiguous = true;  // warned once the trace is read
-    }
+    add_compiled_kernel(trace, m.name, m.args, false);
     return;
   }
   r.kind = m.kind;
@@ -153,7 +149,7 @@ void add_decoded_range(Trace& trace, RangeRecord r, std::string_view text, TextR
   if (!m.stack.empty()) r.stack = intern_bounded(trace, m.stack);
   r.has_args = !m.args.empty();
   if (r.has_args && m.args.size() < UINT32_MAX &&
-      trace.interned_args_bytes + m.args.size() <= kMaxInternedArgsBytes) {
+      trace.interned_args_bytes + m.args.size() <= trace.interned_args_budget) {
     // A training loop calls the same ops on the same arguments step after step: the args are
     // kept once in the pool, and the record writer finds them there instead of fetching and
     // cutting the message again from the database (most of its time at 1M kernels).

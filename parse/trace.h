@@ -209,8 +209,12 @@ struct Trace {
   // indices: correlation checks its own pairing against them.
   std::vector<std::pair<int32_t, int32_t>> declared_pairs;
   StringPool pool;
-  // Bytes of distinct op arguments add_range has put in `pool` (bounded there).
+  // Bytes of distinct op arguments add_range has put in `pool`, and how many it may: past the
+  // budget, further args stay in the database and are read again when written (a trace whose
+  // every call has new arguments keeps bounded memory). A reader that reads a table in parts,
+  // each into a Trace of its own, splits the budget between them.
   size_t interned_args_bytes = 0;
+  size_t interned_args_budget = size_t{32} << 20;
   std::vector<GpuActivity> activities;
   std::vector<ApiCall> api_calls;
   std::vector<RangeRecord> ranges;
