@@ -141,10 +141,10 @@ _dynamo_callbacks_registered = False
 
 def _prepare_for_torch_compile() -> None:
     """torch.compile under pyprof (docs/compile.md): the module-range wrapper is hidden from
-    Dynamo, and Inductor's C++ kernels open a RecordFunction each, so that they are records of their
-    own. Neither imports Dynamo or Inductor (seconds): Dynamo's callbacks are registered now if
-    it is loaded, else on the first torch.compile call; Inductor's setting goes through its
-    environment variable if its config is not loaded yet (a value the user set is kept)."""
+    Dynamo, and Inductor's C++ kernels open a RecordFunction each, so that they are records of
+    their own. Neither imports Dynamo or Inductor (seconds): Dynamo's callbacks are registered
+    now if it is loaded, else on the first torch.compile call; Inductor's setting goes through
+    its environment variable if its config is not loaded yet (a value the user set is kept)."""
     if "torch._dynamo" in sys.modules:
         _hide_module_ranges_from_dynamo()
     elif not getattr(torch.compile, "__pyprof_wrapped__", False):
@@ -200,7 +200,7 @@ def _hide_module_ranges_from_dynamo() -> None:
             return
         _C.pause_annotation(False)
         with _lock:
-            if _enabled and torch.nn.Module.__call__ is not _module_call_with_range:
+            if _enabled:
                 _install_module_ranges()
 
     callback_handler.register_start_callback(on_start)
