@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
+#include <stdexcept>
 
+#include "common/env_vars.h"
 #include "common/json_writer.h"
+#include "common/ordered_chunks.h"
 
 namespace pyprof::parse {
 
@@ -111,7 +115,7 @@ void xyz(JsonWriter& w, const char* key, const int32_t v[3]) {
 
 }  // namespace
 
-void RecordWriter::pooled(JsonWriter& w, uint32_t id) {
+void RecordFormatter::pooled(JsonWriter& w, uint32_t id) {
   // Pool strings (kernel names, op names, modules, user ranges) repeat in most records: each
   // is escaped once.
   if (id >= escaped_.size()) escaped_.resize(trace_.pool.size());
@@ -151,7 +155,7 @@ const std::string& RecordWriter::args_of(int32_t index) {
   return cached_args_[slot];
 }
 
-int32_t RecordWriter::args_id_of(int32_t index) {
+int32_t RecordWriter::args_id_of(int32_t index, std::string& definitions) {
   if (args_id_of_range_.empty()) args_id_of_range_.assign(trace_.ranges.size(), -1);
   int32_t& known = args_id_of_range_[index];
   if (known >= 0) return known;
@@ -164,29 +168,43 @@ int32_t RecordWriter::args_id_of(int32_t index) {
   interned_args_.push_back(std::make_unique<std::string>(args));
   interned_args_bytes_ += args.size();
   args_ids_.emplace(*interned_args_.back(), id);
-  // The definition precedes its first use: it goes to the output before the record being
-  // built in record_.
-  buffer_ += R"({"kind":"args","id":)";
-  buffer_ += std::to_string(id);
-  buffer_ += R"(,"args":)";
-  buffer_ += args;
-  buffer_ += "}\n";
+  // The definition precedes its first use: it goes to the output before the record that
+  // resolves it.
+  definitions += R"({"kind":"args","id":)";
+  definitions += std::to_string(id);
+  definitions += R"(,"args":)";
+  definitions += args;
+  definitions += "}\n";
   return known = id;
 }
 
-void RecordWriter::write_args(JsonWriter& w, int32_t index, const char* key, const char* ref_key) {
+ArgsRef RecordWriter::resolve_args(int32_t range, std::string& definitions) {
   if (!full_records_) {
-    const int32_t id = args_id_of(index);
-    if (id >= 0) {
-      w.raw_key(ref_key);
-      w.integer(id);
-      return;
-    }
+    const int32_t id = args_id_of(range, definitions);
+    if (id >= 0) return {id, {}};
   }
-  const std::string& args = args_of(index);
-  if (!args.empty()) {
+  return {-1, args_of(range)};
+}
+
+std::array<int32_t, 2> args_ranges(const std::vector<RangeRecord>& ranges, const Attribution& a) {
+  std::array<int32_t, 2> out{-1, -1};
+  if (a.dir == Direction::kNone) return out;
+  if (a.op >= 0 && ranges[a.op].has_args) out[0] = a.op;
+  if (a.dir == Direction::kBackward && a.bwd_op >= 0 && ranges[a.bwd_op].has_args) {
+    out[1] = a.bwd_op;
+  }
+  return out;
+}
+
+void RecordFormatter::write_args(JsonWriter& w, int32_t index, const char* key,
+                                 const char* ref_key) {
+  const ArgsRef args = args_->resolve(index);
+  if (args.id >= 0) {
+    w.raw_key(ref_key);
+    w.integer(args.id);
+  } else if (!args.text.empty()) {
     w.raw_key(key);
-    w.raw_value(args);
+    w.raw_value(args.text);
   }
 }
 
@@ -254,11 +272,13 @@ bool RecordWriter::flush() {
 }
 
 void RecordWriter::write_header(const std::string& source) {
+  std::string line;
   {
-    JsonWriter w(record_, kNoTruncation, 0);
+    JsonWriter w(line, kNoTruncation, 0);
     write_header_object(w, source);
   }
-  end_record();
+  buffer_ += line;
+  buffer_ += '\n';
 }
 
 void RecordWriter::write_header_object(JsonWriter& w, const std::string& source) {
@@ -379,13 +399,13 @@ void RecordWriter::write_header_object(JsonWriter& w, const std::string& source)
 
 // A synchronizing API call (docs/formats.md §3, kind `sync`): no GPU activity of its own, but
 // the host waited in it for the GPU, so advice can tell why the GPU then sat idle.
-void RecordWriter::write_rank(JsonWriter& w) {
+void RecordFormatter::write_rank(JsonWriter& w) {
   if (rank_ < 0) return;
   w.raw_key("rank");
   w.integer(rank_);
 }
 
-void RecordWriter::write_sync(const Attribution& a) {
+void RecordFormatter::write_sync(const Attribution& a) {
   const ApiCall& call = trace_.api_calls[a.launch];
   {
     JsonWriter w(record_, kNoTruncation, 0);
@@ -410,12 +430,12 @@ void RecordWriter::write_sync(const Attribution& a) {
   end_record();
 }
 
-void RecordWriter::write_step(JsonWriter& w, size_t k) {
+void RecordFormatter::write_step(JsonWriter& w, size_t k) {
   if (!iterations_ || iterations_->steps.empty()) return;
   write_step_at(w, record_time(trace_, corr_, k));
 }
 
-void RecordWriter::write_step_at(JsonWriter& w, int64_t t) {
+void RecordFormatter::write_step_at(JsonWriter& w, int64_t t) {
   if (!iterations_ || iterations_->steps.empty()) return;
   const int32_t step = iterations_->step_at(t);
   if (step < 0) return;
@@ -423,7 +443,7 @@ void RecordWriter::write_step_at(JsonWriter& w, int64_t t) {
   w.integer(step);
 }
 
-void RecordWriter::write_attribution(JsonWriter& w, const Attribution& a) {
+void RecordFormatter::write_attribution(JsonWriter& w, const Attribution& a) {
   const auto& ranges = trace_.ranges;
   const auto& pool = trace_.pool;
   w.raw_key("op");
@@ -465,7 +485,8 @@ void RecordWriter::write_attribution(JsonWriter& w, const Attribution& a) {
     w.raw_key("instance");
     w.integer(corr_.rank[instance]);
   }
-  if (a.op >= 0 && ranges[a.op].has_args) write_args(w, a.op, "args", "args_ref");
+  const std::array<int32_t, 2> args = args_ranges(ranges, a);
+  if (args[0] >= 0) write_args(w, args[0], "args", "args_ref");
   if (a.op >= 0 && ranges[a.op].stack != 0) {
     w.raw_key("stack");
     pooled(w, ranges[a.op].stack);
@@ -517,12 +538,12 @@ void RecordWriter::write_attribution(JsonWriter& w, const Attribution& a) {
         w.raw_key("bwd_op_id");
         w.integer(bop.op_id);
       }
-      if (bop.has_args) write_args(w, a.bwd_op, "bwd_args", "bwd_args_ref");
+      if (args[1] >= 0) write_args(w, args[1], "bwd_args", "bwd_args_ref");
     }
   }
 }
 
-void RecordWriter::write_activity(size_t k, int32_t index, const Attribution& a) {
+void RecordFormatter::write_activity(size_t k, int32_t index, const Attribution& a) {
   const GpuActivity& act = trace_.activities[index];
   {
     // Each record is built in its own small buffer: a JsonWriter grows (and zero-fills) the
@@ -619,7 +640,7 @@ void RecordWriter::write_activity(size_t k, int32_t index, const Attribution& a)
   end_record();
 }
 
-void RecordWriter::write_op_instance(size_t k, int32_t index, const Attribution& a) {
+void RecordFormatter::write_op_instance(size_t k, int32_t index, const Attribution& a) {
   const RangeRecord& r = trace_.ranges[index];
   {
     JsonWriter w(record_, kNoTruncation, 0);
@@ -668,13 +689,13 @@ void RecordWriter::write_op_instance(size_t k, int32_t index, const Attribution&
   end_record();
 }
 
-void RecordWriter::end_record() {
+void RecordFormatter::end_record() {
   // The writer is gone: its destructor trimmed record_ to the JSON it wrote.
-  buffer_ += record_;
-  buffer_ += '\n';
+  *out_ += record_;
+  *out_ += '\n';
 }
 
-void RecordWriter::write_user_ranges(JsonWriter& w, const Attribution& a) {
+void RecordFormatter::write_user_ranges(JsonWriter& w, const Attribution& a) {
   chain_.clear();
   for (int32_t r = a.innermost; r >= 0; r = trace_.ranges[r].parent) {
     if (trace_.ranges[r].kind == MarkerKind::kUser) chain_.push_back(r);
@@ -699,7 +720,7 @@ void RecordWriter::write_user_ranges(JsonWriter& w, const Attribution& a) {
   }
 }
 
-void RecordWriter::write_range(int32_t index, int32_t forward_op) {
+void RecordFormatter::write_range(int32_t index, int32_t forward_op) {
   const RangeRecord& r = trace_.ranges[index];
   {
     JsonWriter w(record_, kNoTruncation, 0);
@@ -778,7 +799,38 @@ bool is_backend_collective_scope(std::string_view name) {
 }
 }  // namespace
 
-bool RecordWriter::write_comm_lines() {
+void RecordFormatter::write_comm(const RangeRecord& r) {
+  {
+    JsonWriter w(record_, kNoTruncation, 0);
+    w.begin_object();
+    w.raw_key("kind");
+    w.trusted_string("comm");
+    w.raw_key("name");
+    pooled(w, r.name);
+    w.raw_key("start");
+    w.integer(r.start);
+    w.raw_key("duration");
+    w.integer(r.end - r.start);
+    w.raw_key("pid");
+    w.integer(r.pid);
+    write_rank(w);
+    w.raw_key("tid");
+    w.integer(r.tid);
+    write_step_at(w, r.start);
+    w.end_object();
+  }
+  end_record();
+}
+
+void RecordFormatter::write_record(size_t k) {
+  if (corr_.cpu_only) {
+    write_op_instance(k, corr_.order[k], corr_.attributions[k]);
+  } else {
+    write_activity(k, corr_.order[k], corr_.attributions[k]);
+  }
+}
+
+bool RecordWriter::write_comm_lines(RecordFormatter& f) {
   std::vector<int32_t> scopes;
   for (size_t i = 0; i < trace_.ranges.size(); ++i) {
     const RangeRecord& r = trace_.ranges[i];
@@ -791,33 +843,13 @@ bool RecordWriter::write_comm_lines() {
     return trace_.ranges[a].start < trace_.ranges[b].start;
   });
   for (int32_t i : scopes) {
-    const RangeRecord& r = trace_.ranges[i];
-    {
-      JsonWriter w(record_, kNoTruncation, 0);
-      w.begin_object();
-      w.raw_key("kind");
-      w.trusted_string("comm");
-      w.raw_key("name");
-      pooled(w, r.name);
-      w.raw_key("start");
-      w.integer(r.start);
-      w.raw_key("duration");
-      w.integer(r.end - r.start);
-      w.raw_key("pid");
-      w.integer(r.pid);
-      write_rank(w);
-      w.raw_key("tid");
-      w.integer(r.tid);
-      write_step_at(w, r.start);
-      w.end_object();
-    }
-    end_record();
+    f.write_comm(trace_.ranges[i]);
     if (buffer_.size() >= kFlushBytes && !flush()) return false;
   }
   return true;
 }
 
-bool RecordWriter::write_range_lines() {
+bool RecordWriter::write_range_lines(RecordFormatter& f) {
   // Which forward op each backward node was paired with, as the records say it.
   std::vector<int32_t> forward_of_node(trace_.ranges.size(), -1);
   for (const Attribution& a : corr_.attributions) {
@@ -829,17 +861,19 @@ bool RecordWriter::write_range_lines() {
   // the records' `instance` numbers, then come out the same).
   for (size_t i = 0; i < trace_.ranges.size(); ++i) {
     if (trace_.ranges[i].shape == RangeShape::kMark) continue;
-    write_range(static_cast<int32_t>(i), forward_of_node[i]);
+    f.write_range(static_cast<int32_t>(i), forward_of_node[i]);
     if (buffer_.size() >= kFlushBytes && !flush()) return false;
   }
   return true;
 }
 
 void RecordWriter::write_compiled_kernel_lines() {
+  std::string line;
   for (const Trace::CompiledKernel& k : trace_.compiled_kernels) {
     if (k.ambiguous) continue;
+    line.clear();
     {
-      JsonWriter w(record_, kNoTruncation, 0);
+      JsonWriter w(line, kNoTruncation, 0);
       w.begin_object();
       w.raw_key("kind");
       w.trusted_string("compiled_kernel");
@@ -849,30 +883,122 @@ void RecordWriter::write_compiled_kernel_lines() {
       w.raw_value(k.kernel);  // validated by the marker decoder
       w.end_object();
     }
-    end_record();
+    buffer_ += line;
+    buffer_ += '\n';
   }
+}
+
+namespace {
+
+// A chunk of records: its args resolved, in record order, on the writer's thread; then its
+// lines formatted on a worker.
+struct RecordChunk {
+  struct Resolved {
+    int32_t range;
+    int32_t id;         // >= 0: a reference
+    size_t text_begin;  // else the inline text, in `inline_args`
+    size_t text_size;
+  };
+  // Hands a formatter the chunk's resolved args in the order it asks for them (args_ranges).
+  class Args final : public ArgsSource {
+   public:
+    explicit Args(const RecordChunk& chunk) : chunk_(chunk) {}
+    ArgsRef resolve(int32_t range) override {
+      if (next_ >= chunk_.args.size() || chunk_.args[next_].range != range) {
+        throw std::logic_error("parse: a record asked for args its chunk did not resolve");
+      }
+      const Resolved& r = chunk_.args[next_++];
+      if (r.id >= 0) return {r.id, {}};
+      return {-1, std::string_view(chunk_.inline_args).substr(r.text_begin, r.text_size)};
+    }
+
+   private:
+    const RecordChunk& chunk_;
+    size_t next_ = 0;
+  };
+
+  std::vector<Resolved> args;
+  std::string inline_args;
+  // `"kind":"args"` lines defined by the chunk's records: those before record i of the chunk
+  // end at definitions_end[i].
+  std::string definitions;
+  std::vector<size_t> definitions_end;
+  std::string text;  // the formatted lines
+  std::unique_ptr<RecordFormatter> formatter;
+};
+
+}  // namespace
+
+bool RecordWriter::write_records() {
+  size_t chunk_records = 2048;
+  unsigned threads = format_threads();
+  if (const char* set = std::getenv(env::kParseWriteChunkRecords);
+      set != nullptr && std::atoll(set) > 0) {
+    chunk_records = static_cast<size_t>(std::atoll(set));
+    threads = std::max(threads, 2u);
+  }
+  const size_t n = corr_.order.size();
+  const size_t chunks = (n + chunk_records - 1) / chunk_records;
+  if (!flush()) return false;  // the header goes first
+  auto prepare = [&](size_t c, RecordChunk& chunk) {
+    chunk.args.clear();
+    chunk.inline_args.clear();
+    chunk.definitions.clear();
+    chunk.definitions_end.clear();
+    for (size_t k = c * chunk_records, end = std::min(n, k + chunk_records); k < end; ++k) {
+      for (int32_t range : args_ranges(trace_.ranges, corr_.attributions[k])) {
+        if (range < 0) continue;
+        const ArgsRef args = resolve_args(range, chunk.definitions);
+        chunk.args.push_back({range, args.id, chunk.inline_args.size(), args.text.size()});
+        chunk.inline_args += args.text;
+      }
+      chunk.definitions_end.push_back(chunk.definitions.size());
+    }
+  };
+  auto format = [&](size_t c, RecordChunk& chunk) {
+    if (!chunk.formatter) {
+      chunk.formatter =
+          std::make_unique<RecordFormatter>(trace_, corr_, iterations_, write_ranges_);
+    }
+    RecordChunk::Args args(chunk);
+    RecordFormatter& f = *chunk.formatter;
+    f.set_output(&chunk.text);
+    f.set_args(&args);
+    chunk.text.clear();
+    size_t defined = 0;
+    for (size_t k = c * chunk_records, end = std::min(n, k + chunk_records); k < end; ++k) {
+      const size_t definitions_end = chunk.definitions_end[k - c * chunk_records];
+      chunk.text.append(chunk.definitions, defined, definitions_end - defined);
+      defined = definitions_end;
+      f.write_record(k);
+    }
+  };
+  bool written = true;
+  auto consume = [&](size_t, RecordChunk& chunk) { return written = output_.submit(chunk.text); };
+  const std::string failure =
+      process_chunks_in_order<RecordChunk>(chunks, threads, prepare, format, consume);
+  if (!failure.empty()) {
+    output_.finish();  // nothing in flight once this returns
+    throw std::runtime_error("writing the records: " + failure);
+  }
+  return written;
 }
 
 bool RecordWriter::write(const std::string& source) {
   buffer_.reserve(kFlushBytes + (kFlushBytes >> 2));
   write_header(source);
   write_compiled_kernel_lines();
-  bool ok = true;
-  for (size_t k = 0; ok && k < corr_.order.size(); ++k) {
-    if (corr_.cpu_only) {
-      write_op_instance(k, corr_.order[k], corr_.attributions[k]);
-    } else {
-      write_activity(k, corr_.order[k], corr_.attributions[k]);
-    }
-    if (buffer_.size() >= kFlushBytes) ok = flush();
-  }
+  bool ok = write_records();
+  RecordFormatter f(trace_, corr_, iterations_, write_ranges_);
+  f.set_output(&buffer_);
+  f.set_args(this);
   // After the GPU records, in start order: they are no GPU activity (docs/formats.md §3).
   for (size_t k = 0; ok && k < corr_.sync_attributions.size(); ++k) {
-    write_sync(corr_.sync_attributions[k]);
+    f.write_sync(corr_.sync_attributions[k]);
     if (buffer_.size() >= kFlushBytes) ok = flush();
   }
-  ok = ok && write_comm_lines();
-  if (ok && write_ranges_) ok = write_range_lines();
+  ok = ok && write_comm_lines(f);
+  if (ok && write_ranges_) ok = write_range_lines(f);
   ok = ok && flush();
   // Waited for after a failure too: the caller closes the stream once this returns, so no
   // write may still be in flight (errno: the failed write's).

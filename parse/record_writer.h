@@ -3,11 +3,13 @@
 // docs/formats.md §3; bump the versions when a key changes meaning or disappears.
 #pragma once
 
+#include <array>
 #include <condition_variable>
 #include <cstdio>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -66,7 +68,74 @@ const char* range_kind_name(MarkerKind kind);
 const char* dialect_name(Dialect d);
 Dialect dialect_of_name(std::string_view name);
 
-class RecordWriter {
+// A range's args as a record writes them: a reference to their `"kind":"args"` line (id >= 0),
+// else the text to write inline (empty: none).
+struct ArgsRef {
+  int32_t id = -1;
+  std::string_view text;
+};
+
+// Where a RecordFormatter gets the args of a range it writes.
+class ArgsSource {
+ public:
+  virtual ArgsRef resolve(int32_t range) = 0;
+
+ protected:
+  ~ArgsSource() = default;
+};
+
+// The ranges whose args a record with attribution `a` writes, in the order it writes them: the
+// op's (`args`) and, for bprop, those of the op run inside the backward node (`bwd_args`); -1
+// where none. The writer resolves them ahead of formatting in this order.
+std::array<int32_t, 2> args_ranges(const std::vector<RangeRecord>& ranges, const Attribution& a);
+
+// Formats records, each line appended to the string set_output() names. One per thread: the
+// trace and correlation are only read, and the scratch space and escaped-name cache are its own.
+class RecordFormatter {
+ public:
+  RecordFormatter(const Trace& trace, const Correlation& corr, const Iterations* iterations,
+                  bool write_ranges)
+      : trace_(trace), corr_(corr), iterations_(iterations), write_ranges_(write_ranges) {}
+  void set_output(std::string* out) { out_ = out; }
+  void set_args(ArgsSource* args) { args_ = args; }
+  // Record `k` of Correlation::order: a GPU activity, or an op instance of a CPU-only profile.
+  void write_record(size_t k);
+  void write_sync(const Attribution& a);
+  void write_comm(const RangeRecord& r);
+  void write_range(int32_t index, int32_t forward_op);
+
+ private:
+  void write_activity(size_t k, int32_t index, const Attribution& a);
+  void write_op_instance(size_t k, int32_t index, const Attribution& a);
+  void write_user_ranges(JsonWriter& w, const Attribution& a);
+  // Appends the finished record and a newline to the output.
+  void end_record();
+  // `"rank": R` on every record of a trace whose rank is known (Trace::distributed).
+  void write_rank(JsonWriter& w);
+  void write_attribution(JsonWriter& w, const Attribution& a);
+  // `"step": i` for record `k` of Correlation::order, when it falls in a step.
+  void write_step(JsonWriter& w, size_t k);
+  // `"step": i` for a record whose CPU-side time is `t` (sync lines).
+  void write_step_at(JsonWriter& w, int64_t t);
+  // Range `index`'s args under `key`, or a reference to their `"kind":"args"` line under
+  // `ref_key`, as args_ resolves them.
+  void write_args(JsonWriter& w, int32_t index, const char* key, const char* ref_key);
+  // Writes pool string `id` as a JSON string value.
+  void pooled(JsonWriter& w, uint32_t id);
+
+  const Trace& trace_;
+  const Correlation& corr_;
+  const Iterations* iterations_;
+  const bool write_ranges_;
+  const int64_t rank_ = trace_.distributed ? trace_.distributed->rank : -1;
+  std::string* out_ = nullptr;
+  ArgsSource* args_ = nullptr;
+  std::string record_;  // the record being written
+  std::vector<int32_t> chain_;
+  std::vector<std::string> escaped_;  // pool id -> quoted, escaped JSON string
+};
+
+class RecordWriter : private ArgsSource {
  public:
   RecordWriter(std::FILE* out, const Trace& trace, const Correlation& corr, TraceReader& reader)
       : out_(out), trace_(trace), corr_(corr), reader_(reader) {}
@@ -92,45 +161,33 @@ class RecordWriter {
   // capture marked (docs/formats.md §3), ambiguous names left out.
   void write_compiled_kernel_lines();
   void write_header_object(JsonWriter& w, const std::string& source);
-  void write_user_ranges(JsonWriter& w, const Attribution& a);
-  // Appends the finished record and a newline to the output buffer.
-  void end_record();
-  void write_activity(size_t k, int32_t index, const Attribution& a);
-  void write_op_instance(size_t k, int32_t index, const Attribution& a);
-  void write_sync(const Attribution& a);
-  // `"rank": R` on every record of a trace whose rank is known (Trace::distributed).
-  void write_rank(JsonWriter& w);
-  void write_attribution(JsonWriter& w, const Attribution& a);
-  // `"step": i` for record `k` of Correlation::order, when it falls in a step.
-  void write_step(JsonWriter& w, size_t k);
-  // `"step": i` for a record whose CPU-side time is `t` (sync lines).
-  void write_step_at(JsonWriter& w, int64_t t);
-  void write_range(int32_t index, int32_t forward_op);
-  bool write_range_lines();
+  // The records of Correlation::order, in chunks formatted on several threads; their args
+  // are resolved (and new `"kind":"args"` lines numbered) in order on this one.
+  bool write_records();
   // One `"kind":"comm"` line per span of a communication backend's own scope (gloo's
   // "gloo:all_reduce" on its worker thread, "nccl:all_reduce", ...): on a CPU-only profile the
   // only record of the time a collective took, waiting for the other ranks included.
-  bool write_comm_lines();
+  bool write_comm_lines(RecordFormatter& f);
+  bool write_range_lines(RecordFormatter& f);
+  // As records written on this thread resolve their args: defining new ones in buffer_.
+  ArgsRef resolve(int32_t range) override { return resolve_args(range, buffer_); }
+  // Range `range`'s args: a reference (its `"kind":"args"` line, if new, appended to
+  // `definitions`), or the text itself in the full form and past kMaxInternedArgsBytes.
+  ArgsRef resolve_args(int32_t range, std::string& definitions);
   // The decoded args of range `index` (its message fetched again from the database).
   const std::string& args_of(int32_t index);
-  // Writes range `index`'s args under `key` (full form), or a reference to their `"kind":"args"`
-  // line under `ref_key` (compact form; the line is written first when the value is new).
-  void write_args(JsonWriter& w, int32_t index, const char* key, const char* ref_key);
-  // The id of range `index`'s args in the compact form, defining them if new; -1 when they
-  // are unavailable or go inline (the interned text reached kMaxInternedArgsBytes).
-  int32_t args_id_of(int32_t index);
-  // Writes pool string `id` as a JSON string value.
-  void pooled(JsonWriter& w, uint32_t id);
+  // The id of range `index`'s args in the compact form, their line appended to `definitions`
+  // if new; -1 when they are unavailable or go inline (the interned text reached
+  // kMaxInternedArgsBytes).
+  int32_t args_id_of(int32_t index, std::string& definitions);
   bool flush();
 
   std::FILE* out_;
   const Trace& trace_;
-  const int64_t rank_ = trace_.distributed ? trace_.distributed->rank : -1;
   const Correlation& corr_;
   TraceReader& reader_;
   BackgroundOutput output_{out_};
-  std::string buffer_;  // records not yet handed to output_
-  std::string record_;  // the record being written
+  std::string buffer_;  // lines not yet handed to output_
   Marker marker_;
   int32_t cached_index_[2] = {-1, -1};
   std::string cached_args_[2];
@@ -145,8 +202,6 @@ class RecordWriter {
   size_t interned_args_bytes_ = 0;
   std::vector<int32_t> args_id_of_range_;
   const Iterations* iterations_ = nullptr;
-  std::vector<int32_t> chain_;
-  std::vector<std::string> escaped_;  // pool id -> quoted, escaped JSON string
 };
 
 }  // namespace pyprof::parse

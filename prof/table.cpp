@@ -5,13 +5,10 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <condition_variable>
-#include <exception>
 #include <iterator>
-#include <mutex>
-#include <thread>
 
 #include "common/json_writer.h"
+#include "common/ordered_chunks.h"
 
 namespace pyprof::prof {
 
@@ -367,84 +364,11 @@ template <typename Format>
 void write_rows(OutputFile& out, size_t n, const Format& format, std::string& error) {
   constexpr size_t kChunk = 4096;
   const size_t chunks = (n + kChunk - 1) / kChunk;
-  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
-  if (threads == 1 || chunks < 2) {
-    std::string text;
-    for (size_t c = 0; c < chunks; ++c) {
-      text.clear();
-      format(c * kChunk, std::min(n, (c + 1) * kChunk), text);
-      if (!out.write(text)) return;
-    }
-    return;
-  }
-  // Chunk c is formatted into slot c % slots once chunk c - slots has been written.
-  const size_t slots = 2 * threads;
-  struct Slot {
-    std::string text;
-    size_t chunk = 0;
-    bool ready = false;
-  };
-  std::vector<Slot> slot(slots);
-  std::mutex mutex;
-  std::condition_variable changed;
-  size_t next = 0, written = 0;
-  bool stop = false;
-  std::string failure;
-  auto work = [&] {
-    for (;;) {
-      size_t c;
-      {
-        std::unique_lock<std::mutex> lock(mutex);
-        changed.wait(lock, [&] { return stop || next >= chunks || next < written + slots; });
-        if (stop || next >= chunks) return;
-        c = next++;
-      }
-      Slot& s = slot[c % slots];
-      std::string why;
-      try {
-        s.text.clear();
-        format(c * kChunk, std::min(n, (c + 1) * kChunk), s.text);
-      } catch (const std::exception& e) {
-        why = e.what();
-      }
-      {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (!why.empty()) {
-          if (failure.empty()) failure = "formatting the table: " + why;
-          stop = true;
-        }
-        s.chunk = c;
-        s.ready = true;
-      }
-      changed.notify_all();
-    }
-  };
-  std::vector<std::thread> workers;
-  for (unsigned i = 0; i < threads; ++i) workers.emplace_back(work);
-  bool ok = true;
-  for (size_t c = 0; c < chunks && ok; ++c) {
-    Slot& s = slot[c % slots];
-    {
-      std::unique_lock<std::mutex> lock(mutex);
-      changed.wait(lock, [&] { return stop || (s.ready && s.chunk == c); });
-      if (stop) break;
-    }
-    ok = out.write(s.text);
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      s.ready = false;
-      written = c + 1;
-      if (!ok) stop = true;
-    }
-    changed.notify_all();
-  }
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    stop = true;
-  }
-  changed.notify_all();
-  for (std::thread& t : workers) t.join();
-  if (!failure.empty()) error = failure;
+  std::string failure = process_chunks_in_order<std::string>(
+      chunks, format_threads(), [](size_t, std::string& text) { text.clear(); },
+      [&](size_t c, std::string& text) { format(c * kChunk, std::min(n, (c + 1) * kChunk), text); },
+      [&](size_t, std::string& text) { return out.write(text); });
+  if (!failure.empty()) error = "formatting the table: " + failure;
 }
 
 }  // namespace

@@ -205,3 +205,53 @@ def test_compact_references_resolve_in_prof(tmp_path):
     assert [r["flops"] for r in rows] == [2 * 8 * 16 * 4] * 2
     assert testlib.prof("--json", "-c", "all", full).stdout == \
         testlib.prof("--json", "-c", "all", compact).stdout
+
+
+@pytest.mark.parametrize("name", ["generated", "lenet_cpu", "pyprof_h100_resnet_block"])
+def test_records_written_in_chunks_by_several_threads_are_the_same(name, tmp_path):
+    """parse formats its records in chunks on several threads; the args of each chunk are
+    resolved (and new `"kind":"args"` lines numbered) in order beforehand
+    (parse/record_writer.cpp). PYPROF_PARSE_WRITE_CHUNK_RECORDS forces small chunks and two
+    threads or more on small files: GPU kernels (a generated profile and a real capture, with
+    bprop records carrying `bwd_args`) and the op records of a CPU-only capture of LeNet's
+    training must come out byte for byte as from one chunk, in both forms."""
+    if name == "generated":
+        sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+        import make_parse_db
+        trace = str(tmp_path / "generated.sqlite")
+        make_parse_db.generate(trace, 3000, processes=2, interned=True)
+    elif name == "lenet_cpu":
+        out = tmp_path / "lenet"
+        res = subprocess.run([sys.executable, "-m", "pyprof", "profile", "-o", str(out), "--",
+                              sys.executable, os.path.join(ROOT, "examples", "train.py"),
+                              "--model", "lenet", "--steps", "2"],
+                             capture_output=True, text=True, env=pyprof_env(), timeout=600)
+        assert res.returncode == 0, res.stderr[-3000:]
+        trace = str(out) + ".sqlite"
+    else:
+        trace = trace_path(TRACES[name], tmp_path)
+
+    def run(form_args, chunk):
+        env = dict(os.environ)
+        env.pop("PYPROF_PARSE_WRITE_CHUNK_RECORDS", None)
+        if chunk:
+            env["PYPROF_PARSE_WRITE_CHUNK_RECORDS"] = str(chunk)
+        res = subprocess.run([PARSE, trace, "--ranges", *form_args], capture_output=True,
+                             text=True, env=env, timeout=300)
+        assert res.returncode == 0, res.stderr
+        return res.stdout, res.stderr
+
+    for form_args in ([], ["--full-records"]):
+        one_out, one_err = run(form_args, 1 << 30)
+        default_out, default_err = run(form_args, None)
+        assert (default_out, default_err) == (one_out, one_err)
+        lines = one_out.splitlines()
+        records = [i for i, line in enumerate(lines)
+                   if re.match(r'\{"kind":"(kernel|memcpy|memset|op)"', line)]
+        assert len(records) >= 100, len(records)
+        if not form_args:
+            # Args first defined in later chunks, not only in the first.
+            definitions = [i for i, line in enumerate(lines) if line.startswith('{"kind":"args"')]
+            assert any(i > records[len(records) // 3] for i in definitions), name
+        for chunk in (1, 7, 333):
+            assert run(form_args, chunk) == (one_out, one_err), (form_args, chunk)

@@ -63,6 +63,12 @@ inline constexpr char kCollector[] = "PYPROF_COLLECTOR";
 // with the plain one on small files. Unset: one thread under 200,000 rows, chunks of 2^18.
 inline constexpr char kParseChunkRows[] = "PYPROF_PARSE_CHUNK_ROWS";
 
+// Records per chunk of parse's output, formatted on several threads and written in order
+// (parse/record_writer.cpp); set, the chunks go to two threads or more whatever the machine, so
+// that tests can compare the threaded write with one chunk's on small files. Unset: 2,048, on
+// up to 4 threads, as many as the machine has.
+inline constexpr char kParseWriteChunkRecords[] = "PYPROF_PARSE_WRITE_CHUNK_RECORDS";
+
 // ---- Not pyprof's, but part of the contract. ----
 
 // The library NVTX loads into each process: the launcher sets it to the collector, and refuses
