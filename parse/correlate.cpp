@@ -1,9 +1,12 @@
 #include "parse/correlate.h"
 
 #include <algorithm>
+#include <future>
 #include <limits>
 #include <tuple>
 #include <unordered_map>
+
+#include "common/parallel_sort.h"
 
 namespace pyprof::parse {
 
@@ -162,11 +165,17 @@ void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_ca
     }
   }
   out.node_of_step.assign(trace.ranges.size(), -1);
+  // Rows of one thread mostly follow each other: a one-entry cache in front of the map.
   std::unordered_map<uint64_t, uint32_t> thread_of_key;
-  for (const auto& r : trace.ranges) thread_of_key.emplace(thread_key(r.pid, r.tid), 0);
-  for (int32_t c : needed_calls) {
-    thread_of_key.emplace(thread_key(trace.api_calls[c].pid, trace.api_calls[c].tid), 0);
-  }
+  uint64_t last_key = ~uint64_t{0};
+  auto see_thread = [&](uint32_t pid, uint32_t tid) {
+    const uint64_t key = thread_key(pid, tid);
+    if (key == last_key) return;
+    thread_of_key.emplace(key, 0);
+    last_key = key;
+  };
+  for (const auto& r : trace.ranges) see_thread(r.pid, r.tid);
+  for (int32_t c : needed_calls) see_thread(trace.api_calls[c].pid, trace.api_calls[c].tid);
   {
     std::vector<uint64_t> keys;
     keys.reserve(thread_of_key.size());
@@ -174,22 +183,32 @@ void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_ca
     std::sort(keys.begin(), keys.end());
     for (size_t i = 0; i < keys.size(); ++i) thread_of_key[keys[i]] = static_cast<uint32_t>(i);
   }
+  last_key = ~uint64_t{0};
+  uint32_t last_thread = 0;
+  auto thread_of = [&](uint32_t pid, uint32_t tid) {
+    const uint64_t key = thread_key(pid, tid);
+    if (key != last_key) {
+      last_thread = thread_of_key.at(key);
+      last_key = key;
+    }
+    return last_thread;
+  };
   std::vector<Item> items;
   items.reserve(trace.ranges.size() + needed_calls.size());
   for (size_t i = 0; i < trace.ranges.size(); ++i) {
     const auto& r = trace.ranges[i];
     if (r.shape == RangeShape::kMark) continue;
-    items.push_back({r.start, thread_of_key[thread_key(r.pid, r.tid)], static_cast<uint32_t>(i)});
+    items.push_back({r.start, thread_of(r.pid, r.tid), static_cast<uint32_t>(i)});
   }
   for (int32_t c : needed_calls) {
     const auto& call = trace.api_calls[c];
-    items.push_back({call.start, thread_of_key[thread_key(call.pid, call.tid)],
-                     uint32_t{1} << 31 | static_cast<uint32_t>(c)});
+    items.push_back(
+        {call.start, thread_of(call.pid, call.tid), uint32_t{1} << 31 | static_cast<uint32_t>(c)});
   }
   auto end_of = [&](const Item& item) {
     return item.kind() == 0 ? trace.ranges[item.index()].end : trace.api_calls[item.index()].end;
   };
-  std::sort(items.begin(), items.end(), [&](const Item& a, const Item& b) {
+  parallel_sort(items, [&](const Item& a, const Item& b) {
     if (a.thread != b.thread) return a.thread < b.thread;
     if (a.start != b.start) return a.start < b.start;
     if (a.kind() != b.kind()) return a.kind() < b.kind();
@@ -399,6 +418,30 @@ Correlation correlate(Trace& trace) {
     }
     capture_of = capture_points(trace, needed_calls);
   }
+  // GPU profiles: the activities in output order (start), and those launched in launch order
+  // (for `sub`), sorted on a second thread while this one sweeps the ranges; neither reads
+  // what the sweep writes.
+  std::vector<int32_t> by_launch;
+  std::future<void> ordered;
+  if (!out.cpu_only) {
+    ordered = std::async(std::launch::async, [&] {
+      out.order.resize(n_act);
+      for (size_t i = 0; i < n_act; ++i) out.order[i] = static_cast<int32_t>(i);
+      std::stable_sort(out.order.begin(), out.order.end(), [&](int32_t a, int32_t b) {
+        return trace.activities[a].start < trace.activities[b].start;
+      });
+      by_launch.reserve(n_act);
+      for (size_t i = 0; i < n_act; ++i) {
+        if (launch_of[i] >= 0) by_launch.push_back(static_cast<int32_t>(i));
+      }
+      std::stable_sort(by_launch.begin(), by_launch.end(), [&](int32_t a, int32_t b) {
+        const auto& ca = trace.api_calls[launch_of[a]];
+        const auto& cb = trace.api_calls[launch_of[b]];
+        if (ca.start != cb.start) return ca.start < cb.start;
+        return trace.activities[a].start < trace.activities[b].start;
+      });
+    });
+  }
   std::vector<int32_t> innermost_of_call(trace.api_calls.size(), -1);
   sweep(trace, out, needed_calls, innermost_of_call);
 
@@ -446,11 +489,7 @@ Correlation correlate(Trace& trace) {
       }
     }
   } else {
-    out.order.resize(n_act);
-    for (size_t i = 0; i < n_act; ++i) out.order[i] = static_cast<int32_t>(i);
-    std::stable_sort(out.order.begin(), out.order.end(), [&](int32_t a, int32_t b) {
-      return trace.activities[a].start < trace.activities[b].start;
-    });
+    ordered.get();  // out.order and by_launch
     // Attributed in place, in output order: a second array of a million attributions, copied
     // over at the end, was the peak of parse's memory.
     std::vector<int32_t> position(n_act);
@@ -470,17 +509,6 @@ Correlation correlate(Trace& trace) {
     }
     // sub: position among the activities of one op instance (the backward node for bprop, as
     // PyProf numbered dgrad 0 / wgrad 1), in launch order.
-    std::vector<int32_t> by_launch;
-    by_launch.reserve(n_act);
-    for (size_t i = 0; i < n_act; ++i) {
-      if (launch_of[i] >= 0) by_launch.push_back(static_cast<int32_t>(i));
-    }
-    std::stable_sort(by_launch.begin(), by_launch.end(), [&](int32_t a, int32_t b) {
-      const auto& ca = trace.api_calls[launch_of[a]];
-      const auto& cb = trace.api_calls[launch_of[b]];
-      if (ca.start != cb.start) return ca.start < cb.start;
-      return trace.activities[a].start < trace.activities[b].start;
-    });
     std::vector<int32_t> count(trace.ranges.size(), 0);
     for (int32_t i : by_launch) {
       Attribution& a = of_activity(i);
