@@ -113,4 +113,25 @@ bool MarkerKeyWriter::inputs(c10::ArrayRef<const c10::IValue> values) {
   return true;
 }
 
+void KeyHandleTable::place(const Slot& slot) {
+  size_t i = slot.hash & mask_;
+  while (slots_[i].handle != 0) i = (i + 1) & mask_;
+  slots_[i] = slot;
+}
+
+void KeyHandleTable::insert(std::string_view key, uint64_t handle) {
+  // At most half full, so that probes stay short.
+  if (2 * (used_ + 1) > slots_.size()) {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.empty() ? 64 : 2 * old.size(), Slot{});
+    mask_ = slots_.size() - 1;
+    for (const Slot& s : old) {
+      if (s.handle != 0) place(s);
+    }
+  }
+  place({MarkerKeyWriter::hash(key), handle, arena_.size(), key.size()});
+  arena_.append(key);
+  ++used_;
+}
+
 }  // namespace pyprof

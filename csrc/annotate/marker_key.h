@@ -16,6 +16,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace pyprof {
 
@@ -71,6 +72,44 @@ class MarkerKeyWriter {
 
   std::string& buffer_;  // scratch, reused across calls: its size() is not the key's
   size_t pos_ = 0;
+};
+
+// Binary keys -> marker handles, for the hit path of every annotated op. Open addressing with
+// linear probing over a power-of-two array, each slot holding its key's hash: a lookup is a
+// hash, a mask and, nearly always, one memcmp, with no modulo and no node to chase (a
+// std::unordered_map<std::string> took two divisions and a pointer hop). Keys live in one
+// arena. Handles are never 0: 0 means "not found".
+class KeyHandleTable {
+ public:
+  uint64_t find(std::string_view key) const {
+    if (slots_.empty()) return 0;
+    const uint64_t h = MarkerKeyWriter::hash(key);
+    for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.handle == 0) return 0;
+      if (s.hash == h && s.size == key.size() &&
+          std::memcmp(arena_.data() + s.offset, key.data(), key.size()) == 0) {
+        return s.handle;
+      }
+    }
+  }
+  // Adds `key` (not in the table) with `handle` (not 0).
+  void insert(std::string_view key, uint64_t handle);
+  size_t size() const { return used_; }
+
+ private:
+  struct Slot {
+    uint64_t hash = 0;
+    uint64_t handle = 0;  // 0: empty
+    size_t offset = 0;    // of the key in arena_
+    size_t size = 0;
+  };
+  void place(const Slot& slot);
+
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  size_t used_ = 0;
+  std::string arena_;
 };
 
 }  // namespace pyprof

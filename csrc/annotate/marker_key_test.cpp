@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace pyprof {
@@ -72,6 +73,42 @@ TEST(MarkerKey, GivesUpOnWhatItCannotCaptureExactly) {
   EXPECT_FALSE(key_of({c10::List<int64_t>(long_list)}));
   EXPECT_FALSE(
       key_of({at::zeros(std::vector<int64_t>(13, 1))}));  // more dims than the JSON's fast path
+}
+
+}  // namespace
+}  // namespace pyprof
+
+namespace pyprof {
+namespace {
+
+// The handle table against std::unordered_map as the oracle: thousands of keys, including keys
+// that share prefixes, differ only in length, are empty or hold NUL bytes, found after every
+// growth of the table; keys never inserted are not found.
+TEST(KeyHandleTable, FindsWhatWasInsertedThroughGrowth) {
+  KeyHandleTable table;
+  std::unordered_map<std::string, uint64_t> oracle;
+  EXPECT_EQ(table.find("anything"), 0u);
+  std::vector<std::string> keys = {"", std::string(1, '\0'), std::string(2, '\0'), "a", "ab"};
+  for (int i = 0; i < 5000; ++i) {
+    std::string key = "aten::op" + std::to_string(i % 97) + std::string(i % 13, 'x');
+    key += std::string(reinterpret_cast<const char*>(&i), sizeof i);
+    keys.push_back(key);
+  }
+  uint64_t next_handle = 1;
+  for (size_t k = 0; k < keys.size(); ++k) {
+    if (oracle.count(keys[k])) continue;
+    table.insert(keys[k], next_handle);
+    oracle[keys[k]] = next_handle++;
+    // Every key so far is still found after each insert (and so after each growth).
+    if (k % 500 == 0 || k < 10) {
+      for (size_t j = 0; j <= k; ++j) ASSERT_EQ(table.find(keys[j]), oracle[keys[j]]) << j;
+    }
+  }
+  EXPECT_EQ(table.size(), oracle.size());
+  for (const auto& [key, handle] : oracle) EXPECT_EQ(table.find(key), handle);
+  EXPECT_EQ(table.find("aten::op1"), 0u);  // a prefix of inserted keys
+  EXPECT_EQ(table.find("never inserted"), 0u);
+  EXPECT_EQ(table.find(std::string(3, '\0')), 0u);
 }
 
 }  // namespace
