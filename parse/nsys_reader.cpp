@@ -49,7 +49,7 @@ std::string select_columns(const std::set<std::string>& have, const std::string&
 constexpr std::string_view kNotNsys = " (not an Nsight Systems export?)";
 
 int64_t or_default(const Statement& s, int col, int64_t fallback) {
-  return s.is_null(col) ? fallback : s.int64(col);
+  return s.int64_or(col, fallback);
 }
 
 // "cudaLaunchKernel_v7000" -> "cudaLaunchKernel": CUPTI callback names carry the API version
@@ -545,7 +545,7 @@ bool read_range_chunk(const SqliteDb& db, const std::string& select, int64_t lo,
   std::unordered_map<uint64_t, Marker> registered;
   int rc;
   while ((rc = s.step()) == SQLITE_ROW) {
-    int64_t type = s.is_null(3) ? -1 : s.int64(3);
+    int64_t type = s.int64_or(3, -1);
     RangeRecord base;
     // Ranges nsys imported from NVTXT files behave like the ones it recorded.
     if (type == to_int(NvtxEventType::kPushPopRange) ||
@@ -572,14 +572,14 @@ bool read_range_chunk(const SqliteDb& db, const std::string& select, int64_t lo,
     int64_t domain_id = or_default(s, 5, 0);
     if (domain_id != 0) base.domain = domain_of(base.pid, domain_id);
     RangeValues values;
-    values.has_uint64 = !s.is_null(9);
-    if (values.has_uint64) values.uint64_value = static_cast<uint64_t>(s.int64(9));
+    values.uint64_value = static_cast<uint64_t>(s.int64(9));
+    values.has_uint64 = values.uint64_value != 0 || !s.is_null(9);
     const int64_t category = or_default(s, 8, 0);
     if (category > 0 && category <= int64_t{UINT32_MAX}) {
       values.category = static_cast<uint32_t>(category);
     }
-    if (!s.is_null(6)) {
-      const uint32_t id = string_id(s.int64(6));
+    if (const int64_t text_id = s.int64(6); text_id != 0 || !s.is_null(6)) {
+      const uint32_t id = string_id(text_id);
       const std::string_view text = trace.pool.get(id);
       const TextRef ref{TextRef::Where::kPool, id};
       auto [it, fresh] = registered.try_emplace((uint64_t{id} << 32) | base.domain);

@@ -37,6 +37,12 @@ class Statement {
   void bind_int64(int index, int64_t value) { sqlite3_bind_int64(stmt_, index, value); }
   bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
   int64_t int64(int col) const { return sqlite3_column_int64(stmt_, col); }
+  // The column's integer, or `fallback` when it is NULL. SQLite reads NULL as 0, so only a 0
+  // costs the second call that tells NULL from 0 (the readers' hot loops read millions).
+  int64_t int64_or(int col, int64_t fallback) const {
+    const int64_t value = int64(col);
+    return value != 0 || !is_null(col) ? value : fallback;
+  }
   double real(int col) const { return sqlite3_column_double(stmt_, col); }
   // Text or blob bytes; NULs inside are kept. Valid until the next step().
   std::string_view text(int col) const {
