@@ -542,7 +542,11 @@ bool read_range_chunk(const SqliteDb& db, const std::string& select, int64_t lo,
   Marker marker;
   // Registered strings (module markers, interned op markers) are decoded once per (string,
   // domain): a training loop pushes the same few thousand of them millions of times.
-  std::unordered_map<uint64_t, Marker> registered;
+  struct Registered {
+    Marker marker;
+    MarkerPoolIds ids;
+  };
+  std::unordered_map<uint64_t, Registered> registered;
   int rc;
   while ((rc = s.step()) == SQLITE_ROW) {
     int64_t type = s.int64_or(3, -1);
@@ -583,8 +587,8 @@ bool read_range_chunk(const SqliteDb& db, const std::string& select, int64_t lo,
       const std::string_view text = trace.pool.get(id);
       const TextRef ref{TextRef::Where::kPool, id};
       auto [it, fresh] = registered.try_emplace((uint64_t{id} << 32) | base.domain);
-      if (fresh) decode_marker(text, marker_domain(trace, base), it->second);
-      add_decoded_range(trace, base, text, ref, it->second, values);
+      if (fresh) decode_marker(text, marker_domain(trace, base), it->second.marker);
+      add_decoded_range(trace, base, text, ref, it->second.marker, values, &it->second.ids);
     } else {
       add_range(trace, base, s.text(7), {TextRef::Where::kRow, s.int64(0)}, marker, values);
     }

@@ -97,8 +97,44 @@ void add_range(Trace& trace, RangeRecord r, std::string_view text, TextRef ref, 
   add_decoded_range(trace, r, text, ref, m, values);
 }
 
+namespace {
+
+// What add_decoded_range interns from marker `m`.
+MarkerPoolIds intern_marker(Trace& trace, const Marker& m) {
+  MarkerPoolIds ids;
+  ids.known = true;
+  ids.name = intern_bounded(trace, m.name);
+  if (m.kind == MarkerKind::kTrace) {
+    std::string joined;
+    for (const auto& frame : m.trace) {
+      if (!joined.empty()) joined += '\n';
+      joined += frame;
+    }
+    ids.detail = intern_bounded(trace, joined);
+  } else if (!m.module_type.empty()) {
+    ids.detail = intern_bounded(trace, m.module_type);
+  } else if (!m.legacy_mod.empty()) {
+    ids.detail = intern_bounded(trace, m.legacy_mod);
+  }
+  if (!m.stack.empty()) ids.stack = intern_bounded(trace, m.stack);
+  if (!m.args.empty() && m.args.size() < UINT32_MAX &&
+      trace.interned_args_bytes + m.args.size() <= trace.interned_args_budget) {
+    // A training loop calls the same ops on the same arguments step after step: the args are
+    // kept once in the pool, and the record writer finds them there instead of fetching and
+    // cutting the message again from the database (most of its time at 1M kernels). Once the
+    // budget is spent it stays spent, so args that did not fit never will.
+    const size_t pool_size = trace.pool.size();
+    ids.args = trace.pool.intern(m.args);
+    ids.args_in_pool = true;
+    if (trace.pool.size() != pool_size) trace.interned_args_bytes += m.args.size();
+  }
+  return ids;
+}
+
+}  // namespace
+
 void add_decoded_range(Trace& trace, RangeRecord r, std::string_view text, TextRef ref,
-                       const Marker& m, const RangeValues& values) {
+                       const Marker& m, const RangeValues& values, MarkerPoolIds* known_ids) {
   if (!m.error.empty()) {
     ++trace.stats.malformed_markers;
     std::string_view head = text.substr(0, 80);
@@ -133,30 +169,19 @@ void add_decoded_range(Trace& trace, RangeRecord r, std::string_view text, TextR
   }
   r.rf_tid = clamp_tid(m.tid);
   r.fwd_tid = clamp_tid(m.fwd_tid);
-  r.name = intern_bounded(trace, m.name);
-  if (m.kind == MarkerKind::kTrace) {
-    std::string joined;
-    for (const auto& frame : m.trace) {
-      if (!joined.empty()) joined += '\n';
-      joined += frame;
-    }
-    r.detail = intern_bounded(trace, joined);
-  } else if (!m.module_type.empty()) {
-    r.detail = intern_bounded(trace, m.module_type);
-  } else if (!m.legacy_mod.empty()) {
-    r.detail = intern_bounded(trace, m.legacy_mod);
+  MarkerPoolIds fresh_ids;
+  if (known_ids == nullptr || !known_ids->known) {
+    fresh_ids = intern_marker(trace, m);
+    if (known_ids != nullptr) *known_ids = fresh_ids;
   }
-  if (!m.stack.empty()) r.stack = intern_bounded(trace, m.stack);
+  const MarkerPoolIds& ids = known_ids != nullptr ? *known_ids : fresh_ids;
+  r.name = ids.name;
+  r.detail = ids.detail;
+  r.stack = ids.stack;
   r.has_args = !m.args.empty();
-  if (r.has_args && m.args.size() < UINT32_MAX &&
-      trace.interned_args_bytes + m.args.size() <= trace.interned_args_budget) {
-    // A training loop calls the same ops on the same arguments step after step: the args are
-    // kept once in the pool, and the record writer finds them there instead of fetching and
-    // cutting the message again from the database (most of its time at 1M kernels).
-    const size_t pool_size = trace.pool.size();
-    r.args_offset = trace.pool.intern(m.args);
+  if (ids.args_in_pool) {
+    r.args_offset = ids.args;
     r.args_length = kArgsInPool;
-    if (trace.pool.size() != pool_size) trace.interned_args_bytes += m.args.size();
   } else if (m.dialect == Dialect::kPyprof && r.has_args && text.size() > m.args.size() &&
              text.size() < UINT32_MAX) {
     // The annotator writes "args" last: then the object is the text's tail before the '}'.

@@ -277,9 +277,23 @@ struct RangeValues {
 // pass TextRef::kPool with the interned id when the text is short or already pooled.
 void add_range(Trace& trace, RangeRecord base, std::string_view text, TextRef ref, Marker& marker,
                const RangeValues& values = {});
+// The pool ids of what add_decoded_range interns from one decoded marker. A reader that decodes
+// a registered string once for all the ranges that use it keeps them beside the marker, so that
+// its later ranges hash and intern nothing (a training loop pushes a few thousand registered
+// strings millions of times).
+struct MarkerPoolIds {
+  bool known = false;  // filled by the first add_decoded_range given them
+  uint32_t name = 0;
+  uint32_t detail = 0;
+  uint32_t stack = 0;
+  bool args_in_pool = false;  // the args were kept in the pool, as `args`
+  uint32_t args = 0;
+};
 // The same for a message the caller has already decoded into `marker` (readers that decode a
-// registered string once for all the ranges that use it).
+// registered string once for all the ranges that use it), with that marker's pool ids when the
+// caller keeps them (`ids`, filled on first use; the same trace's pool).
 void add_decoded_range(Trace& trace, RangeRecord base, std::string_view text, TextRef ref,
-                       const Marker& marker, const RangeValues& values = {});
+                       const Marker& marker, const RangeValues& values = {},
+                       MarkerPoolIds* ids = nullptr);
 
 }  // namespace pyprof::parse
