@@ -10,24 +10,38 @@
 
 namespace pyprof::parse {
 
-int32_t context_op(const RangeContext& c) {
-  if (c.pyprof_op >= 0) return c.pyprof_op;
-  if (c.legacy_op >= 0) return c.legacy_op;
-  return c.emit_op;
-}
-
 namespace {
 
-RangeContext extend(const RangeContext* parent, const RangeRecord& r, int32_t index,
-                    bool engine_step) {
+// How strongly an op range of this dialect names its context's op (RangeContext::op); 0: never.
+int op_strength(Dialect d) {
+  switch (d) {
+    case Dialect::kPyprof:
+    case Dialect::kKineto:
+      return 3;
+    case Dialect::kLegacyPyprof:
+      return 2;
+    case Dialect::kEmitNvtx:
+      return 1;
+    case Dialect::kUser:
+      break;
+  }
+  return 0;
+}
+
+RangeContext extend(const std::vector<RangeRecord>& ranges, const RangeContext* parent,
+                    const RangeRecord& r, int32_t index, bool engine_step) {
   RangeContext c = parent ? *parent : RangeContext{};
   c.depth = parent ? parent->depth + 1 : 1;
   if (engine_step) c.engine_step = index;
   switch (r.kind) {
     case MarkerKind::kOp:
-      if (r.dialect == Dialect::kPyprof || r.dialect == Dialect::kKineto) c.pyprof_op = index;
-      if (r.dialect == Dialect::kEmitNvtx) c.emit_op = index;
-      if (r.dialect == Dialect::kLegacyPyprof && c.legacy_op < 0) c.legacy_op = index;
+      if (const int strength = op_strength(r.dialect); strength > 0) {
+        const int held = c.op >= 0 ? op_strength(ranges[c.op].dialect) : 0;
+        // Of one dialect, the innermost wins, but the outermost of legacy PyProf's.
+        if (strength > held || (strength == held && r.dialect != Dialect::kLegacyPyprof)) {
+          c.op = index;
+        }
+      }
       if (r.seq >= 0) c.seq_op = index;
       c.op_or_node = index;
       break;
@@ -250,8 +264,8 @@ void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_ca
     auto& r = trace.ranges[index];
     out.rank[index] = ++next_rank;
     r.parent = parent;
-    out.contexts[index] = extend(parent >= 0 ? &out.contexts[parent] : nullptr, r, index,
-                                 r.kind == MarkerKind::kUser && engine_step_name[r.name]);
+    out.contexts[index] = extend(trace.ranges, parent >= 0 ? &out.contexts[parent] : nullptr, r,
+                                 index, r.kind == MarkerKind::kUser && engine_step_name[r.name]);
     const RangeContext& made = out.contexts[index];
     if (r.kind == MarkerKind::kBackwardNode && made.engine_step >= 0 &&
         out.node_of_step[made.engine_step] < 0) {
@@ -268,7 +282,7 @@ void attribute(const Trace& trace, const Correlation& corr, const ForwardOps& fo
   a.innermost = innermost;
   if (innermost < 0) return;
   const RangeContext& c = corr.contexts[innermost];
-  int32_t op = self >= 0 ? self : context_op(c);
+  int32_t op = self >= 0 ? self : c.op;
   // Inside a node, or in the engine's step around it (then beside the node, not in it).
   const int32_t node_index = c.node >= 0          ? c.node
                              : c.engine_step >= 0 ? corr.node_of_step[c.engine_step]
@@ -286,7 +300,7 @@ void attribute(const Trace& trace, const Correlation& corr, const ForwardOps& fo
         node.seq >= 0 ? forward_ops.creator(pair_key_of_node(node), node.start) : -1;
     if (fwd >= 0) {
       const RangeContext& fc = corr.contexts[fwd];
-      a.op = context_op(fc);
+      a.op = fc.op;
       a.module = fc.module;
       a.trace = fc.trace;
       a.paired = true;

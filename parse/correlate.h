@@ -24,9 +24,10 @@ enum class Direction : uint8_t { kNone = 0, kForward, kBackward };
 
 // What a range's chain of enclosing ranges (itself included) holds. -1: none.
 struct RangeContext {
-  int32_t pyprof_op = -1;   // innermost pyprof or Kineto op (full argument records)
-  int32_t emit_op = -1;     // innermost emit_nvtx op
-  int32_t legacy_op = -1;   // outermost legacy PyProf args marker (PyProf reported op[0])
+  // The op the chain names, by dialect strength: the innermost pyprof or Kineto op (full
+  // argument records), else the outermost legacy PyProf args marker (PyProf reported op[0]),
+  // else the innermost emit_nvtx op.
+  int32_t op = -1;
   int32_t seq_op = -1;      // innermost op of any dialect with seq >= 0
   int32_t node = -1;        // innermost backward node
   int32_t module = -1;      // innermost module marker
@@ -92,9 +93,5 @@ bool is_synchronizing_api(std::string_view name);
 
 // Fills parents (RangeRecord::parent) and computes everything above.
 Correlation correlate(Trace& trace);
-
-// The op range a context points at, by dialect strength: pyprof (innermost), legacy PyProf
-// (outermost, as PyProf reported it), emit_nvtx (innermost). -1 when none.
-int32_t context_op(const RangeContext& c);
 
 }  // namespace pyprof::parse
