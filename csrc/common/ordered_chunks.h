@@ -52,7 +52,13 @@ std::string process_chunks_in_order(size_t chunks, unsigned threads, Prepare&& p
   }
 
   const size_t slots = 2 * size_t{threads};
-  std::vector<Slot> slot(slots);
+  // Each slot on cache lines of its own: two workers appending to neighbouring strings would
+  // otherwise pass the line holding both sizes back and forth on every append.
+  struct alignas(64) Padded {
+    Slot slot;
+  };
+  std::vector<Padded> padded(slots);
+  auto slot_of = [&](size_t c) -> Slot& { return padded[c % slots].slot; };
   std::vector<char> formatted(slots, 0);  // by slot: its chunk is ready to consume
   std::mutex mutex;
   std::condition_variable changed;
@@ -70,7 +76,7 @@ std::string process_chunks_in_order(size_t chunks, unsigned threads, Prepare&& p
         if (stop) return;
         c = next_to_format++;
       }
-      std::string why = format_one(c, slot[c % slots]);
+      std::string why = format_one(c, slot_of(c));
       {
         std::lock_guard<std::mutex> lock(mutex);
         if (!why.empty()) {
@@ -105,7 +111,7 @@ std::string process_chunks_in_order(size_t chunks, unsigned threads, Prepare&& p
     // Every chunk whose slot is free: chunk p reuses the slot of chunk p - slots, consumed
     // once p < c + slots.
     while (to_prepare < chunks && to_prepare < c + slots) {
-      prepare(to_prepare, slot[to_prepare % slots]);
+      prepare(to_prepare, slot_of(to_prepare));
       {
         std::lock_guard<std::mutex> lock(mutex);
         prepared = ++to_prepare;
@@ -117,7 +123,7 @@ std::string process_chunks_in_order(size_t chunks, unsigned threads, Prepare&& p
       changed.wait(lock, [&] { return stop || formatted[c % slots]; });
       if (stop) break;
     }
-    const bool ok = consume(c, slot[c % slots]);
+    const bool ok = consume(c, slot_of(c));
     std::lock_guard<std::mutex> lock(mutex);
     formatted[c % slots] = 0;
     if (!ok) break;
