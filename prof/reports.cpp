@@ -431,21 +431,21 @@ ReportTable instance_report(const ReadResult& data, size_t top) {
     Agg agg;
   };
   std::unordered_map<int64_t, Inst> groups;
-  std::vector<int64_t> order;
+  std::vector<const Inst*> order;  // map entries stay where they are: sorted without lookups
   for (const ProfRecord& r : data.records) {
     if (!r.instance) continue;
     Inst& i = groups[r.instance];
     if (!i.first) {
       i.first = &r;
-      order.push_back(r.instance);
+      order.push_back(&i);
     }
     i.agg.add(r, time_of(r, cpu));
   }
   std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t a, int64_t b) { return groups[a].agg.total > groups[b].agg.total; });
+                   [](const Inst* a, const Inst* b) { return a->agg.total > b->agg.total; });
   if (top > 0 && order.size() > top) order.resize(top);
-  for (int64_t id : order) {
-    const Inst& i = groups[id];
+  for (const Inst* instance : order) {
+    const Inst& i = *instance;
     const ProfRecord& r = *i.first;
     Row row(t);
     row.text(std::string(data.strings.get(r.op)))
