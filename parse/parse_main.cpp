@@ -387,6 +387,9 @@ int run_all(const std::vector<std::string>& inputs, const std::string& output,
         fmt::format_to(std::back_inserter(messages),
                        "pyprof parse: error: {}: out of memory (fewer parses at once: -j)\n",
                        work[k].first);
+      } catch (const std::exception& e) {  // one input's failure does not stop the others
+        fmt::format_to(std::back_inserter(messages), "pyprof parse: error: {}: {}\n", work[k].first,
+                       e.what());
       }
       if (code == pyprof::kBrokenPipeExitStatus) broken_pipe = true;
       if (code != 0) ++failed;

@@ -975,11 +975,11 @@ bool RecordWriter::write_records() {
   };
   bool written = true;
   auto consume = [&](size_t, RecordChunk& chunk) { return written = output_.submit(chunk.text); };
-  const std::string failure =
-      process_chunks_in_order<RecordChunk>(chunks, threads, prepare, format, consume);
-  if (!failure.empty()) {
+  try {
+    process_chunks_in_order<RecordChunk>(chunks, threads, prepare, format, consume);
+  } catch (...) {
     output_.finish();  // nothing in flight once this returns
-    throw std::runtime_error("writing the records: " + failure);
+    throw;
   }
   return written;
 }

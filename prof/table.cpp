@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <exception>
 #include <iterator>
 
 #include "common/json_writer.h"
@@ -364,11 +365,16 @@ template <typename Format>
 void write_rows(OutputFile& out, size_t n, const Format& format, std::string& error) {
   constexpr size_t kChunk = 4096;
   const size_t chunks = (n + kChunk - 1) / kChunk;
-  std::string failure = process_chunks_in_order<std::string>(
-      chunks, format_threads(), [](size_t, std::string& text) { text.clear(); },
-      [&](size_t c, std::string& text) { format(c * kChunk, std::min(n, (c + 1) * kChunk), text); },
-      [&](size_t, std::string& text) { return out.write(text); });
-  if (!failure.empty()) error = "formatting the table: " + failure;
+  try {
+    process_chunks_in_order<std::string>(
+        chunks, format_threads(), [](size_t, std::string& text) { text.clear(); },
+        [&](size_t c, std::string& text) {
+          format(c * kChunk, std::min(n, (c + 1) * kChunk), text);
+        },
+        [&](size_t, std::string& text) { return out.write(text); });
+  } catch (const std::exception& e) {
+    error = std::string("formatting the table: ") + e.what();
+  }
 }
 
 }  // namespace

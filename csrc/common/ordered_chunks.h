@@ -13,7 +13,6 @@
 #include <cstddef>
 #include <exception>
 #include <mutex>
-#include <string>
 #include <thread>
 #include <vector>
 
@@ -26,29 +25,20 @@ inline unsigned format_threads(unsigned most = 4) {
 
 // prepare(c, slot) and consume(c, slot) run on the calling thread for c = 0, 1, ..., chunks - 1;
 // format(c, slot) runs on a worker between the two (on the calling thread when `threads` is 1 or
-// there is one chunk). A false from consume() stops the run. Returns "" or the message of the
-// first exception format() threw (the run stops there). Exceptions from prepare() and consume()
-// propagate, once the workers have stopped.
+// there is one chunk). A false from consume() stops the run. An exception from any of the three
+// stops the run too and reaches the caller, once the workers have stopped: the first one a
+// format() threw, as it was thrown (std::bad_alloc stays std::bad_alloc).
 template <class Slot, class Prepare, class Format, class Consume>
-std::string process_chunks_in_order(size_t chunks, unsigned threads, Prepare&& prepare,
-                                    Format&& format, Consume&& consume) {
-  auto format_one = [&](size_t c, Slot& slot) -> std::string {
-    try {
-      format(c, slot);
-      return {};
-    } catch (const std::exception& e) {
-      return e.what()[0] ? e.what() : "unknown error";
-    }
-  };
+void process_chunks_in_order(size_t chunks, unsigned threads, Prepare&& prepare, Format&& format,
+                             Consume&& consume) {
   if (threads <= 1 || chunks < 2) {
     Slot slot;
     for (size_t c = 0; c < chunks; ++c) {
       prepare(c, slot);
-      std::string failure = format_one(c, slot);
-      if (!failure.empty()) return failure;
+      format(c, slot);
       if (!consume(c, slot)) break;
     }
-    return {};
+    return;
   }
 
   const size_t slots = 2 * size_t{threads};
@@ -65,7 +55,7 @@ std::string process_chunks_in_order(size_t chunks, unsigned threads, Prepare&& p
   size_t prepared = 0;        // chunks [0, prepared) may be formatted
   size_t next_to_format = 0;  // the next chunk a worker takes
   bool stop = false;
-  std::string failure;
+  std::exception_ptr failure;
 
   auto work = [&] {
     for (;;) {
@@ -76,11 +66,16 @@ std::string process_chunks_in_order(size_t chunks, unsigned threads, Prepare&& p
         if (stop) return;
         c = next_to_format++;
       }
-      std::string why = format_one(c, slot_of(c));
+      std::exception_ptr thrown;
+      try {
+        format(c, slot_of(c));
+      } catch (...) {
+        thrown = std::current_exception();
+      }
       {
         std::lock_guard<std::mutex> lock(mutex);
-        if (!why.empty()) {
-          if (failure.empty()) failure = std::move(why);
+        if (thrown) {
+          if (!failure) failure = thrown;
           stop = true;
         }
         formatted[c % slots] = 1;
@@ -128,8 +123,13 @@ std::string process_chunks_in_order(size_t chunks, unsigned threads, Prepare&& p
     formatted[c % slots] = 0;
     if (!ok) break;
   }
-  std::lock_guard<std::mutex> lock(mutex);
-  return failure;
+  std::exception_ptr thrown;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    thrown = failure;
+  }
+  // Unwinding from here stops and joins the workers (joiner) before the caller sees it.
+  if (thrown) std::rethrow_exception(thrown);
 }
 
 }  // namespace pyprof
