@@ -25,7 +25,11 @@ RUN_SPECIFIC = {"start", "duration", "self_duration", "end", "launch", "pid", "t
 def record_and_parse(tmp_path, mode, script, *args):
     out = tmp_path / mode
     out.mkdir()
-    res = pyprof_db.profile(out, script, *args, env={"PYPROF_MARKERS": mode})
+    # One intra-op thread: with several, which thread runs an op inside a parallel region (a
+    # kernel's per-thread scratch tensors, SDPA's backward) depends on timing, and the two
+    # runs' records then differ for a reason that has nothing to do with the marker form.
+    res = pyprof_db.profile(out, script, *args,
+                            env={"PYPROF_MARKERS": mode, "OMP_NUM_THREADS": "1"})
     assert res.returncode == 0, res.stderr
     db = out / "net.sqlite"
     testlib.parse_to(db, out / "net.dict")
