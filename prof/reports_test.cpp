@@ -4,6 +4,7 @@
 
 #include <fmt/core.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
@@ -78,10 +79,10 @@ TEST(FormatQuantity, CountsPercentsNegativesAndMissing) {
 
 // Writes `tables` in `format` through an OutputFile and returns the text.
 std::string written(const std::vector<ReportTable>& tables, ReportFormat format) {
+  // ctest runs each test in its own process, several at once: the pid keeps their files apart.
   std::filesystem::path path =
-      std::filesystem::temp_directory_path() /
-      ("reports_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
-       std::to_string(static_cast<int>(format)) + ".txt");
+      std::filesystem::temp_directory_path() / ("reports_test_" + std::to_string(::getpid()) + "_" +
+                                                std::to_string(static_cast<int>(format)) + ".txt");
   OutputFile out;
   std::string error;
   EXPECT_TRUE(out.open(path.string(), error)) << error;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -1017,7 +1018,8 @@ TEST(TensorCoreRulesErrors, UnreadableAndMalformedFiles) {
   EXPECT_EQ(errors[0].rfind("/nonexistent/tc_rules.txt: cannot read: ", 0), 0u) << errors[0];
 
   const std::filesystem::path path =
-      std::filesystem::temp_directory_path() / "pyprof_tc_rules_test.txt";
+      std::filesystem::temp_directory_path() /
+      ("pyprof_tc_rules_test_" + std::to_string(::getpid()) + ".txt");
   {
     std::ofstream out(path);
     out << "yes ok\nyes\n";
