@@ -487,6 +487,55 @@ void decode_marker(std::string_view text, MarkerDomain domain, Marker& out) {
   }
 }
 
+namespace {
+
+// A JSON integer at text[at...]: an optional '-', then 0 or digits without a leading zero; at
+// most 18 digits, so that it fits int64_t. Moves `at` past it.
+bool read_json_int(std::string_view text, size_t& at, int64_t& out) {
+  const bool negative = at < text.size() && text[at] == '-';
+  size_t i = at + (negative ? 1 : 0);
+  const size_t first = i;
+  int64_t value = 0;
+  while (i < text.size() && is_digit(text[i]) && i - first < 19) {
+    value = value * 10 + (text[i] - '0');
+    ++i;
+  }
+  const size_t digits = i - first;
+  if (digits == 0 || digits > 18 || (digits > 1 && text[first] == '0')) return false;
+  if (i < text.size() && is_digit(text[i])) return false;
+  out = negative ? -value : value;
+  at = i;
+  return true;
+}
+
+}  // namespace
+
+std::optional<PyprofIdDigits> find_pyprof_id_digits(std::string_view text) {
+  constexpr std::string_view kHead = R"({"v":1,"op":")";
+  constexpr std::string_view kId = R"(","id":)";
+  constexpr std::string_view kSeq = R"(,"seq":)";
+  if (!text.starts_with(kHead)) return std::nullopt;
+  // The name ends at the first quote; an escape could hide one, so names with any are left out.
+  const size_t name_end = text.find_first_of("\\\"", kHead.size());
+  if (name_end == std::string_view::npos || text[name_end] != '"' ||
+      text.compare(name_end, kId.size(), kId) != 0) {
+    return std::nullopt;
+  }
+  PyprofIdDigits out;
+  size_t at = name_end + kId.size();
+  out.id_begin = at;
+  if (!read_json_int(text, at, out.id) || text.compare(at, kSeq.size(), kSeq) != 0) {
+    return std::nullopt;
+  }
+  at += kSeq.size();
+  if (!read_json_int(text, at, out.seq) || at >= text.size() ||
+      (text[at] != ',' && text[at] != '}')) {
+    return std::nullopt;
+  }
+  out.seq_end = at;
+  return out;
+}
+
 bool is_backward_node_name(std::string_view name) {
   if (name.starts_with(kAutogradNamespace)) return name.size() > kAutogradNamespace.size();
   size_t end = name.size();

@@ -23,7 +23,9 @@
 // or demoted to a user range, and `error` says why so that the caller can count a warning.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -93,6 +95,19 @@ enum class MarkerDomain : uint8_t { kDefault = 0, kPyprof, kOther };
 // Decodes one range message of `domain`. `text` may contain any bytes, including NULs, and may
 // be megabytes long.
 void decode_marker(std::string_view text, MarkerDomain domain, Marker& out);
+
+// Where a version-1 pyprof op marker written as the annotator writes it,
+// {"v":1,"op":"NAME","id":ID,"seq":SEQ,...}, holds its op id and seq. Such markers differ from one
+// training step to the next only there, so two texts equal outside [id_begin, seq_end) decode
+// alike but for op_id and seq (TextMarkerCache). nullopt for any other text: another layout, a
+// NAME with an escape, or an ID or SEQ that is not a JSON integer of at most 18 digits.
+struct PyprofIdDigits {
+  size_t id_begin = 0;  // the id's first byte
+  size_t seq_end = 0;   // one past the seq's last digit
+  int64_t id = 0;
+  int64_t seq = 0;
+};
+std::optional<PyprofIdDigits> find_pyprof_id_digits(std::string_view text);
 
 // The emit_nvtx name of a backward node: "AddmmBackward0", "AddmmBackward",
 // "CudnnConvolutionBackward", "torch::autograd::AccumulateGrad", "MulBackward1", and the

@@ -547,6 +547,7 @@ bool read_range_chunk(const SqliteDb& db, const std::string& select, int64_t lo,
     MarkerPoolIds ids;
   };
   std::unordered_map<uint64_t, Registered> registered;
+  TextMarkerCache text_markers;  // text op markers (version 1), decoded once per signature
   int rc;
   while ((rc = s.step()) == SQLITE_ROW) {
     int64_t type = s.int64_or(3, -1);
@@ -590,7 +591,8 @@ bool read_range_chunk(const SqliteDb& db, const std::string& select, int64_t lo,
       if (fresh) decode_marker(text, marker_domain(trace, base), it->second.marker);
       add_decoded_range(trace, base, text, ref, it->second.marker, values, &it->second.ids);
     } else {
-      add_range(trace, base, s.text(7), {TextRef::Where::kRow, s.int64(0)}, marker, values);
+      text_markers.add_range(trace, base, s.text(7), {TextRef::Where::kRow, s.int64(0)}, marker,
+                             values);
     }
   }
   if (rc != SQLITE_DONE) {
@@ -728,6 +730,9 @@ bool NsysReader::read_ranges(Trace& trace, std::string& error,
   std::condition_variable chunk_done;
   size_t next = 0;
   bool stop = false;
+  // Range arrays of merged chunks, emptied, for the chunks still to read (under `mutex`): the
+  // kernel zeroes every page of a fresh array when it is first written, ~25 MB a chunk.
+  std::vector<std::vector<RangeRecord>> spare_ranges;
   // Reads chunks until none is left (or one failed, or stop); `merge` runs after each.
   auto read_chunks = [&](const SqliteDb& db, const std::function<void()>& merge) {
     for (;;) {
@@ -738,6 +743,13 @@ bool NsysReader::read_ranges(Trace& trace, std::string& error,
         c = next++;
       }
       auto part = std::make_unique<Trace>();
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!spare_ranges.empty()) {
+          part->ranges = std::move(spare_ranges.back());
+          spare_ranges.pop_back();
+        }
+      }
       part->interned_args_budget = args_budget_per_chunk;
       std::string part_error;
       const int64_t first = lo + static_cast<int64_t>(c) * chunk_rows;
@@ -789,7 +801,13 @@ bool NsysReader::read_ranges(Trace& trace, std::string& error,
         return;
       }
       merge_ranges(*part->trace, trace);
+      std::vector<RangeRecord> ranges = std::move(part->trace->ranges);
+      ranges.clear();
       part->trace.reset();
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        spare_ranges.push_back(std::move(ranges));
+      }
       unknown.insert(unknown.end(), part->unknown_domains.begin(), part->unknown_domains.end());
       ++merged;
     }

@@ -209,4 +209,47 @@ void add_decoded_range(Trace& trace, RangeRecord r, std::string_view text, TextR
   trace.ranges.push_back(r);
 }
 
+void TextMarkerCache::add_range(Trace& trace, RangeRecord base, std::string_view text, TextRef ref,
+                                Marker& scratch, const RangeValues& values) {
+  const MarkerDomain domain = marker_domain(trace, base);
+  // Only the pyprof domain reads the text as JSON; elsewhere the digits are part of a name.
+  const std::optional<PyprofIdDigits> digits =
+      domain == MarkerDomain::kPyprof ? find_pyprof_id_digits(text) : std::nullopt;
+  if (!digits) {
+    parse::add_range(trace, base, text, ref, scratch, values);
+    return;
+  }
+  key_.assign(text.substr(0, digits->id_begin));
+  key_.append(text.substr(digits->seq_end));
+  auto it = entries_.find(key_);
+  if (it == entries_.end()) {
+    if (entries_.size() >= kMaxEntries) {
+      parse::add_range(trace, base, text, ref, scratch, values);
+      return;
+    }
+    it = entries_.try_emplace(key_).first;
+    Entry& fresh = it->second;
+    decode_marker(text, domain, fresh.marker);
+    // The key stands for every text that has it only when the decoding read the id and seq
+    // from the digits the key leaves out, and from nowhere else.
+    const std::string_view rest = text.substr(digits->seq_end);
+    fresh.usable = fresh.marker.error.empty() && !fresh.marker.interned &&
+                   fresh.marker.op_id == digits->id && fresh.marker.seq == digits->seq &&
+                   rest.find(R"("id")") == std::string_view::npos &&
+                   rest.find(R"("seq")") == std::string_view::npos;
+    add_decoded_range(trace, base, text, ref, fresh.marker, values,
+                      fresh.usable ? &fresh.ids : nullptr);
+    return;
+  }
+  Entry& entry = it->second;
+  if (!entry.usable) {
+    parse::add_range(trace, base, text, ref, scratch, values);
+    return;
+  }
+  entry.marker.op_id = digits->id;
+  entry.marker.seq = digits->seq;
+  ++hits_;
+  add_decoded_range(trace, base, text, ref, entry.marker, values, &entry.ids);
+}
+
 }  // namespace pyprof::parse

@@ -296,4 +296,33 @@ void add_decoded_range(Trace& trace, RangeRecord base, std::string_view text, Te
                        const Marker& marker, const RangeValues& values = {},
                        MarkerPoolIds* ids = nullptr);
 
+// add_range for the text (version-1) pyprof op markers of one trace, which a training loop
+// repeats step after step with only their op id and seq changed (find_pyprof_id_digits): each
+// distinct marker is decoded and interned once, like a registered string, and its later ranges
+// take the decoded marker with their own op id and seq. A text the cache cannot key, or one
+// whose decoding depends on more than that (a malformed marker, an "id" or "seq" key given
+// twice), goes through add_range. The ranges it adds are the ones add_range adds.
+//
+// One cache belongs to one trace (its pool ids) and one thread; it keeps at most kMaxEntries
+// markers, so that a trace whose markers never repeat costs a bounded amount of memory.
+class TextMarkerCache {
+ public:
+  static constexpr size_t kMaxEntries = 16384;
+
+  void add_range(Trace& trace, RangeRecord base, std::string_view text, TextRef ref,
+                 Marker& scratch, const RangeValues& values = {});
+  // Ranges added from a cached marker, for tests and timings.
+  int64_t hits() const { return hits_; }
+
+ private:
+  struct Entry {
+    Marker marker;
+    MarkerPoolIds ids;
+    bool usable = false;  // decoding depends on the key alone
+  };
+  std::unordered_map<std::string, Entry> entries_;
+  std::string key_;  // scratch
+  int64_t hits_ = 0;
+};
+
 }  // namespace pyprof::parse
