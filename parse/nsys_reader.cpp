@@ -805,8 +805,10 @@ bool NsysReader::read_ranges(Trace& trace, std::string& error,
       ranges.clear();
       part->trace.reset();
       {
+        // One spare a reading thread: the chunks read ahead while this thread read the other
+        // tables are not all kept, which would raise the read's peak by their size.
         std::lock_guard<std::mutex> lock(mutex);
-        spare_ranges.push_back(std::move(ranges));
+        if (spare_ranges.size() < 2) spare_ranges.push_back(std::move(ranges));
       }
       unknown.insert(unknown.end(), part->unknown_domains.begin(), part->unknown_domains.end());
       ++merged;
