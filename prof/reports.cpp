@@ -960,44 +960,48 @@ void write_report(OutputFile& out, const std::vector<ReportTable>& tables, Repor
       continue;
     }
     // Text: columns as wide as their widest cell, cells over kMaxTextCellWidth elided. In human
-    // units a row's metric (the summary's first column) loses its unit as a header does.
+    // units a row's metric (the summary's first column) loses its unit as a header does. Two
+    // passes over the rows, the first for the widths: a table of a million op instances is not
+    // held a second time in its printed form.
     const bool human = format == ReportFormat::kText && !t.units.empty();
-    std::vector<std::vector<std::string>> cells;
-    cells.reserve(t.rows.size() + 1);
-    cells.push_back(t.headers);
+    std::vector<std::string> header_cells = t.headers;
     if (human) {
       for (size_t i = 0; i < t.headers.size(); ++i) {
-        cells[0][i] = human_header(t.headers[i], i < t.units.size() ? t.units[i] : Unit::kText);
+        header_cells[i] = human_header(t.headers[i], i < t.units.size() ? t.units[i] : Unit::kText);
       }
     }
     const size_t per_row_column = static_cast<size_t>(
         std::find(t.units.begin(), t.units.end(), Unit::kPerRow) - t.units.begin());
-    for (size_t r = 0; r < t.rows.size(); ++r) {
-      cells.emplace_back();
-      for (size_t i = 0; i < t.rows[r].size(); ++i) {
-        std::string value = t.rows[r][i];
-        if (human && i == 0 && per_row_column < t.units.size()) {
-          value = human_header(value, unit_of(t, r, per_row_column));
-        } else if (human) {
-          value = human_cell(t, r, i);
-        }
-        cells.back().push_back(elide_cell(value));
+    auto printed = [&](size_t r, size_t i) {
+      if (human && i == 0 && per_row_column < t.units.size()) {
+        return elide_cell(human_header(t.rows[r][i], unit_of(t, r, per_row_column)));
       }
-    }
+      return elide_cell(human ? human_cell(t, r, i) : t.rows[r][i]);
+    };
     std::vector<size_t> w(t.headers.size());
-    for (const auto& row : cells) {
-      for (size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], text_width(row[i]));
+    for (size_t i = 0; i < header_cells.size(); ++i) w[i] = text_width(header_cells[i]);
+    for (size_t r = 0; r < t.rows.size(); ++r) {
+      for (size_t i = 0; i < t.rows[r].size(); ++i) {
+        w[i] = std::max(w[i], text_width(printed(r, i)));
+      }
     }
     out.write(t.title + "\n");
-    for (const auto& row : cells) {
+    auto write_row = [&](size_t cells, auto&& cell) {
       line.clear();
-      for (size_t i = 0; i < row.size(); ++i) {
-        std::string padding(w[i] - text_width(row[i]), ' ');
-        line += t.numeric[i] ? padding + row[i] : row[i] + padding;
-        line += i + 1 < row.size() ? "  " : "";
+      for (size_t i = 0; i < cells; ++i) {
+        const std::string value = cell(i);
+        const size_t padding = w[i] - text_width(value);
+        if (t.numeric[i]) line.append(padding, ' ');
+        line += value;
+        if (!t.numeric[i]) line.append(padding, ' ');
+        if (i + 1 < cells) line += "  ";
       }
       line += '\n';
-      if (!out.write(line)) return;
+      return out.write(line);
+    };
+    if (!write_row(header_cells.size(), [&](size_t i) { return header_cells[i]; })) return;
+    for (size_t r = 0; r < t.rows.size(); ++r) {
+      if (!write_row(t.rows[r].size(), [&](size_t i) { return printed(r, i); })) return;
     }
     out.write("\n");
   }
