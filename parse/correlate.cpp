@@ -341,6 +341,44 @@ uint64_t process_key(uint32_t pid, int64_t id) {
   return (uint64_t{pid} << 40) ^ static_cast<uint64_t>(id);
 }
 
+// API call index by process_key(pid, correlation id), the first call given a key kept. Open
+// addressing in one array: a node-based map of a million calls left ~30 MB of freed nodes
+// resident through the rest of correlate, where parse's memory peaks; one array goes back to
+// the system when it is freed.
+class CallIndex {
+ public:
+  explicit CallIndex(size_t calls) {
+    size_t size = 16;
+    while (size < 2 * calls) size *= 2;
+    slots_.assign(size, Slot{});
+    mask_ = size - 1;
+  }
+  void insert(uint64_t key, int32_t call) {
+    Slot& slot = slots_[slot_of(key)];
+    if (slot.call < 0) slot = {key, call};
+  }
+  int32_t find(uint64_t key) const { return slots_[slot_of(key)].call; }
+
+ private:
+  struct Slot {
+    uint64_t key = 0;
+    int32_t call = -1;  // -1: empty
+  };
+  // The slot holding `key`, or the empty one where it would go.
+  size_t slot_of(uint64_t key) const {
+    // splitmix64's finaliser: correlation ids are dense, and their low bits alone would cluster.
+    uint64_t h = key;
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+    h ^= h >> 31;
+    for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+      if (slots_[i].call < 0 || slots_[i].key == key) return i;
+    }
+  }
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+};
+
 // For each GPU activity a CUDA graph node ran: the point where that node was made (its clones
 // followed back to the node stream capture or cudaGraphAdd*Node created), as an API call of its
 // own appended to trace.api_calls (zero length, no correlation id) and to `needed_calls`, so that
@@ -396,12 +434,11 @@ Correlation correlate(Trace& trace) {
   std::vector<int32_t> capture_of(n_act, -1);  // graph-launched: the node's capture point
   std::vector<int32_t> needed_calls;
   if (!out.cpu_only) {
-    std::unordered_map<uint64_t, int32_t> call_index;
-    call_index.reserve(trace.api_calls.size());
+    CallIndex call_index(trace.api_calls.size());
     for (size_t i = 0; i < trace.api_calls.size(); ++i) {
       const auto& c = trace.api_calls[i];
       if (c.correlation_id < 0) continue;
-      call_index.emplace(process_key(c.pid, c.correlation_id), static_cast<int32_t>(i));
+      call_index.insert(process_key(c.pid, c.correlation_id), static_cast<int32_t>(i));
     }
     std::vector<char> needed(trace.api_calls.size(), 0);
     // The synchronizing calls: their enclosing ranges say which op (or none) waited.
@@ -422,12 +459,12 @@ Correlation correlate(Trace& trace) {
     for (size_t i = 0; i < n_act; ++i) {
       const auto& act = trace.activities[i];
       if (act.correlation_id < 0) continue;
-      auto it = call_index.find(process_key(act.pid, act.correlation_id));
-      if (it == call_index.end()) continue;
-      launch_of[i] = it->second;
-      if (!needed[it->second]) {
-        needed[it->second] = 1;
-        needed_calls.push_back(it->second);
+      const int32_t call = call_index.find(process_key(act.pid, act.correlation_id));
+      if (call < 0) continue;
+      launch_of[i] = call;
+      if (!needed[call]) {
+        needed[call] = 1;
+        needed_calls.push_back(call);
       }
     }
     capture_of = capture_points(trace, needed_calls);
