@@ -69,12 +69,8 @@ def test_table_lists_modes_and_skips(measured):
     assert "skipped fp16_tc: a Tensor Core mode: CUDA devices only" in lines
 
 
-def test_fp32_rate_agrees_with_own_timing(measured):
-    """Time torch.mm of the stated size here, independently: the reported rate is the same
-    within a factor 5 (a CPU shared with other work is noisy; this bounds gross errors such as
-    a wrong FLOP count or a time in the wrong unit, not performance)."""
-    document, _ = measured
-    reported = document["devices"][0]["flops"]["fp32"]
+def own_fp32_rate() -> float:
+    """torch.mm of SIZE x SIZE timed here: the median of 9 runs after 3 warm-up ones."""
     a, b = torch.randn(SIZE, SIZE), torch.randn(SIZE, SIZE)
     torch.set_float32_matmul_precision("highest")
     for _ in range(3):
@@ -84,8 +80,31 @@ def test_fp32_rate_agrees_with_own_timing(measured):
         start = time.perf_counter()
         torch.mm(a, b)
         times.append(time.perf_counter() - start)
-    mine = 2 * SIZE ** 3 / statistics.median(times)
-    assert mine / 5 < reported < mine * 5, (reported, mine)
+    return 2 * SIZE ** 3 / statistics.median(times)
+
+
+def test_fp32_rate_agrees_with_own_timing(measured, tmp_path):
+    """Time torch.mm of the stated size here, independently: the reported rate is the same
+    within a factor 5. This bounds gross errors such as a wrong FLOP count or a time in the
+    wrong unit, not performance. A CPU shared with other work is noisy: a peak measured while
+    another job held the cores came out 60 times below this timing a minute later, so a pair
+    outside the bound is measured again, both sides together, up to twice more; a gross error
+    is outside it every time."""
+    document, _ = measured
+    pairs = []
+    for attempt in range(3):
+        if attempt:
+            out = tmp_path / f"again{attempt}.json"
+            res = run_peak("--size", SIZE, "--repeat", 3, "--warmup", 1, "--copy-mb", 8,
+                           "--dtypes", "fp32", "-o", out)
+            assert res.returncode == 0, res.stderr
+            with open(out) as f:
+                document = json.load(f)
+        reported, mine = document["devices"][0]["flops"]["fp32"], own_fp32_rate()
+        pairs.append((reported, mine))
+        if mine / 5 < reported < mine * 5:
+            return
+    pytest.fail(f"reported fp32 rate against this test's own, in each attempt: {pairs}")
 
 
 def test_unsupported_modes_are_skipped_not_fatal(tmp_path):
