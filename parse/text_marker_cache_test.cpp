@@ -123,7 +123,17 @@ Built build(const std::vector<std::string>& texts, bool cached, bool pyprof_doma
   return b;
 }
 
-void expect_same(const Built& got, const Built& want) {
+// A range's args as the record writer finds them: in the pool, or in its text.
+std::string_view args_of(const Built& b, const RangeRecord& r,
+                         const std::vector<std::string>& texts) {
+  if (r.args_length == kArgsInPool) return b.trace.pool.get(r.args_offset);
+  return std::string_view(texts[static_cast<size_t>(r.text.id) - 1])
+      .substr(r.args_offset, r.args_length);
+}
+
+// The same ranges, pool and warnings. Args may be found in the pool where add_range, the
+// trace's budget for interned args spent, points into the text: the same args either way.
+void expect_same(const Built& got, const Built& want, const std::vector<std::string>& texts) {
   ASSERT_EQ(got.trace.ranges.size(), want.trace.ranges.size());
   for (size_t i = 0; i < want.trace.ranges.size(); ++i) {
     const RangeRecord &a = got.trace.ranges[i], &b = want.trace.ranges[i];
@@ -141,8 +151,7 @@ void expect_same(const Built& got, const Built& want) {
     EXPECT_EQ(a.kind, b.kind);
     EXPECT_EQ(a.dialect, b.dialect);
     EXPECT_EQ(a.has_args, b.has_args);
-    EXPECT_EQ(a.args_offset, b.args_offset);
-    EXPECT_EQ(a.args_length, b.args_length);
+    EXPECT_EQ(args_of(got, a, texts), args_of(want, b, texts));
     EXPECT_EQ(a.text.where, b.text.where);
     EXPECT_EQ(a.text.id, b.text.id);
   }
@@ -164,7 +173,7 @@ TEST(TextMarkerCache, AddsWhatAddRangeAdds) {
   const std::vector<std::string> texts = marker_texts();
   const Built want = build(texts, false);
   const Built got = build(texts, true);
-  expect_same(got, want);
+  expect_same(got, want, texts);
   // Each layer's addmm and empty repeat in steps 2 to 4 (9 + 9); the backward node's text is the
   // same in every layer (11) and so is "prefetch" (3); the dup ranges never come from the cache.
   EXPECT_EQ(got.hits, 32);
@@ -183,7 +192,7 @@ TEST(TextMarkerCache, AddsWhatAddRangeAdds) {
 TEST(TextMarkerCache, OtherDomainsKeepTheDigitsInTheName) {
   const std::vector<std::string> texts = marker_texts();
   const Built got = build(texts, true, false);
-  expect_same(got, build(texts, false, false));
+  expect_same(got, build(texts, false, false), texts);
   EXPECT_EQ(got.hits, 0);
 }
 
@@ -197,8 +206,30 @@ TEST(TextMarkerCache, StopsGrowingAtItsBound) {
   }
   for (int i = 0; i < 3; ++i) texts.push_back(texts.back());
   const Built got = build(texts, true);
-  expect_same(got, build(texts, false));
+  expect_same(got, build(texts, false), texts);
   EXPECT_EQ(got.hits, 0);  // the repeated one came after the bound: decoded each time
+}
+
+TEST(TextMarkerCache, LongMarkersStopItAtItsByteBound) {
+  // Markers of 1 MB args that repeat: past 32 MB of texts none is kept, and each is decoded.
+  const std::string big(1 << 20, 'x');
+  std::vector<std::string> texts;
+  for (int i = 0; i < 40; ++i) {
+    texts.push_back(R"({"v":1,"op":"aten::cat","id":)" + std::to_string(i) +
+                    R"(,"seq":-1,"tid":1,"scope":"function","args":{"s":")" + std::to_string(i) +
+                    big + R"("}})");
+  }
+  for (int i = 0; i < 40; ++i) texts.push_back(texts[i]);  // the same 40 again
+  const Built got = build(texts, true);
+  expect_same(got, build(texts, false), texts);
+  // Each counts twice its text (key and marker): the first ones up to 32 MiB are kept (15 of
+  // these), and hit in the second round.
+  int64_t kept = 0;
+  for (size_t bytes = 0; bytes + 2 * texts[kept].size() <= TextMarkerCache::kMaxBytes; ++kept) {
+    bytes += 2 * texts[kept].size();
+  }
+  EXPECT_EQ(kept, 15);
+  EXPECT_EQ(got.hits, kept);
 }
 
 }  // namespace

@@ -223,10 +223,11 @@ void TextMarkerCache::add_range(Trace& trace, RangeRecord base, std::string_view
   key_.append(text.substr(digits->seq_end));
   auto it = entries_.find(key_);
   if (it == entries_.end()) {
-    if (entries_.size() >= kMaxEntries) {
+    if (entries_.size() >= kMaxEntries || bytes_ + 2 * text.size() > kMaxBytes) {
       parse::add_range(trace, base, text, ref, scratch, values);
       return;
     }
+    bytes_ += 2 * text.size();
     it = entries_.try_emplace(key_).first;
     Entry& fresh = it->second;
     decode_marker(text, domain, fresh.marker);

@@ -304,10 +304,12 @@ void add_decoded_range(Trace& trace, RangeRecord base, std::string_view text, Te
 // twice), goes through add_range. The ranges it adds are the ones add_range adds.
 //
 // One cache belongs to one trace (its pool ids) and one thread; it keeps at most kMaxEntries
-// markers, so that a trace whose markers never repeat costs a bounded amount of memory.
+// markers and kMaxBytes of their texts, so that a trace whose markers never repeat, or whose
+// args are megabytes long, costs a bounded amount of memory.
 class TextMarkerCache {
  public:
   static constexpr size_t kMaxEntries = 16384;
+  static constexpr size_t kMaxBytes = size_t{32} << 20;
 
   void add_range(Trace& trace, RangeRecord base, std::string_view text, TextRef ref,
                  Marker& scratch, const RangeValues& values = {});
@@ -321,7 +323,8 @@ class TextMarkerCache {
     bool usable = false;  // decoding depends on the key alone
   };
   std::unordered_map<std::string, Entry> entries_;
-  std::string key_;  // scratch
+  std::string key_;   // scratch
+  size_t bytes_ = 0;  // of the entries' texts: key and decoded marker, about twice the text
   int64_t hits_ = 0;
 };
 
