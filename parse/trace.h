@@ -42,11 +42,11 @@ struct GpuActivity {
   uint8_t dst_kind = 7;   // memcpy: dst; memset: the memory kind
   int32_t device = -1;
   int32_t context = -1;
+  uint32_t pid = 0;  // process that launched it
   int64_t stream = -1;
   int64_t start = 0;
   int64_t end = 0;
   int64_t correlation_id = -1;  // -1: none recorded
-  uint32_t pid = 0;             // process that launched it
   uint32_t short_name = 0;      // pool id; kernels only
   uint32_t long_name = 0;       // pool id: demangled full name; kernels only
   int32_t grid[3] = {0, 0, 0};
@@ -59,6 +59,8 @@ struct GpuActivity {
   int64_t memset_value = 0;
   int64_t graph_node_id = -1;  // CUDA graph node, -1 when not a graph launch
 };
+// A million of them in a large profile: members ordered to leave no padding.
+static_assert(sizeof(GpuActivity) == 120);
 
 // A CUDA graph node the capture recorded (pyprof databases: PYPROF_CUDA_GRAPH_NODES,
 // docs/formats.md §2.1): created on a thread at a time, or cloned from another node.
