@@ -119,20 +119,36 @@ def test_parse_agrees_with_the_construction(lenet):
     assert steps == [r.get("step") for r in lenet["records"]]
 
 
-def test_warm_up_step_is_detected_and_left_out(lenet):
+def test_warm_up_step_is_detected_and_left_out(lenet, tmp_path):
     """LeNet's first step pays oneDNN's first-call setup (its first convolution alone is most of
     the step): the rule, recomputed here from the step spans, fires, and the reports cover
-    steps 1..4 only, saying so."""
-    steps = lenet["header"]["iterations"]["steps"]
+    steps 1..4 only, saying so.
+
+    On a machine busy with other work the later steps' walls vary as much as that setup (a run
+    beside a benchmark saw step 0 at 1.16 times their median). Where step 0 does not stand out
+    by half, its span in this test's copy of the dict starts earlier, to 3 times the median:
+    the rule and the reports read the header's spans, and step 0's records stay inside it."""
+    path = lenet["dict"]
+    header = lenet["header"]
+    steps = header["iterations"]["steps"]
+    median = statistics.median(s["end"] - s["start"] for s in steps[1:])
+    if steps[0]["end"] - steps[0]["start"] <= 1.5 * median:
+        with open(path) as f:
+            lines = f.readlines()
+        header = json.loads(lines[0])
+        steps = header["iterations"]["steps"]
+        steps[0]["start"] = steps[0]["end"] - 3 * round(median)
+        path = tmp_path / "net.dict"
+        with open(path, "w") as f:
+            f.writelines([json.dumps(header) + "\n"] + lines[1:])
     walls = [s["end"] - s["start"] for s in steps]
-    median = statistics.median(walls[1:])
-    assert walls[0] > 1.25 * median  # the workload's warm-up, which the rule must see
-    rows, stderr = report("iteration", lenet["dict"])
+    assert walls[0] > 1.25 * median  # the warm-up the rule must see
+    rows, stderr = report("iteration", path)
     step_rows = [r for r in rows if r["report"].startswith("iterations")]
     assert [r["Selected"] for r in step_rows] == ["warm-up", "yes", "yes", "yes", "yes"]
     assert [r["Wall(ns)"] for r in step_rows] == walls
     assert [r["Name"] for r in step_rows] == [f"step {i}" for i in range(STEPS)]
-    s = summary(lenet["dict"])
+    s = summary(path)
     assert s["iterations"] == "5 by user_range (step *)"
     assert s["iterations in the reports"].startswith(
         f"1:5 (step 0 left out as warm-up: {walls[0]} ns against a median of ")
