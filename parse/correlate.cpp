@@ -386,10 +386,16 @@ class CallIndex {
 std::vector<int32_t> capture_points(Trace& trace, std::vector<int32_t>& needed_calls) {
   std::vector<int32_t> capture_of(trace.activities.size(), -1);
   if (trace.graph_nodes.empty()) return capture_of;
-  std::unordered_map<uint64_t, int32_t> node_index;  // (pid, node id) -> graph_nodes
+  // (pid, node id) -> graph_nodes. A real libcupti announces each node of an instantiated graph
+  // twice: created (in the executable graph, during cudaGraphInstantiate) and cloned from the
+  // captured node. The clone is the row that leads back to the op, so it wins over the creation.
+  std::unordered_map<uint64_t, int32_t> node_index;
   for (size_t k = 0; k < trace.graph_nodes.size(); ++k) {
     const GraphNode& n = trace.graph_nodes[k];
-    node_index.emplace(process_key(n.pid, n.node_id), static_cast<int32_t>(k));
+    auto [it, added] = node_index.emplace(process_key(n.pid, n.node_id), static_cast<int32_t>(k));
+    if (!added && n.original_node_id >= 0 && trace.graph_nodes[it->second].original_node_id < 0) {
+      it->second = static_cast<int32_t>(k);
+    }
   }
   std::unordered_map<int32_t, int32_t> call_of_node;  // created node -> its capture call
   const uint32_t name = trace.pool.intern("CUDA graph node capture");

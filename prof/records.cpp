@@ -142,6 +142,7 @@ struct Fields {
   // Resolved by ArgsTable::resolve, which points `args` and `bwd_args` at the defined text.
   int64_t args_ref = -1, bwd_args_ref = -1;
   bool has_self_duration = false;  // absent or null: the record's duration stands in
+  bool graph_launched = false;     // a `graph_node` key: launched by a CUDA graph replay
   // The first of start, duration, self_duration that holds a value but not an integer int64
   // holds (a fraction, a number past 2^63): the record's time is unknown. null is parse's
   // "unknown" (a GPU row that ends before it starts, an op range never closed) and reads as 0.
@@ -453,7 +454,10 @@ bool read_object_fields(od::object o, Fields& f, std::deque<std::string>& unesca
           num(f.fwd_instance);
         break;
       case 'g':
-        if (key == "grid") read_xyz(v, f.grid);
+        if (key == "grid")
+          read_xyz(v, f.grid);
+        else if (key == "graph_node")
+          f.graph_launched = true;
         break;
       case 'w':
         if (key == "world_size") num(f.world_size);
@@ -871,6 +875,7 @@ ProfRecord make_record(const Fields& f, size_t index, Strings& s) {
   r.start = f.start;
   r.duration = f.duration;
   r.launch_start = f.launch_start;
+  r.graph_launched = f.graph_launched;
   r.src_memory = memory_kind_of(f.src_kind);
   r.dst_memory = memory_kind_of(f.dst_kind);
   r.self_duration = f.has_self_duration ? f.self_duration : f.duration;

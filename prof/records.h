@@ -44,6 +44,9 @@ struct ProfRecord {
   // An Inductor kernel costed from its own node list (net.dict `"kind":"compiled_kernel"`,
   // docs/compile.md): its cost is its own, not a share of the op instance it launched in.
   bool compiled = false;
+  // Launched by a CUDA graph replay (net.dict `graph_node`); parse attributed it to the op
+  // that launched it at capture when the database recorded the capture (docs/compile.md).
+  bool graph_launched = false;
   int32_t device = -1;
   int64_t stream = -1;
   int32_t grid[3] = {0, 0, 0};

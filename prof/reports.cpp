@@ -568,6 +568,7 @@ ReportTable summary_report(const ReadResult& data) {
   int64_t first = std::numeric_limits<int64_t>::max(), last = 0, total = 0, kernel_time = 0;
   int64_t tc_time = 0, counted_ns = 0, records = 0, timed_records = 0;
   int64_t inductor = 0, inductor_time = 0, inductor_unmodeled_time = 0, inductor_attributed = 0;
+  int64_t graph_kernels = 0, graph_time = 0, graph_attributed = 0;
   double flops = 0, bytes = 0;
   std::vector<std::pair<int64_t, int64_t>> intervals;
   for (const ProfRecord& r : data.records) {
@@ -579,6 +580,11 @@ ReportTable summary_report(const ReadResult& data) {
       inductor_time += time;
       if (!r.modeled) inductor_unmodeled_time += time;
       if (r.compiled) ++inductor_attributed;
+    }
+    if (r.graph_launched) {
+      ++graph_kernels;
+      graph_time += time;
+      if (r.op != 0) ++graph_attributed;
     }
     if (r.kind == Kind::kKernel) {
       kernel_time += time;
@@ -658,6 +664,18 @@ ReportTable summary_report(const ReadResult& data) {
     row("Inductor kernel time without a FLOP model %",
         pct(static_cast<double>(inductor_unmodeled_time), static_cast<double>(inductor_time)),
         Unit::kPercent);
+  }
+  if (graph_kernels > 0) {
+    // CUDA graph replays: how many replayed activities parse traced back to the op that
+    // launched them at capture; the others have no op (docs/compile.md "CUDA graphs").
+    row("CUDA graph activities (replayed)", std::to_string(graph_kernels), Unit::kCount);
+    row("CUDA graph activities attributed to an op", std::to_string(graph_attributed),
+        Unit::kCount);
+    row("CUDA graph activities without an op", std::to_string(graph_kernels - graph_attributed),
+        Unit::kCount);
+    row("CUDA graph activity time (ns)", std::to_string(graph_time), Unit::kTime);
+    row("CUDA graph activity time %",
+        pct(static_cast<double>(graph_time), static_cast<double>(total)), Unit::kPercent);
   }
   for (const SummaryRow& it : iteration_summary_rows(data)) {
     if (!it.human.empty()) t.human[{t.rows.size(), 1}] = it.human;

@@ -5,7 +5,7 @@
 #                                             # bare GPU machine lacks into DIR (about 20 MB)
 #   bash scripts/gpu-check.sh --deps DIR      # on the GPU machine: build, smoke-test, check report,
 #                                             # export and peaks on the smoke capture, run
-#                                             # tests/test_gpu_capture.py and the overhead benchmark,
+#                                             # tests/test_gpu_capture.py, test_gpu_compile.py and the overhead benchmark,
 #                                             # print the rows for docs/gpu-validation.md
 #
 # The GPU machines have Python, torch, CMake, ninja, nvcc, pytest and the nvidia-* wheels, but no
@@ -390,8 +390,9 @@ fi
 # ---- the GPU tests and the overhead benchmark ----------------------------------------------
 if ((HAVE_GPU)); then
   if ! skipped tests; then
-    run_phase tests 240 $PYTHON -m pytest tests/test_gpu_capture.py -v -rP -p no:cacheprovider \
-      --junitxml="$OUT_DIR/tests.xml"
+    # The capture tests, then CUDA graphs and torch.compile (Triton) end to end (issue 17).
+    run_phase tests 330 $PYTHON -m pytest tests/test_gpu_capture.py tests/test_gpu_compile.py \
+      -v -rP -p no:cacheprovider --junitxml="$OUT_DIR/tests.xml"
   fi
   if ! skipped overhead; then
     run_phase overhead 240 $PYTHON benchmarks/gpu_overhead.py --runs "$RUNS" --steps 20

@@ -606,8 +606,8 @@ def test_compiled_kernel_marks_join_their_kernels_and_cost_them(tmp_path):
 
 def test_cuda_graph_replays_take_the_ops_of_their_capture(tmp_path):
     """pyprof's PYPROF_CUDA_GRAPH_NODES (docs/formats.md §2.1): a replayed kernel's node is a
-    clone of the node created at capture, inside the op that launched it; parse attributes the
-    kernel there, keeps the replay's launch call, and leaves a node it cannot trace back (no
+    clone of the node created at capture, inside the op that launched it (a real libcupti also
+    announces it as created, at instantiation); parse attributes the kernel to the capture, keeps the replay's launch call, and leaves a node it cannot trace back (no
     row; a damaged clone cycle) to the replay's ranges."""
     from nsys_synth import global_tid
 
@@ -628,8 +628,12 @@ def test_cuda_graph_replays_take_the_ops_of_their_capture(tmp_path):
     path = tmp_path / "g.sqlite"
     db.save(path)
     gtid = global_tid(100, t.tid)
+    # As a real libcupti announces them (an H200, docs/gpu-validation.md): nodes 1 and 2 of the
+    # executable graph are created during instantiation (here inside the replay's range), then
+    # announced as clones of the captured 11 and 12. The clone row is the one that counts.
     rows = [(11, None, 7, captured[11], gtid), (12, None, 7, captured[12], gtid),
-            (1, 11, 8, t.now, gtid), (2, 12, 8, t.now, gtid),
+            (1, None, 8, t.now, gtid), (1, 11, 8, t.now, gtid),
+            (2, None, 8, t.now, gtid), (2, 12, 8, t.now, gtid),
             (3, 5, 8, t.now, gtid), (5, 3, 8, t.now, gtid)]  # 3 and 5 clone each other
     with sqlite3.connect(path) as con:
         con.execute("CREATE TABLE PYPROF_CUDA_GRAPH_NODES (nodeId INTEGER NOT NULL, "

@@ -1,7 +1,11 @@
 """Runs, one by one and eagerly, the ATen nodes that torch.compile's kernels compute, as a
 net.dict's `compiled_kernel` lines list them, for tests/test_compile.py's oracle.
 
-    pyprof profile -o NAME -- python tests/scripts/replay_nodes.py NET.dict
+    pyprof profile -o NAME -- python tests/scripts/replay_nodes.py NET.dict [--cpu]
+
+--cpu runs every node on the CPU, also those whose arguments name a device (`device="cuda:0"`
+of a GPU compile's `aten::full`), so that a GPU profile's kernels can be replayed where there
+is no GPU. Tensors are made on the CPU in any case: FLOPs do not depend on the device.
 
 Each kernel's nodes run inside a `kernel <name>` range, on tensors of the listed shapes, dtypes
 and strides, with the listed scalars. pyprof's eager annotation (the C++ RecordFunction hook,
@@ -39,7 +43,7 @@ def value(v, arg_type: str):
         if "ScalarType" in arg_type or "Layout" in arg_type or "MemoryFormat" in arg_type:
             return getattr(torch, v)
         if "Device" in arg_type:
-            return torch.device(v)
+            return torch.device("cpu" if ON_CPU else v)
         if v in ("inf", "-inf", "nan") and ("float" in arg_type or "Scalar" in arg_type):
             return float(v)
     return v
@@ -58,6 +62,9 @@ def call(node: dict):
         else:
             args.append(v)
     return args, kwargs, op
+
+
+ON_CPU = "--cpu" in sys.argv[2:]
 
 
 def main() -> int:

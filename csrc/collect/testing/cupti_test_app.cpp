@@ -237,7 +237,8 @@ void pyprof_op(nvtxDomainHandle_t domain, const char* name, int id, int thread, 
 }
 
 // CUDA graphs: two kernels captured inside ops (graph 7, nodes 101 and 102), the graph
-// instantiated outside every op (executable graph 8, clones 201 and 202), then replayed twice
+// instantiated inside an op of its own (executable graph 8, nodes 201 and 202, each announced
+// as a real libcupti does: created, then cloned from the captured node), then replayed twice
 // inside another op. Each replayed kernel's launch fact names the op it was captured in.
 int graphs() {
   init_cuda();
@@ -246,8 +247,12 @@ int graphs() {
             [](const std::string&) { fake_cupti_graph_node(101, 0, 7); });
   pyprof_op(domain, "aten::relu", 2, 1,
             [](const std::string&) { fake_cupti_graph_node(102, 0, 7); });
-  fake_cupti_graph_node(201, 101, 8);
-  fake_cupti_graph_node(202, 102, 8);
+  pyprof_op(domain, "CUDAGraph::capture_end", 5, 1, [](const std::string&) {
+    for (uint64_t node : {201, 202}) {
+      fake_cupti_graph_node(node, 0, 8);
+      fake_cupti_graph_node(node, node - 100, 8);
+    }
+  });
   pyprof_op(domain, "CUDAGraph::replay", 3, 1, [](const std::string&) {
     for (int replay = 0; replay < 2; ++replay) {
       fake_cupti_kernel_t gemm = fake_cupti_kernel(kSgemm, 64, 256, kMainStream, 20'000);

@@ -1,0 +1,94 @@
+"""CUDA graphs and torch.compile on a real GPU (issue 17; docs/compile.md).
+
+Skipped without CUDA (CI never has a GPU): scripts/gpu-check.sh runs it in its tests phase.
+tests/scripts/gpu_graphs_compile.py trains an MLP on the GPU under `pyprof profile` three ways,
+and each test checks pyprof's attribution against an independent oracle:
+
+* torch.cuda.graphs: one step's forward and backward captured into a CUDAGraph and replayed;
+  every replayed kernel is attributed to the op that launched it at capture time (the
+  database's PYPROF_CUDA_GRAPH_NODES, read through a real libcupti's resource callbacks), so the
+  replays' kernels are, op by op and direction by direction, N times those of one eager step of
+  the same model in the same process;
+* torch.compile (Triton kernels): every Triton kernel record carries its ATen nodes and exact
+  FLOPs, which equal those of the same nodes run one by one eagerly under pyprof
+  (tests/scripts/replay_nodes.py, as tests/test_compile.py does on the CPU); the matmul FLOPs of
+  a step equal FlopCounterMode's on the eager model;
+* torch.compile(mode="reduce-overhead"): the compiled graphs replayed through cudagraph trees
+  keep both: graph-launched Triton kernels with their nodes' FLOPs, attributed to their capture.
+
+Run with -rP to see what each test prints.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import pyprof_db
+import testlib
+from graph_checks import (check_graph_replays, check_graph_summary, check_reduce_overhead, check_step_matmul_flops,
+                          check_triton_kernels, compiled_kernel_lines, graph_node_rows,
+                          prof_records, replayed_and_eager)
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device (torch.cuda.is_available() is False): these tests need one "
+                "(docs/gpu-validation.md)", allow_module_level=True)
+
+pytestmark = pytest.mark.needs_build
+
+SCRIPT = testlib.script("gpu_graphs_compile.py")
+ENV = {"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"}
+
+
+def profiled(tmp, mode, *args):
+    """(the script's JSON line, parse's stderr, header, records, net.dict path)"""
+    res = pyprof_db.profile(tmp, SCRIPT, mode, *args, env=ENV, timeout=600,
+                            extra_profile_args=("--force",))
+    assert res.returncode == 0, f"exit {res.returncode}\n{res.stdout[-2000:]}\n{res.stderr[-6000:]}"
+    out = json.loads([line for line in res.stdout.splitlines() if line.startswith("{")][-1])
+    dict_path = tmp / "net.dict"
+    parsed = testlib.run_tool(testlib.PARSE, tmp / "net.sqlite", "-o", dict_path, timeout=300)
+    assert parsed.returncode == 0, parsed.stderr
+    print(f"--- {mode}: pyprof.stats() {out['pyprof']}\n--- parse's summary\n{parsed.stderr}")
+    header, records = testlib.read_dict(dict_path)
+    return out, parsed.stderr, header, records, dict_path
+
+
+def test_cuda_graph_replays_are_attributed_to_their_capture(tmp_path):
+    replays = 3
+    _, stderr, _, records, dict_path = profiled(tmp_path, "graph", "--steps", str(replays))
+    db = tmp_path / "net.sqlite"
+    print(f"graph nodes recorded: {graph_node_rows(db)}")
+    assert graph_node_rows(db) > 0
+    replayed, eager = replayed_and_eager(db, records)
+    check_graph_replays(stderr, replayed, eager, replays)
+    check_graph_summary(dict_path, len(replayed))
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("compile")
+    return profiled(tmp, "compile") + (tmp,)
+
+
+def test_triton_kernels_carry_their_nodes_and_exact_flops(compiled):
+    out, _, _, _, dict_path, tmp = compiled
+    stats = out["pyprof"]
+    assert out["graph_breaks"] == 0
+    assert stats["compiled_graphs"] == 2  # forward and backward
+    assert stats["compiled_nodes_missing"] == 0 and stats["compiled_graphs_unreadable"] == 0
+    check_triton_kernels(dict_path, tmp / "replay", ENV)
+
+
+def test_compiled_step_matmul_flops_equal_flop_counter_mode(compiled):
+    out, _, header, _, dict_path, _ = compiled
+    oracle = out["oracle_flops"]
+    check_step_matmul_flops(header, dict_path, oracle)
+
+
+def test_reduce_overhead_replays_keep_nodes_and_capture(tmp_path):
+    _, stderr, _, records, dict_path = profiled(tmp_path, "reduce-overhead", "--steps", "6")
+    check_reduce_overhead(stderr, records, compiled_kernel_lines(dict_path),
+                          prof_records(dict_path), dict_path)
