@@ -223,6 +223,49 @@ def test_graph_break_two_compiled_regions(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("shapes", ["static", "dynamic"])
+def test_recompiled_graph_kernels_carry_their_own_nodes(tmp_path, shapes):
+    """Three steps at batch 16, then three at batch 8: Dynamo recompiles (graph 1, forward and
+    backward). Its kernels are records of their own (`graph_1_*`), each joined to the nodes of
+    the graph it was compiled in. With static shapes (torch.compile(dynamic=False)) their costs
+    are exact: the forward kernel's FLOPs and bytes are the hand count of the first graph's
+    (test_fused_kernels_carry_their_aten_nodes_and_exact_costs) at 8 rows. With Dynamo's
+    automatic dynamic shapes the recompiled graph's buffers are symbolic: the kernels keep their
+    nodes but stay `na` (no partial sums), and the summary counts that time as unmodelled."""
+    out, _, records, dict_path = profiled_run(tmp_path, "--recompile", shapes)
+    plain = plain_run("--recompile", shapes)
+    assert out["graph_breaks"] == 0 and out["graphs"] == plain["graphs"]
+    assert out["loss"] == pytest.approx(plain["loss"], rel=1e-6)
+    assert out["pyprof"]["compiled_graphs"] == 4  # forward and backward, twice
+    kernels = compiled_kernel_lines(dict_path)
+    names = {r["name"] for r in records if KERNEL.match(r["name"])}
+    assert names == set(kernels) and {n.split("_")[1] for n in names} == {"0", "1"}, names
+    # Steps 3-5 run the recompiled graph only, steps 1-2 the first.
+    for step, graph in ((2, "0"), (4, "1")):
+        ran = {r["name"].split("_")[1] for r in by_step(records, step) if KERNEL.match(r["name"])}
+        assert ran == {graph}, (step, ran)
+    costs = {r["kernel"]: r for r in prof_records(dict_path) if r["kernel"] in kernels}
+    first = costs["graph_0_cpp_fused_gelu_native_layer_norm_relu_0"]
+    again = costs["graph_1_cpp_fused_gelu_native_layer_norm_relu_0"]
+    assert (first["flops"], first["bytes"]) == (28736, 17536)
+    if shapes == "static":
+        # E = 8 x 128 = 1024 elements, 8 rows: 14E + 4 * 8 FLOPs; reads 4096 + 512 + 512,
+        # writes 32 + 32 + 4096 bytes.
+        assert (again["flops"], again["bytes"]) == (14368, 9280)
+        assert all(r["flops"] is not None for r in costs.values())
+    else:
+        recompiled = [r for name, r in costs.items() if name.startswith("graph_1_")]
+        assert recompiled and all(r["flops"] is None for r in recompiled)
+        assert any(n.get("symbolic") for name, k in kernels.items() if name.startswith("graph_1_")
+                   for n in k["reads"])
+        res = testlib.prof("--report", "summary", "--formats", "json", "--iterations", "all",
+                           str(dict_path))
+        rows = {r["Metric"]: r["Value"] for r in map(json.loads, res.stdout.splitlines())}
+        assert int(rows["Inductor kernels opaque (no compile metadata)"]) == 0
+        assert float(rows["Inductor kernel time without a FLOP model %"]) > 0
+
+
+@pytest.mark.slow
 def test_a_kernel_profile_setting_of_the_user_is_kept(tmp_path):
     out, _, records, _ = profiled_run(tmp_path,
                                       env={"TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE": "0"})

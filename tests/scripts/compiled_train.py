@@ -38,6 +38,10 @@ def main():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--graph-break", action="store_true")
+    parser.add_argument("--recompile", choices=("static", "dynamic"),
+                        help="after the steps, as many again at batch 8: Dynamo recompiles, "
+                             "with static shapes (torch.compile(dynamic=False)) or as it "
+                             "chooses (automatic dynamic shapes)")
     parser.add_argument("--torch-profiler", metavar="TRACE",
                         help="no pyprof: record the steps with torch.profiler into TRACE")
     parser.add_argument("--no-pyprof", action="store_true", help="plain torch (no profiler)")
@@ -49,7 +53,7 @@ def main():
         import pyprof
         pyprof.init()
     model = MLP(args.graph_break)
-    compiled = torch.compile(model)
+    compiled = torch.compile(model, dynamic=False if args.recompile == "static" else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     x, target = torch.randn(16, 64), torch.randn(16, 10)
 
@@ -70,6 +74,10 @@ def main():
     else:
         for i in range(args.steps):
             loss = step(i)
+        if args.recompile:
+            x, target = torch.randn(8, 64), torch.randn(8, 10)
+            for i in range(args.steps):
+                loss = step(args.steps + i)
     from torch._dynamo.utils import counters
     result = {"graphs": counters["stats"]["unique_graphs"],
               "graph_breaks": sum(counters["graph_break"].values()),
