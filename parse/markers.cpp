@@ -209,7 +209,7 @@ void decode_pyprof(std::string_view text, Marker& out) {
   }
 
   // String views point into the parser's buffer, valid until the next document.
-  std::string_view op, module, type, scope, overload, stack, compiled_kernel;
+  std::string_view op, module, type, scope, overload, stack, compiled_kernel, graph;
   bool have_op = false, have_module = false, have_settings = false, have_compiled = false,
        have_kernel = false;
   int64_t version = 0;  // newer versions only add keys we may ignore, except as documented
@@ -285,6 +285,8 @@ void decode_pyprof(std::string_view text, Marker& out) {
       read_int(value, "\"fwd_tid\"", out.fwd_tid);
     } else if (key == "overload") {
       read_string(value, "\"overload\"", overload, nullptr);
+    } else if (key == "graph") {
+      read_string(value, "\"graph\"", graph, nullptr);
     } else if (key == "stack") {
       read_string(value, "\"stack\"", stack, nullptr);
     } else if (key == "args_dropped") {
@@ -323,6 +325,7 @@ void decode_pyprof(std::string_view text, Marker& out) {
     out.dialect = Dialect::kPyprof;
     out.kind = MarkerKind::kCompiledKernel;
     out.name.assign(compiled_kernel);
+    out.overload.assign(graph);
     return;
   }
   if (!have_op && !have_module) {

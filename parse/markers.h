@@ -60,7 +60,8 @@ struct Marker {
   // kModule: the module path ("LeNet.conv1"; legacy: the class name "LSTMCell").
   // kUser: the whole message. kTrace: empty.
   std::string name;
-  std::string overload;     // pyprof: operator overload ("Tensor"); else empty
+  // pyprof: operator overload ("Tensor"); kCompiledKernel: its graph's compile id ("0/1").
+  std::string overload;
   std::string module_type;  // pyprof module marker: class name ("Conv2d"); legacy: strRepr
   std::string legacy_mod;   // legacy args marker: its 'mod' ("torch.nn.functional", "Tensor")
   std::string stack;        // pyprof: "file:line" call site; else empty

@@ -262,7 +262,7 @@ int run(const std::string& path, const std::string& output, const ParseOptions& 
   if (!reader->read(trace, error)) return error_line(path + ": " + terminal_safe(error));
   if (!db.open_note().empty()) trace.warn("interrupted write", db.open_note());
   count_reversed_times(trace);
-  warn_ambiguous_compiled_kernels(trace);
+  resolve_compiled_kernels(trace);
   if (trace.activities.empty() && trace.ranges.empty()) {
     trace.warn("empty profile", json ? "the trace holds no op, range or GPU activity"
                                      : "the database holds no GPU activity and no NVTX range");

@@ -634,10 +634,25 @@ void RecordFormatter::write_activity(size_t k, int32_t index, const Attribution&
     }
     write_step(w, k);
     write_attribution(w, a);
+    write_compiled_graph(w, act.short_name, a);
     write_user_ranges(w, a);
     w.end_object();
   }
   end_record();
+}
+
+void RecordFormatter::write_compiled_graph(JsonWriter& w, uint32_t name, const Attribution& a) {
+  if (trace_.compiled_by_graph.empty() || !trace_.compiled_by_graph.count(name)) return;
+  // The graph's code runs inside Dynamo's "Torch-Compiled Region: <compile id>" range: around
+  // the op that launched a forward kernel, and around the forward op a backward kernel's node
+  // belongs to (CompiledFunction, paired by sequence number).
+  for (int32_t r = a.op; r >= 0; r = trace_.ranges[r].parent) {
+    std::string_view id = compiled_region_id(trace_.pool.get(trace_.ranges[r].name));
+    if (id.empty()) continue;
+    w.raw_key("compiled_graph");
+    w.string(id);
+    return;
+  }
 }
 
 void RecordFormatter::write_op_instance(size_t k, int32_t index, const Attribution& a) {
@@ -683,6 +698,7 @@ void RecordFormatter::write_op_instance(size_t k, int32_t index, const Attributi
     }
     write_step(w, k);
     write_attribution(w, a);
+    write_compiled_graph(w, r.name, a);
     write_user_ranges(w, a);
     w.end_object();
   }
@@ -870,7 +886,17 @@ bool RecordWriter::write_range_lines(RecordFormatter& f) {
 void RecordWriter::write_compiled_kernel_lines() {
   std::string line;
   for (const Trace::CompiledKernel& k : trace_.compiled_kernels) {
-    if (k.ambiguous) continue;
+    auto verdict = trace_.compiled_names.find(k.name);
+    if (verdict == trace_.compiled_names.end() ||
+        verdict->second == Trace::CompiledName::kAmbiguous) {
+      continue;
+    }
+    const bool by_graph = verdict->second == Trace::CompiledName::kByGraph;
+    // kOne: the name's first entry stands for all of them.
+    if (!by_graph && trace_.compiled_kernel_index.at(k.name).front() !=
+                         static_cast<size_t>(&k - trace_.compiled_kernels.data())) {
+      continue;
+    }
     line.clear();
     {
       JsonWriter w(line, kNoTruncation, 0);
@@ -879,6 +905,10 @@ void RecordWriter::write_compiled_kernel_lines() {
       w.trusted_string("compiled_kernel");
       w.raw_key("name");
       w.string(k.name);
+      if (by_graph) {
+        w.raw_key("graph");
+        w.string(k.graph);
+      }
       w.raw_key("kernel");
       w.raw_value(k.kernel);  // validated by the marker decoder
       w.end_object();

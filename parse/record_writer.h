@@ -113,6 +113,9 @@ class RecordFormatter {
   // `"rank": R` on every record of a trace whose rank is known (Trace::distributed).
   void write_rank(JsonWriter& w);
   void write_attribution(JsonWriter& w, const Attribution& a);
+  // `"compiled_graph": "0/1"` on a record of a compiled kernel whose name two graphs share
+  // (Trace::CompiledName::kByGraph): the compile id of the Dynamo region its op ran in.
+  void write_compiled_graph(JsonWriter& w, uint32_t name, const Attribution& a);
   // `"step": i` for record `k` of Correlation::order, when it falls in a step.
   void write_step(JsonWriter& w, size_t k);
   // `"step": i` for a record whose CPU-side time is `t` (sync lines).
@@ -158,7 +161,8 @@ class RecordWriter : private ArgsSource {
  private:
   void write_header(const std::string& source);
   // After the header: one `"kind":"compiled_kernel"` line per Inductor kernel whose nodes the
-  // capture marked (docs/formats.md §3), ambiguous names left out.
+  // capture marked (docs/formats.md §3), one per graph for names two graphs share, ambiguous
+  // names left out.
   void write_compiled_kernel_lines();
   void write_header_object(JsonWriter& w, const std::string& source);
   // The records of Correlation::order, in chunks formatted on several threads; their args

@@ -24,17 +24,17 @@ namespace {
 
 int32_t clamp_tid(int64_t v) { return (v < 0 || v > INT32_MAX) ? -1 : static_cast<int32_t>(v); }
 
-// Adds a compiled kernel's mark to the trace's: a new name in order; a name marked again with
-// another object (or already ambiguous where it was read) becomes ambiguous, warned once the
-// whole trace is read (warn_ambiguous_compiled_kernels).
-void add_compiled_kernel(Trace& trace, const std::string& name, const std::string& kernel,
-                         bool ambiguous) {
-  auto [it, added] = trace.compiled_kernel_index.try_emplace(name, trace.compiled_kernels.size());
-  if (added) {
-    trace.compiled_kernels.push_back({name, kernel, ambiguous});
-  } else if (ambiguous || trace.compiled_kernels[it->second].kernel != kernel) {
-    trace.compiled_kernels[it->second].ambiguous = true;
+// Adds a compiled kernel's mark to the trace's, unless the same (name, graph, kernel) is there
+// (a graph's marks are sent again when it is loaded from Inductor's cache).
+void add_compiled_kernel(Trace& trace, const std::string& name, const std::string& graph,
+                         const std::string& kernel) {
+  std::vector<size_t>& entries = trace.compiled_kernel_index[name];
+  for (size_t i : entries) {
+    const Trace::CompiledKernel& k = trace.compiled_kernels[i];
+    if (k.graph == graph && k.kernel == kernel) return;
   }
+  entries.push_back(trace.compiled_kernels.size());
+  trace.compiled_kernels.push_back({name, graph, kernel});
 }
 
 }  // namespace
@@ -78,17 +78,45 @@ void count_reversed_times(Trace& trace) {
 
 void merge_compiled_kernels(const Trace& part, Trace& trace) {
   for (const Trace::CompiledKernel& k : part.compiled_kernels) {
-    add_compiled_kernel(trace, k.name, k.kernel, k.ambiguous);
+    add_compiled_kernel(trace, k.name, k.graph, k.kernel);
   }
 }
 
-void warn_ambiguous_compiled_kernels(Trace& trace) {
-  for (const Trace::CompiledKernel& k : trace.compiled_kernels) {
-    if (!k.ambiguous) continue;
-    trace.warn("ambiguous compiled kernel",
-               "two compiled graphs have a kernel named \"" + k.name +
-                   "\" that computes different nodes: its records keep no FLOP model");
+void resolve_compiled_kernels(Trace& trace) {
+  trace.compiled_names.clear();
+  trace.compiled_by_graph.clear();
+  for (const Trace::CompiledKernel& first : trace.compiled_kernels) {
+    if (trace.compiled_names.count(first.name)) continue;
+    const std::vector<size_t>& entries = trace.compiled_kernel_index.at(first.name);
+    bool same = true, by_graph = true;
+    for (size_t i : entries) {
+      const Trace::CompiledKernel& k = trace.compiled_kernels[i];
+      same = same && k.kernel == first.kernel;
+      by_graph = by_graph && !k.graph.empty();
+      for (size_t j : entries) {
+        // One graph marking the name with two objects: its records cannot be told apart.
+        if (j != i && trace.compiled_kernels[j].graph == k.graph) by_graph = false;
+      }
+    }
+    Trace::CompiledName verdict = same       ? Trace::CompiledName::kOne
+                                  : by_graph ? Trace::CompiledName::kByGraph
+                                             : Trace::CompiledName::kAmbiguous;
+    trace.compiled_names.emplace(first.name, verdict);
+    if (verdict == Trace::CompiledName::kByGraph) {
+      trace.compiled_by_graph.insert(trace.pool.intern(first.name));
+    } else if (verdict == Trace::CompiledName::kAmbiguous) {
+      trace.warn("ambiguous compiled kernel",
+                 "compiled graphs have a kernel named \"" + first.name +
+                     "\" that computes different nodes, and their marks do not say which graph "
+                     "is which: its records keep no FLOP model");
+    }
   }
+}
+
+std::string_view compiled_region_id(std::string_view range_name) {
+  constexpr std::string_view kRegion = "Torch-Compiled Region: ";
+  if (range_name.substr(0, kRegion.size()) != kRegion) return {};
+  return range_name.substr(kRegion.size());
 }
 
 void add_range(Trace& trace, RangeRecord r, std::string_view text, TextRef ref, Marker& m,
@@ -150,7 +178,7 @@ void add_decoded_range(Trace& trace, RangeRecord r, std::string_view text, TextR
   }
   if (m.kind == MarkerKind::kCompiledKernel) {
     ++trace.stats.marks;
-    add_compiled_kernel(trace, m.name, m.args, false);
+    add_compiled_kernel(trace, m.name, m.overload, m.args);
     return;
   }
   r.kind = m.kind;

@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "common/capture_limits.h"
@@ -148,17 +149,28 @@ struct Trace {
   // docs/formats.md §1.4), validated JSON; empty when the trace has none.
   std::string torch_settings;
   // pyprof compiled-kernel marks (docs/formats.md §1.5), in the order first seen: each Inductor
-  // kernel's run-time name and its "kernel" object (validated JSON). A name marked twice with
-  // different objects (two graphs with a kernel of the same name: Triton names carry no graph)
-  // is ambiguous: `ambiguous` is set and no record is attributed to it.
+  // kernel's run-time name, the compile id of its graph ("0/1"; empty when the mark has none)
+  // and its "kernel" object (validated JSON), one entry per distinct (name, graph, kernel).
+  // Triton names carry no graph: two graphs (a recompile, a graph break) can each have a kernel
+  // of one name computing different nodes. resolve_compiled_kernels sorts the names out.
   struct CompiledKernel {
     std::string name;
+    std::string graph;
     std::string kernel;
-    bool ambiguous = false;
+  };
+  enum class CompiledName : uint8_t {
+    kOne,       // every mark of the name says the same: records join it by name
+    kByGraph,   // one object per graph: records join it by their graph (`compiled_graph`)
+    kAmbiguous  // different objects the graphs do not tell apart: no record joins it
   };
   std::vector<GraphNode> graph_nodes;  // pyprof databases of programs that used CUDA graphs
   std::vector<CompiledKernel> compiled_kernels;
-  std::unordered_map<std::string, size_t> compiled_kernel_index;  // name -> compiled_kernels
+  // name -> its entries in compiled_kernels
+  std::unordered_map<std::string, std::vector<size_t>> compiled_kernel_index;
+  // Filled by resolve_compiled_kernels: each name's verdict, and the pool ids of the kByGraph
+  // names (the records' names, to look up while writing).
+  std::unordered_map<std::string, CompiledName> compiled_names;
+  std::unordered_set<uint32_t> compiled_by_graph;
   // TARGET_INFO_GPU rows (nsys >= 2021.2 and pyprof databases) or TARGET_INFO_CUDA_GPU rows
   // (nsys 2020.x), for peak rates downstream.
   struct Device {
@@ -251,12 +263,14 @@ MarkerDomain marker_domain(const Trace& trace, const RangeRecord& r);
 // length is unknown, so records carry duration null and sums leave them out.
 void count_reversed_times(Trace& trace);
 
-// Adds `part`'s compiled-kernel marks (read from a later part of the same table) to `trace`'s:
-// new names in order, and a name either marks with a different object becomes ambiguous.
+// Adds `part`'s compiled-kernel marks (read from a later part of the same table) to `trace`'s.
 void merge_compiled_kernels(const Trace& part, Trace& trace);
-// One "ambiguous compiled kernel" warning per ambiguous name, once the whole trace is read (a
-// name's marks may lie in chunks read apart).
-void warn_ambiguous_compiled_kernels(Trace& trace);
+// Once the whole trace is read (a name's marks may lie in chunks read apart): each name's
+// Trace::CompiledName, and one "ambiguous compiled kernel" warning per ambiguous name.
+void resolve_compiled_kernels(Trace& trace);
+// The compile id in a Dynamo region range's name ("Torch-Compiled Region: 0/1" -> "0/1");
+// empty for any other name.
+std::string_view compiled_region_id(std::string_view range_name);
 
 // Names (user ranges, ops, kernels, modules) are interned up to this many bytes: a hostile
 // megabyte label is kept cut, ending "...(+N bytes)".

@@ -132,7 +132,10 @@ struct Fields {
   int64_t version = 0;
   std::string_view records, source, kind, dir, name, long_name, op, legacy_mod, module, stack,
       bwd_op, args, bwd_args, src_kind, dst_kind;
-  std::string_view kernel;    // a compiled_kernel line's "kernel" object
+  std::string_view kernel;  // a compiled_kernel line's "kernel" object
+  // A compiled_kernel line's "graph", a record's "compiled_graph": the compile id that tells
+  // apart kernels of one name in two graphs (docs/formats.md §3).
+  std::string_view compiled_graph;
   int64_t launch_start = -1;  // the launch call's start (GPU records); -1: none
   int64_t device = -1, stream = -1, start = 0, duration = 0, self_duration = 0, tid = -1, seq = -1,
           sub = 0, parent_id = 0, pid = 0, op_id = 0, fwd_op_id = 0, fwd_instance = 0, instance = 0,
@@ -414,6 +417,9 @@ bool read_object_fields(od::object o, Fields& f, std::deque<std::string>& unesca
         else if (key == "args_ref")
           ref(f.args_ref);
         break;
+      case 'c':
+        if (key == "compiled_graph") str(f.compiled_graph);
+        break;
       case 'b':
         if (key == "bwd_op")
           str(f.bwd_op);
@@ -458,6 +464,8 @@ bool read_object_fields(od::object o, Fields& f, std::deque<std::string>& unesca
           read_xyz(v, f.grid);
         else if (key == "graph_node")
           f.graph_launched = true;
+        else if (key == "graph")
+          str(f.compiled_graph);
         break;
       case 'w':
         if (key == "world_size") num(f.world_size);
@@ -1032,9 +1040,11 @@ class RecordCoster {
   }
 
   // A `"kind":"compiled_kernel"` line: records named `name` (its Inductor kernel) cost what its
-  // node list says (models::compiled_kernel_cost). A name defined twice keeps its first line.
-  void define_compiled_kernel(std::string_view name, std::string_view kernel) {
-    const uint32_t id = strings_.intern(name);
+  // node list says (models::compiled_kernel_cost); with a `graph`, only the records of that
+  // graph (their `compiled_graph`). A name defined twice keeps its first line.
+  void define_compiled_kernel(std::string_view name, std::string_view graph,
+                              std::string_view kernel) {
+    const uint32_t id = compiled_key(name, graph);
     if (compiled_.count(id)) return;
     models::OpCost c = models::compiled_kernel_cost(kernel);
     compiled_.emplace(id, CachedCost{std::move(c), ""});
@@ -1044,7 +1054,8 @@ class RecordCoster {
   // tc_eligible, params, dtype, family, shapes) and, for kernels, r.tc.
   void cost(const Fields& f, ProfRecord& r) {
     if (!compiled_.empty() && (r.kind == Kind::kKernel || r.kind == Kind::kOp)) {
-      auto it = compiled_.find(r.name);
+      auto it = compiled_.find(f.compiled_graph.empty() ? r.name
+                                                        : compiled_key(f.name, f.compiled_graph));
       if (it != compiled_.end()) {
         cost_compiled(it->second, r);
         if (r.kind == Kind::kKernel) r.tc = uses_tensor_cores(r);
@@ -1081,6 +1092,15 @@ class RecordCoster {
   uint32_t interned(uint32_t& id, std::string_view text) {
     if (id == 0) id = strings_.intern(text);
     return id;
+  }
+
+  // The key of compiled_: the kernel's name, or its name and graph when the name is shared.
+  uint32_t compiled_key(std::string_view name, std::string_view graph) {
+    if (graph.empty()) return strings_.intern(name);
+    key_.assign(name);
+    key_ += '\x1f';  // a unit separator: in no kernel name or compile id
+    key_ += graph;
+    return strings_.intern(key_);
   }
 
   void cost_compiled(CachedCost& cached, ProfRecord& r) {
@@ -1169,7 +1189,7 @@ class RecordCoster {
   bool allow_tf32_;
   Strings& strings_;
   std::unordered_map<std::string, CachedCost> costs_;  // op + '\n' + args -> cost
-  std::unordered_map<uint32_t, CachedCost> compiled_;  // compiled kernel name id -> its cost
+  std::unordered_map<uint32_t, CachedCost> compiled_;  // compiled_key -> its cost
   struct OpArgsRef {
     uint32_t op;
     int64_t args_ref;
@@ -1329,7 +1349,7 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
     // not records, and not unreadable either.
     if (f.kind == "range") continue;
     if (f.kind == "compiled_kernel") {
-      coster.define_compiled_kernel(f.name, f.kernel);
+      coster.define_compiled_kernel(f.name, f.compiled_graph, f.kernel);
       continue;
     }
     if (!args_table.resolve(f, error)) return false;

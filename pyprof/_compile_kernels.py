@@ -374,6 +374,14 @@ class _ArtifactHandler(logging.Handler):
                 return
             mapping = json.loads(payload)
             marks = kernel_marks(graph, code, mapping if isinstance(mapping, dict) else {})
+            # The compile id ("0/1": Dynamo's frame 0, its second compile), which names the
+            # `Torch-Compiled Region: 0/1` range the graph's code runs in: Triton kernels of
+            # two graphs can share a name (a recompile, a graph break), and parse tells them
+            # apart by it.
+            graph_id = compile_id_of(metadata)
+            if graph_id:
+                for m in marks:
+                    m["graph"] = graph_id
             with _lock:
                 stats["graphs"] += 1
                 stats["kernels"] += len(marks)
@@ -386,6 +394,17 @@ class _ArtifactHandler(logging.Handler):
             self._local.graph = payload
         else:
             self._local.code = payload
+
+
+def compile_id_of(metadata: dict) -> str | None:
+    """The structured-trace record's compile id as Dynamo's region ranges spell it
+    (`frame_id/frame_compile_id`); None without one (compiled autograd's graphs, a torch that
+    does not say)."""
+    frame, compile_ = metadata.get("frame_id"), metadata.get("frame_compile_id")
+    if not isinstance(frame, int) or not isinstance(compile_, int) or \
+            metadata.get("compiled_autograd_id") is not None:
+        return None
+    return f"{frame}/{compile_}"
 
 
 def _note_unreadable(why: str) -> None:

@@ -105,24 +105,43 @@ def check_reduce_overhead(stderr, records, kernels, rows, dict_path):
                           for r in costed), [r for r in costed if r["flops"] is None][:3]
 
 
-def check_triton_kernels(dict_path, replay_dir, env, *replay_args) -> None:
-    """Every Triton kernel record joins its `compiled_kernel` line, is costed (family
-    `compiled`), moves less than its nodes would unfused, and has exactly the FLOPs of its nodes
-    run one by one in eager mode under pyprof (tests/scripts/replay_nodes.py, profiled without
-    a CUDA trace so that its records are the ops themselves, as in a CPU profile)."""
-    kernels = compiled_kernel_lines(dict_path)
-    triton = [r for r in prof_records(dict_path) if r["kernel"].startswith("triton_")]
-    print(f"compiled_kernel lines: {sorted(kernels)}")
-    print("Triton kernel records:", collections.Counter((r["kernel"], r["dir"]) for r in triton))
-    assert triton and {r["kernel"] for r in triton} <= set(kernels), (
-        {r["kernel"] for r in triton} - set(kernels))
+def compiled_kernel_variants(dict_path) -> dict[tuple[str, str | None], dict]:
+    """net.dict's `compiled_kernel` lines by (name, graph): graph None unless two compiled
+    graphs share the name (docs/formats.md §3)."""
+    with open(dict_path) as f:
+        lines = [json.loads(line) for line in f]
+    return {(d["name"], d.get("graph")): d["kernel"] for d in lines
+            if d.get("kind") == "compiled_kernel"}
+
+
+def check_triton_kernels(dict_path, replay_dir, env, *replay_args) -> list[dict]:
+    """Every Triton kernel record joins its `compiled_kernel` line (by name, and by its
+    `compiled_graph` where two graphs share the name), is costed (family `compiled`), moves
+    less than its nodes would unfused, and has exactly the FLOPs of its nodes run one by one in
+    eager mode under pyprof (tests/scripts/replay_nodes.py, profiled without a CUDA trace so
+    that its records are the ops themselves, as in a CPU profile). Returns the Triton kernels'
+    prof rows, each with the record's `compiled_graph` under `graph`."""
+    kernels = compiled_kernel_variants(dict_path)
+    _, records = testlib.read_dict(dict_path)
+    rows = prof_records(dict_path)
+    assert len(records) == len(rows)  # prof writes one row per record, in record order
+    triton = []
+    for record, row in zip(records, rows):
+        assert record["name"] == row["kernel"], (record["name"], row["kernel"])
+        if record["name"].startswith("triton_"):
+            triton.append({**row, "graph": record.get("compiled_graph")})
+    print(f"compiled_kernel lines: {sorted(kernels, key=str)}")
+    print("Triton kernel records:",
+          collections.Counter((r["kernel"], r["graph"], r["dir"]) for r in triton))
+    assert triton and {(r["kernel"], r["graph"]) for r in triton} <= set(kernels), (
+        {(r["kernel"], r["graph"]) for r in triton} - set(kernels))
     assert all(r["flops"] is not None and r["family"] == "compiled" for r in triton), \
         [r for r in triton if r["flops"] is None][:3]
     assert {r["dir"] for r in triton} == {"fprop", "bprop"}
     assert {r["module"] for r in triton} == {"MLP"}
     for r in triton:
         unfused = int(re.search(r"unfused_bytes=(\d+)", r["params"]).group(1))
-        if len(kernels[r["kernel"]]["nodes"]) > 1:
+        if len(kernels[(r["kernel"], r["graph"])]["nodes"]) > 1:
             assert r["bytes"] < unfused, r
 
     replay_dir.mkdir()
@@ -137,8 +156,9 @@ def check_triton_kernels(dict_path, replay_dir, env, *replay_args) -> None:
         if m and r["flops"] is not None:
             eager_flops[m.group(1)] += r["flops"]
     for r in triton:
-        assert r["flops"] == eager_flops[r["kernel"]], (r["kernel"], r["flops"],
-                                                        eager_flops[r["kernel"]])
+        key = r["kernel"] + (f"@{r['graph']}" if r["graph"] else "")
+        assert r["flops"] == eager_flops[key], (key, r["flops"], eager_flops[key])
+    return triton
 
 
 def check_step_matmul_flops(header, dict_path, oracle: dict) -> None:

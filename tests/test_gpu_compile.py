@@ -27,9 +27,9 @@ import pytest
 
 import pyprof_db
 import testlib
-from graph_checks import (check_graph_replays, check_graph_summary, check_reduce_overhead, check_step_matmul_flops,
-                          check_triton_kernels, compiled_kernel_lines, graph_node_rows,
-                          prof_records, replayed_and_eager)
+from graph_checks import (check_graph_replays, check_graph_summary, check_reduce_overhead,
+                          check_step_matmul_flops, check_triton_kernels, compiled_kernel_lines,
+                          graph_node_rows, prof_records, replayed_and_eager)
 
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
@@ -92,3 +92,19 @@ def test_reduce_overhead_replays_keep_nodes_and_capture(tmp_path):
     _, stderr, _, records, dict_path = profiled(tmp_path, "reduce-overhead", "--steps", "6")
     check_reduce_overhead(stderr, records, compiled_kernel_lines(dict_path),
                           prof_records(dict_path), dict_path)
+
+
+def test_recompiled_triton_kernels_join_their_own_graph(tmp_path):
+    """Three steps at batch 64, three at batch 32 with dynamic=False: the recompiled graph's
+    Triton kernels have the first graph's names; each record joins its own graph's nodes
+    (tests/test_h200_graphs.py checks the H200's capture of this run in CI)."""
+    out, stderr, _, records, dict_path = profiled(tmp_path, "compile", "--recompile", "static")
+    assert out["pyprof"]["compiled_graphs"] == 4
+    assert "ambiguous compiled kernel" not in stderr
+    triton = [r for r in records if r["name"].startswith("triton_")]
+    assert {(r["step"] >= 3, r.get("compiled_graph")) for r in triton} == {(False, "0/0"),
+                                                                            (True, "0/1")}
+    rows = check_triton_kernels(dict_path, tmp_path / "replay", ENV)
+    flops = {(r["kernel"], r["graph"]): r["flops"] for r in rows}
+    for name in {r["kernel"] for r in rows}:
+        assert flops[(name, "0/1")] * 2 == flops[(name, "0/0")], name

@@ -14,7 +14,11 @@ on the GPU (docs/gpu-validation.md, 2026-11-28):
   Triton kernels keep their nodes' FLOPs;
 * `compile`: torch.compile (Triton kernels), three steps: each Triton kernel's FLOPs equal its
   ATen nodes run one by one on this machine's CPU (tests/scripts/replay_nodes.py --cpu), and the
-  step's matmul FLOPs equal FlopCounterMode's for the same MLP.
+  step's matmul FLOPs equal FlopCounterMode's for the same MLP;
+* `recompile`: the same, then three steps at batch 32 (`--recompile static`): Dynamo recompiles
+  (graph 0/1), whose five Triton kernels have the names of graph 0/0's. The marks say their
+  graph, and every record joins its own graph's nodes (before they did, the first GPU run found
+  all 1,196 Triton records `na`, their names ambiguous).
 
 tests/test_gpu_compile.py runs the same checks on fresh captures where a GPU is.
 """
@@ -29,9 +33,9 @@ import shutil
 import pytest
 
 import testlib
-from graph_checks import (check_graph_replays, check_graph_summary, check_reduce_overhead, check_step_matmul_flops,
-                          check_triton_kernels, compiled_kernel_lines, prof_records,
-                          replayed_and_eager)
+from graph_checks import (check_graph_replays, check_graph_summary, check_reduce_overhead,
+                          check_step_matmul_flops, check_triton_kernels, compiled_kernel_lines,
+                          compiled_kernel_variants, prof_records, replayed_and_eager)
 
 pytestmark = pytest.mark.needs_build
 
@@ -79,3 +83,22 @@ def test_triton_kernels_cost_their_nodes(tmp_path):
     torch.manual_seed(0)
     oracle = script.eager_flops(script.MLP(), torch.randn(64, 256), torch.randn(64, 64))
     check_step_matmul_flops(header, dict_path, oracle)
+
+
+def test_recompiled_triton_kernels_join_their_own_graph(tmp_path):
+    _, stderr, _, records, dict_path = parsed(tmp_path, "recompile")
+    assert "ambiguous compiled kernel" not in stderr, stderr
+    kernels = compiled_kernel_variants(dict_path)
+    names = {name for name, _ in kernels}
+    assert len(names) == 5 and set(kernels) == {(n, g) for n in names for g in ("0/0", "0/1")}
+    # Steps 0-2 ran batch 64 (graph 0/0), steps 3-5 batch 32 (graph 0/1; step 3 also holds
+    # Triton's autotuning runs of the recompiled kernels).
+    triton = [r for r in records if r["name"].startswith("triton_")]
+    assert {(r["step"] >= 3, r["compiled_graph"]) for r in triton} == {(False, "0/0"),
+                                                                        (True, "0/1")}
+    rows = check_triton_kernels(dict_path, tmp_path / "replay",
+                                {"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"}, "--cpu")
+    # Every node here is linear in the batch: half the rows, half the FLOPs.
+    flops = {(r["kernel"], r["graph"]): r["flops"] for r in rows}
+    for name in names:
+        assert flops[(name, "0/1")] * 2 == flops[(name, "0/0")], name

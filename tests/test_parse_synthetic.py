@@ -607,7 +607,8 @@ def test_compiled_kernel_marks_join_their_kernels_and_cost_them(tmp_path):
 def test_cuda_graph_replays_take_the_ops_of_their_capture(tmp_path):
     """pyprof's PYPROF_CUDA_GRAPH_NODES (docs/formats.md §2.1): a replayed kernel's node is a
     clone of the node created at capture, inside the op that launched it (a real libcupti also
-    announces it as created, at instantiation); parse attributes the kernel to the capture, keeps the replay's launch call, and leaves a node it cannot trace back (no
+    announces it as created, at instantiation); parse attributes the kernel to the capture,
+    keeps the replay's launch call, and leaves a node it cannot trace back (no
     row; a damaged clone cycle) to the replay's ranges."""
     from nsys_synth import global_tid
 
@@ -649,6 +650,83 @@ def test_cuda_graph_replays_take_the_ops_of_their_capture(tmp_path):
     for r in (cycle, unknown):
         assert r["op"] is None and r["user_ranges"] == ["cuda graph replay"], r
     assert "CUDA graphs: graph-launched: 4, 2 attributed to their capture" in summary
+
+
+def test_triton_names_two_graphs_share_join_by_their_region(tmp_path):
+    """Triton names carry no graph: a recompile (or a graph break) gives two graphs a kernel of
+    one name computing different nodes. pyprof's marks say their graph's compile id
+    (docs/formats.md §1.5), and the graph's code runs inside Dynamo's `Torch-Compiled Region:
+    <id>` range: parse writes one compiled_kernel line per graph and gives each record the
+    compile id of the innermost region around its op (a graph break's region 1/0 runs inside
+    0/0), or, for a backward kernel, around the forward op it is paired with; prof joins by
+    both. A graph marking a name with two objects, or a mark that names no graph beside one that
+    does, leaves the name ambiguous. By hand: mul and exp over [n, 8] fp32 cost 16n FLOPs and
+    move 64n bytes."""
+    def fused(rows):
+        x = tensor([rows, 8])
+        return {"nodes": [{"op": "aten::mul", "overload": "Tensor",
+                           "args": {"self": x, "other": 2.0}},
+                          {"op": "aten::exp", "args": {"self": x}}],
+                "reads": [x], "writes": [x], "missing": 0}
+
+    def mark(t, name, kernel, graph=None):
+        body = {"v": 1, "compiled_kernel": name, "kernel": kernel}
+        if graph:
+            body["graph"] = graph
+        t.mark(json.dumps(body), domain="pyprof")
+
+    name = "triton_poi_fused_exp_mul_0"
+    db = SynthDb()
+    t = db.thread(pid=100)
+    engine = db.thread(pid=100, tid=101)
+    for graph, rows in (("0/0", 4), ("0/1", 2), ("1/0", 8)):
+        mark(t, name, fused(rows), graph)
+        mark(t, name, fused(rows), graph)  # the same again (loaded from a cache): one line
+    mark(t, "triton_poi_fused_twice_0", fused(4), "0/0")
+    mark(t, "triton_poi_fused_twice_0", fused(2), "0/0")  # one graph, two objects
+    mark(t, "triton_poi_fused_unsaid_0", fused(4), "0/0")
+    mark(t, "triton_poi_fused_unsaid_0", fused(2))  # no graph said
+    with t.range("step 0"):
+        with t.pyprof_op("Torch-Compiled Region: 0/1", seq=-1):
+            with t.pyprof_op("CompiledFunction", seq=7):
+                t.launch(name, duration=1000)
+                t.launch("triton_poi_fused_twice_0", duration=1000)
+                t.launch("triton_poi_fused_unsaid_0", duration=1000)
+        with t.pyprof_op("Torch-Compiled Region: 0/0", seq=-1):
+            with t.pyprof_op("CompiledFunction", seq=8):
+                t.launch(name, duration=1000)
+            with t.pyprof_op("Torch-Compiled Region: 1/0", seq=-1):  # after a graph break
+                with t.pyprof_op("CompiledFunction", seq=9):
+                    t.launch(name, duration=1000)
+        t.advance(1000)
+        engine.wait_until(t.now)
+        # Backward of the 0/1 graph: paired by sequence number with its CompiledFunction.
+        with engine.pyprof_op("CompiledFunctionBackward", scope="backward", seq=7,
+                              fwd_tid=t.rf_tid):
+            engine.launch(name, duration=1000)
+    path = tmp_path / "g.sqlite"
+    db.save(path)
+    res = testlib.run_tool(testlib.PARSE, path, "-o", tmp_path / "g.dict")
+    assert res.returncode == 0, res.stderr
+    warned = res.stderr[res.stderr.find("ambiguous compiled kernel"):]
+    assert "triton_poi_fused_twice_0" in warned and "triton_poi_fused_unsaid_0" in warned
+    assert f'"{name}"' not in warned
+    with open(tmp_path / "g.dict") as f:
+        lines = [json.loads(line) for line in f]
+    defined = [(d["name"], d.get("graph")) for d in lines if d.get("kind") == "compiled_kernel"]
+    assert defined == [(name, "0/0"), (name, "0/1"), (name, "1/0")]
+    records = [d for d in lines if d.get("kind") == "kernel"]
+    assert [(r["name"], r["dir"], r.get("compiled_graph")) for r in records] == [
+        (name, "fprop", "0/1"), ("triton_poi_fused_twice_0", "fprop", None),
+        ("triton_poi_fused_unsaid_0", "fprop", None), (name, "fprop", "0/0"),
+        (name, "fprop", "1/0"), (name, "bprop", "0/1")]
+    res = testlib.prof("--json", "-c", "kernel,dir,flops,bytes", "--iterations", "all",
+                       str(tmp_path / "g.dict"))
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [(r["kernel"], r["flops"], r["bytes"]) for r in rows] == [
+        (name, 32, 128), ("triton_poi_fused_twice_0", None, None),
+        ("triton_poi_fused_unsaid_0", None, None), (name, 64, 256), (name, 128, 512),
+        (name, 32, 128)]
 
 
 def test_compiled_triton_kernels_on_a_gpu_profile(tmp_path):

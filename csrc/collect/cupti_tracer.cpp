@@ -352,6 +352,13 @@ void CuptiTracer::process_buffer(CUcontext context, uint32_t stream_id, uint8_t*
       // Re-read per record: cudaProfilerStart/Stop may move the window while we convert.
       window.begin = collector_.window_begin();
       window.end = collector_.window_end();
+      if (collector_.config().capture_range_cuda_profiler) {
+        window.device_begin = collector_.config().window_begin_ns();
+        window.device_end = collector_.config().window_end_ns();
+      } else {
+        window.device_begin = window.begin;
+        window.device_end = window.end;
+      }
       if (api.ActivityGetNextRecord(buffer, valid_size, &record) != CUPTI_SUCCESS) break;
       converter_->convert(*record, window, *batch, counters);
     }

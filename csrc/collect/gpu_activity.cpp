@@ -17,14 +17,16 @@ std::optional<uint32_t> nonzero32(uint32_t value) {
 
 // Relative times of a timed record; false (and counted) when it is untimed or outside.
 bool place(uint64_t start, uint64_t end, const ConversionWindow& window,
-           ConversionCounters& counters, int64_t* rel_start, int64_t* rel_end) {
+           ConversionCounters& counters, int64_t* rel_start, int64_t* rel_end,
+           bool on_device = false) {
   if (start == 0 && end == 0) {
     ++counters.no_timestamp;
     return false;
   }
   *rel_start = static_cast<int64_t>(start) - window.session_start_ns;
   *rel_end = static_cast<int64_t>(end) - window.session_start_ns;
-  if (!window.contains(*rel_start, *rel_end)) {
+  if (on_device ? !window.contains_device(*rel_start, *rel_end)
+                : !window.contains(*rel_start, *rel_end)) {
     ++counters.outside_window;
     return false;
   }
@@ -118,7 +120,7 @@ void ActivityConverter::convert(const CUpti_Activity& record, const ConversionWi
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto& k = reinterpret_cast<const CUpti_ActivityKernel10&>(record);
-      if (!place(k.start, k.end, window, counters, &start, &end)) return;
+      if (!place(k.start, k.end, window, counters, &start, &end, true)) return;
       const KernelNames& names = kernel_names(k.name);
       KernelRow& row = place_row(batch.kernels, k, start, end, global_pid);
       row.demangled_name = names.demangled;
@@ -164,13 +166,13 @@ void ActivityConverter::convert(const CUpti_Activity& record, const ConversionWi
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto& m = reinterpret_cast<const CUpti_ActivityMemcpy6&>(record);
-      if (!place(m.start, m.end, window, counters, &start, &end)) return;
+      if (!place(m.start, m.end, window, counters, &start, &end, true)) return;
       copy_row(batch, m, start, end, global_pid);
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {  // peer-to-peer
       const auto& m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4&>(record);
-      if (!place(m.start, m.end, window, counters, &start, &end)) return;
+      if (!place(m.start, m.end, window, counters, &start, &end, true)) return;
       MemcpyRow& row = copy_row(batch, m, start, end, global_pid);
       row.src_device_id = m.srcDeviceId;
       row.src_context_id = m.srcContextId;
@@ -180,7 +182,7 @@ void ActivityConverter::convert(const CUpti_Activity& record, const ConversionWi
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto& m = reinterpret_cast<const CUpti_ActivityMemset4&>(record);
-      if (!place(m.start, m.end, window, counters, &start, &end)) return;
+      if (!place(m.start, m.end, window, counters, &start, &end, true)) return;
       MemsetRow& row = place_row(batch.memsets, m, start, end, global_pid);
       row.value = m.value;
       row.bytes = m.bytes;

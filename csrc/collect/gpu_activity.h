@@ -27,7 +27,17 @@ struct ConversionWindow {
   int64_t session_start_ns = 0;  // subtracted from every CUPTI timestamp
   int64_t begin = INT64_MIN;     // keep records with start < end_ && end >= begin (relative ns)
   int64_t end = INT64_MAX;
+  // The same for what ran on the device (kernels, copies, memsets). Under --capture-range
+  // cudaProfilerApi this is only the --delay/--duration window: the range itself is kept by
+  // turning the device kinds on at cudaProfilerStart and off at cudaProfilerStop, which is by
+  // launch time. A kernel launched just before the stop runs after it; its device times would
+  // put it outside a window of API-call times.
+  int64_t device_begin = INT64_MIN;
+  int64_t device_end = INT64_MAX;
   bool contains(int64_t start, int64_t stop) const { return start < end && stop >= begin; }
+  bool contains_device(int64_t start, int64_t stop) const {
+    return start < device_end && stop >= device_begin;
+  }
 };
 
 struct ConversionCounters {

@@ -307,8 +307,8 @@ TEST(GpuActivity, DeviceRecordGivesTargetInfoInNsysUnits) {
 
 TEST(GpuActivity, WindowAndUntimedRecordsAreCountedNotWritten) {
   Fixture f;
-  f.window.begin = 1000;  // as after --delay 1 us, or cudaProfilerStart at 1 us
-  f.window.end = 2000;
+  f.window.begin = f.window.device_begin = 1000;  // as after --delay 1 us
+  f.window.end = f.window.device_end = 2000;
   f.convert(kernel_record(kSessionStart + 100, kSessionStart + 500, 1));    // before
   f.convert(kernel_record(kSessionStart + 900, kSessionStart + 1100, 2));   // overlaps begin
   f.convert(kernel_record(kSessionStart + 1500, kSessionStart + 1600, 3));  // inside
@@ -326,6 +326,19 @@ TEST(GpuActivity, WindowAndUntimedRecordsAreCountedNotWritten) {
   EXPECT_EQ(f.counters.ignored, 1u);
   EXPECT_EQ(f.counters.records, f.batch.rows() + f.counters.outside_window +
                                     f.counters.no_timestamp + f.counters.ignored);
+}
+
+// Under --capture-range cudaProfilerApi the device kinds are on from cudaProfilerStart to
+// cudaProfilerStop: that keeps the range by launch time. A kernel launched just before the stop
+// runs after it, and is kept; API calls are still windowed by their own times.
+TEST(GpuActivity, CaptureRangeKeepsKernelsThatRunAfterTheStop) {
+  Fixture f;
+  f.window.begin = 1000;  // cudaProfilerStart at 1 us, cudaProfilerStop at 2 us
+  f.window.end = 2000;
+  f.convert(kernel_record(kSessionStart + 1900, kSessionStart + 2500, 1));  // launched before
+  f.convert(kernel_record(kSessionStart + 2100, kSessionStart + 2600, 2));  // queued behind it
+  ASSERT_EQ(f.batch.kernels.size(), 2u);
+  EXPECT_EQ(f.counters.outside_window, 0u);
 }
 
 TEST(GpuActivity, WriterCreatesNsysTablesOnlyWhenThereIsGpuData) {

@@ -13,6 +13,9 @@ Linear) on the GPU, batch 64. MODE:
 * `reduce-overhead`: torch.compile(mode="reduce-overhead"): cudagraph trees record the compiled
   forward and backward, then replay them.
 
+`--recompile static|dynamic` (compiled modes): after the steps, as many again at batch 32, so
+that Dynamo recompiles, with static shapes (dynamic=False) or as it chooses (automatic dynamic).
+
 Prints one JSON line: the loss, Dynamo's graph count, pyprof.stats(), and, for the compiled
 modes, FlopCounterMode's FLOPs of one eager step of the same model (`oracle_flops`, by op).
 """
@@ -72,10 +75,13 @@ def run_graph(model, x, target, steps):
     return result
 
 
-def run_compiled(model, x, target, steps, mode):
-    compiled = torch.compile(model, mode=mode)
+def run_compiled(model, x, target, steps, mode, recompile):
+    compiled = torch.compile(model, mode=mode, dynamic=False if recompile == "static" else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    for i in range(steps):
+    batches = [(x, target)] * steps
+    if recompile:
+        batches += [(x[:32].clone(), target[:32].clone())] * steps
+    for x, target in batches:
         # reduce-overhead replays outputs from the graph's own memory: a new step may overwrite
         # them, so the step is marked as torch.compile's documentation asks.
         if mode == "reduce-overhead":
@@ -93,6 +99,7 @@ def main():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("mode", choices=("graph", "compile", "reduce-overhead"))
     parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--recompile", choices=("static", "dynamic"))
     args = parser.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("gpu_graphs_compile.py needs a CUDA device")
@@ -110,7 +117,7 @@ def main():
         result["loss"] = run_graph(model, x, target, args.steps)
     else:
         mode = None if args.mode == "compile" else args.mode
-        result["loss"] = run_compiled(model, x, target, args.steps, mode)
+        result["loss"] = run_compiled(model, x, target, args.steps, mode, args.recompile)
         from torch._dynamo.utils import counters
         result["graphs"] = counters["stats"]["unique_graphs"]
         result["graph_breaks"] = sum(counters["graph_break"].values())

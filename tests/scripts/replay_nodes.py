@@ -7,7 +7,8 @@ net.dict's `compiled_kernel` lines list them, for tests/test_compile.py's oracle
 of a GPU compile's `aten::full`), so that a GPU profile's kernels can be replayed where there
 is no GPU. Tensors are made on the CPU in any case: FLOPs do not depend on the device.
 
-Each kernel's nodes run inside a `kernel <name>` range, on tensors of the listed shapes, dtypes
+Each kernel's nodes run inside a `kernel <name>` range (`kernel <name>@<graph>` for a name two
+compiled graphs share, one line per graph), on tensors of the listed shapes, dtypes
 and strides, with the listed scalars. pyprof's eager annotation (the C++ RecordFunction hook,
 not the compile-time metadata) then records each call, so prof's cost of the calls under a
 kernel's range is what the same nodes cost unfused: the sum of their FLOPs must equal the fused
@@ -76,7 +77,9 @@ def main() -> int:
             if d.get("kind") == "compiled_kernel":
                 kernels.append(d)
     pyprof.init()
-    calls = [(k["name"], [call(n) for n in k["kernel"]["nodes"]]) for k in kernels]
+    # A name two graphs share has a line per graph: its range says which ("kernel NAME@0/1").
+    calls = [(k["name"] + (f"@{k['graph']}" if k.get("graph") else ""),
+              [call(n) for n in k["kernel"]["nodes"]]) for k in kernels]
     for name, nodes in calls:
         with pyprof.range(f"kernel {name}"):
             for args, kwargs, op in nodes:
