@@ -40,6 +40,9 @@ struct Line {
   std::string_view user_ranges, launch, copy_kind, src_kind, dst_kind, mem_kind, dialect;
   std::string_view range_kind, detail, domain, grid, block;
   std::string_view kernel;  // a compiled_kernel line's object
+  // A compiled_kernel line's "graph", a record's "compiled_graph" (raw JSON): set where two
+  // compiled graphs have a kernel of one name (docs/formats.md §3).
+  std::string_view graph;
   int64_t device = kNone, context = kNone, stream = kNone, start = kNone, duration = kNone;
   int64_t negative_duration = kNone, correlation = kNone, pid = kNone, tid = kNone;
   int64_t graph_node = kNone, registers = kNone, shared_static = kNone, shared_dynamic = kNone;
@@ -119,6 +122,8 @@ simdjson::error_code read_line(od::parser& parser, std::string& padded, Line& l)
       str(l.long_name);
     } else if (key == "kernel") {
       str(l.kernel);
+    } else if (key == "graph" || key == "compiled_graph") {
+      str(l.graph);
     } else if (key == "op") {
       str(l.op);
     } else if (key == "dir") {
@@ -323,8 +328,18 @@ class Exporter {
   // The compact form's `"kind":"args"` lines: id -> the arguments' JSON (docs/formats.md §3).
   std::unordered_map<int64_t, std::string> args_text_;
 
-  // The dict's raw name of each compiled kernel -> its ATen nodes' op names as a JSON array.
+  // Each compiled kernel's raw name (and raw graph, where its name is shared: compiled_key) ->
+  // its ATen nodes' op names as a JSON array.
   std::unordered_map<std::string, std::string> compiled_nodes_;
+
+  static std::string compiled_key(std::string_view name_json, std::string_view graph_json) {
+    std::string key(name_json);
+    if (!graph_json.empty()) {
+      key += '\x1f';
+      key += graph_json;
+    }
+    return key;
+  }
 
   void define_compiled_kernel(const Line& l) {
     simdjson::dom::parser parser;
@@ -342,12 +357,13 @@ class Exporter {
       ops += simdjson::minify(node["op"]);
     }
     ops += ']';
-    compiled_nodes_[std::string(l.name)] = std::move(ops);
+    compiled_nodes_[compiled_key(l.name, l.graph)] = std::move(ops);
   }
   // A compiled kernel's slice: `"ATen nodes": [...]`, the ops it computes (docs/compile.md).
-  void compiled_nodes_arg(JsonWriter& w, std::string_view name_json) const {
+  void compiled_nodes_arg(JsonWriter& w, std::string_view name_json,
+                          std::string_view graph_json = {}) const {
     if (compiled_nodes_.empty()) return;
-    auto it = compiled_nodes_.find(std::string(name_json));
+    auto it = compiled_nodes_.find(compiled_key(name_json, graph_json));
     if (it == compiled_nodes_.end()) return;
     w.raw_key("ATen nodes");
     w.raw_value(it->second);
@@ -556,7 +572,7 @@ void Exporter::gpu_record(const Line& l, size_t index) {
     w.raw_key("backward node");
     w.raw_value(l.bwd_node);
   }
-  compiled_nodes_arg(w, l.name);
+  compiled_nodes_arg(w, l.name, l.graph);
   if (r.modeled) {
     cost_args(w, r.flops, r.bytes, counted_time(r), 0, 0, 0);
     if (r.tc >= 0) {
@@ -641,7 +657,7 @@ void Exporter::cpu_record(const Line& l, size_t index) {
     w.raw_key("module");
     w.raw_value(l.module);
   }
-  compiled_nodes_arg(w, l.name);
+  compiled_nodes_arg(w, l.name, l.graph);
   if (r.modeled) cost_args(w, r.op_flops, r.op_bytes, counted_time(r), r.shapes, r.dtype, r.family);
   w.raw_key("pyprof");
   w.begin_object();

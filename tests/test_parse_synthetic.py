@@ -661,7 +661,7 @@ def test_triton_names_two_graphs_share_join_by_their_region(tmp_path):
     0/0), or, for a backward kernel, around the forward op it is paired with; prof joins by
     both. A graph marking a name with two objects, or a mark that names no graph beside one that
     does, leaves the name ambiguous. By hand: mul and exp over [n, 8] fp32 cost 16n FLOPs and
-    move 64n bytes."""
+    move 64n bytes; graph 1/0's kernel is the exp alone over [8, 8]: 64 FLOPs, 512 bytes."""
     def fused(rows):
         x = tensor([rows, 8])
         return {"nodes": [{"op": "aten::mul", "overload": "Tensor",
@@ -679,9 +679,10 @@ def test_triton_names_two_graphs_share_join_by_their_region(tmp_path):
     db = SynthDb()
     t = db.thread(pid=100)
     engine = db.thread(pid=100, tid=101)
-    for graph, rows in (("0/0", 4), ("0/1", 2), ("1/0", 8)):
-        mark(t, name, fused(rows), graph)
-        mark(t, name, fused(rows), graph)  # the same again (loaded from a cache): one line
+    exp_only = dict(fused(8), nodes=fused(8)["nodes"][1:])  # graph 1/0's kernel: exp alone
+    for graph, kernel in (("0/0", fused(4)), ("0/1", fused(2)), ("1/0", exp_only)):
+        mark(t, name, kernel, graph)
+        mark(t, name, kernel, graph)  # the same again (loaded from a cache): one line
     mark(t, "triton_poi_fused_twice_0", fused(4), "0/0")
     mark(t, "triton_poi_fused_twice_0", fused(2), "0/0")  # one graph, two objects
     mark(t, "triton_poi_fused_unsaid_0", fused(4), "0/0")
@@ -725,8 +726,18 @@ def test_triton_names_two_graphs_share_join_by_their_region(tmp_path):
     rows = [json.loads(line) for line in res.stdout.splitlines()]
     assert [(r["kernel"], r["flops"], r["bytes"]) for r in rows] == [
         (name, 32, 128), ("triton_poi_fused_twice_0", None, None),
-        ("triton_poi_fused_unsaid_0", None, None), (name, 64, 256), (name, 128, 512),
+        ("triton_poi_fused_unsaid_0", None, None), (name, 64, 256), (name, 64, 512),
         (name, 32, 128)]
+    # `pyprof export` gives each slice its own graph's nodes.
+    trace = tmp_path / "g.json"
+    res = testlib.run_tool(os.path.join(testlib.BIN, "pyprof-export"), tmp_path / "g.dict",
+                           "-o", trace)
+    assert res.returncode == 0, res.stderr
+    with open(trace) as f:
+        slices = [e for e in json.load(f)["traceEvents"]
+                  if e.get("cat") == "kernel" and e["name"] == name]
+    assert [s["args"]["ATen nodes"] for s in slices] == [["aten::mul", "aten::exp"]] * 2 + [
+        ["aten::exp"], ["aten::mul", "aten::exp"]]
 
 
 def test_compiled_triton_kernels_on_a_gpu_profile(tmp_path):
