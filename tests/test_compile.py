@@ -19,6 +19,7 @@ import pytest
 
 import pyprof_db
 import testlib
+from graph_checks import check_step_matmul_flops
 
 pytestmark = pytest.mark.needs_build
 
@@ -220,6 +221,27 @@ def test_graph_break_two_compiled_regions(tmp_path):
     forward = {r["name"] for r in step if KERNEL.match(r["name"]) and r["dir"] == "fprop"}
     assert [[n["op"] for n in kernels[name]["nodes"]] for name in sorted(forward)
             if name.startswith("graph_1_")] == [["aten::relu"]], kernels
+
+
+def test_compiled_step_matmul_flops_equal_flop_counter_mode(compiled):
+    """The GEMMs of a compiled step are Inductor's extern calls (aten::addmm, aten::mm), op
+    records with their own FLOP models; FlopCounterMode on the same model run eagerly is the
+    oracle (it counts only matmuls): a step's matmul FLOPs are equal."""
+    import importlib.util
+
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    _, header, _, dict_path = compiled
+    spec = importlib.util.spec_from_file_location("compiled_train", SCRIPT)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    model = script.MLP(graph_break=False)
+    with FlopCounterMode(display=False) as counter:
+        torch.nn.functional.mse_loss(model(torch.randn(16, 64)), torch.randn(16, 10)).backward()
+    oracle = {str(op): int(n) for op, n in counter.get_flop_counts()["Global"].items()}
+    assert set(oracle) == {"aten.addmm", "aten.mm"}, oracle
+    check_step_matmul_flops(header, dict_path, oracle)
 
 
 @pytest.mark.slow
