@@ -885,7 +885,8 @@ bool RecordWriter::write_range_lines(RecordFormatter& f) {
 
 void RecordWriter::write_compiled_kernel_lines() {
   std::string line;
-  for (const Trace::CompiledKernel& k : trace_.compiled_kernels) {
+  for (size_t i = 0; i < trace_.compiled_kernels.size(); ++i) {
+    const Trace::CompiledKernel& k = trace_.compiled_kernels[i];
     auto verdict = trace_.compiled_names.find(k.name);
     if (verdict == trace_.compiled_names.end() ||
         verdict->second == Trace::CompiledName::kAmbiguous) {
@@ -893,8 +894,7 @@ void RecordWriter::write_compiled_kernel_lines() {
     }
     const bool by_graph = verdict->second == Trace::CompiledName::kByGraph;
     // kOne: the name's first entry stands for all of them.
-    if (!by_graph && trace_.compiled_kernel_index.at(k.name).front() !=
-                         static_cast<size_t>(&k - trace_.compiled_kernels.data())) {
+    if (!by_graph && trace_.compiled_kernel_index.at(k.name).front() != i) {
       continue;
     }
     line.clear();

@@ -1097,9 +1097,7 @@ class RecordCoster {
   // The key of compiled_: the kernel's name, or its name and graph when the name is shared.
   uint32_t compiled_key(std::string_view name, std::string_view graph) {
     if (graph.empty()) return strings_.intern(name);
-    key_.assign(name);
-    key_ += '\x1f';  // a unit separator: in no kernel name or compile id
-    key_ += graph;
+    compiled_kernel_key(name, graph, key_);
     return strings_.intern(key_);
   }
 

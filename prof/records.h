@@ -220,6 +220,17 @@ struct ReadResult {
 
 // The newest net.dict version prof reads (docs/formats.md §3): 2, the compact form with
 // `"kind":"args"` lines; 1, the full form, is a subset of it.
+// The key of a `"kind":"compiled_kernel"` line and of the records it costs (docs/formats.md §3):
+// the kernel's name, followed by its graph where two compiled graphs share the name. Written
+// into `out`; the name and graph may be raw JSON strings or their text, as long as both sides
+// of a lookup use the same form.
+inline void compiled_kernel_key(std::string_view name, std::string_view graph, std::string& out) {
+  out.assign(name);
+  if (graph.empty()) return;
+  out += '\x1f';  // a unit separator: in no kernel name or compile id
+  out += graph;
+}
+
 inline constexpr int64_t kNewestDictVersion = 2;
 
 struct ReadOptions {

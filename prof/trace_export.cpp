@@ -328,18 +328,9 @@ class Exporter {
   // The compact form's `"kind":"args"` lines: id -> the arguments' JSON (docs/formats.md §3).
   std::unordered_map<int64_t, std::string> args_text_;
 
-  // Each compiled kernel's raw name (and raw graph, where its name is shared: compiled_key) ->
-  // its ATen nodes' op names as a JSON array.
+  // Each compiled kernel's compiled_kernel_key of its raw name and graph -> its ATen nodes' op
+  // names as a JSON array.
   std::unordered_map<std::string, std::string> compiled_nodes_;
-
-  static std::string compiled_key(std::string_view name_json, std::string_view graph_json) {
-    std::string key(name_json);
-    if (!graph_json.empty()) {
-      key += '\x1f';
-      key += graph_json;
-    }
-    return key;
-  }
 
   void define_compiled_kernel(const Line& l) {
     simdjson::dom::parser parser;
@@ -357,13 +348,17 @@ class Exporter {
       ops += simdjson::minify(node["op"]);
     }
     ops += ']';
-    compiled_nodes_[compiled_key(l.name, l.graph)] = std::move(ops);
+    std::string key;
+    compiled_kernel_key(l.name, l.graph, key);
+    compiled_nodes_[key] = std::move(ops);
   }
   // A compiled kernel's slice: `"ATen nodes": [...]`, the ops it computes (docs/compile.md).
   void compiled_nodes_arg(JsonWriter& w, std::string_view name_json,
                           std::string_view graph_json = {}) const {
     if (compiled_nodes_.empty()) return;
-    auto it = compiled_nodes_.find(compiled_key(name_json, graph_json));
+    std::string key;
+    compiled_kernel_key(name_json, graph_json, key);
+    auto it = compiled_nodes_.find(key);
     if (it == compiled_nodes_.end()) return;
     w.raw_key("ATen nodes");
     w.raw_value(it->second);

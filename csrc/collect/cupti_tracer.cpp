@@ -347,15 +347,18 @@ void CuptiTracer::process_buffer(CUcontext context, uint32_t stream_id, uint8_t*
     ConversionCounters counters;
     ConversionWindow window;
     window.session_start_ns = collector_.config().session_start_mono_ns;
+    // Under a capture range the device window is --delay/--duration's alone, which is fixed.
+    const bool capture_range = collector_.config().capture_range_cuda_profiler;
+    if (capture_range) {
+      window.device_begin = collector_.config().window_begin_ns();
+      window.device_end = collector_.config().window_end_ns();
+    }
     CUpti_Activity* record = nullptr;
     for (;;) {
       // Re-read per record: cudaProfilerStart/Stop may move the window while we convert.
       window.begin = collector_.window_begin();
       window.end = collector_.window_end();
-      if (collector_.config().capture_range_cuda_profiler) {
-        window.device_begin = collector_.config().window_begin_ns();
-        window.device_end = collector_.config().window_end_ns();
-      } else {
+      if (!capture_range) {
         window.device_begin = window.begin;
         window.device_end = window.end;
       }
