@@ -114,12 +114,34 @@ def compiled_kernel_variants(dict_path) -> dict[tuple[str, str | None], dict]:
             if d.get("kind") == "compiled_kernel"}
 
 
+def replayed_node_costs(dict_path, replay_dir, env, *replay_args
+                        ) -> tuple[collections.Counter, collections.Counter]:
+    """The oracle of a compiled kernel's cost: its ATen nodes (net.dict's `compiled_kernel`
+    lines) run one by one in eager mode under pyprof (tests/scripts/replay_nodes.py), whose
+    records go through the C++ annotation, not the compile-time metadata. Profiled without a
+    CUDA trace, so that the records are the ops themselves, as in a CPU profile. (FLOPs, bytes)
+    of each kernel's replay, by its range's name: `NAME`, or `NAME@GRAPH` for a name two graphs
+    share."""
+    replay_dir.mkdir()
+    res = pyprof_db.profile(replay_dir, testlib.script("replay_nodes.py"), str(dict_path),
+                            *replay_args, env={**env, "OMP_NUM_THREADS": "1"}, timeout=600,
+                            extra_profile_args=("--no-cuda-trace",))
+    assert res.returncode == 0, res.stderr[-3000:]
+    testlib.parse_to(replay_dir / "net.sqlite", replay_dir / "net.dict")
+    flops, bytes_ = collections.Counter(), collections.Counter()
+    for r in prof_records(replay_dir / "net.dict"):
+        m = re.search(r"kernel (\S+)", r.get("layer") or "")
+        if m and r["flops"] is not None:
+            flops[m.group(1)] += r["flops"]
+            bytes_[m.group(1)] += r["bytes"]
+    return flops, bytes_
+
+
 def check_triton_kernels(dict_path, replay_dir, env, *replay_args) -> list[dict]:
     """Every Triton kernel record joins its `compiled_kernel` line (by name, and by its
     `compiled_graph` where two graphs share the name), is costed (family `compiled`), moves
     less than its nodes would unfused, and has exactly the FLOPs of its nodes run one by one in
-    eager mode under pyprof (tests/scripts/replay_nodes.py, profiled without a CUDA trace so
-    that its records are the ops themselves, as in a CPU profile). Returns the Triton kernels'
+    eager mode under pyprof (replayed_node_costs). Returns the Triton kernels'
     prof rows, each with the record's `compiled_graph` under `graph`."""
     kernels = compiled_kernel_variants(dict_path)
     _, records = testlib.read_dict(dict_path)
@@ -144,17 +166,7 @@ def check_triton_kernels(dict_path, replay_dir, env, *replay_args) -> list[dict]
         if len(kernels[(r["kernel"], r["graph"])]["nodes"]) > 1:
             assert r["bytes"] < unfused, r
 
-    replay_dir.mkdir()
-    res = pyprof_db.profile(replay_dir, testlib.script("replay_nodes.py"), str(dict_path),
-                            *replay_args, env={**env, "OMP_NUM_THREADS": "1"}, timeout=600,
-                            extra_profile_args=("--no-cuda-trace",))
-    assert res.returncode == 0, res.stderr[-3000:]
-    testlib.parse_to(replay_dir / "net.sqlite", replay_dir / "net.dict")
-    eager_flops = collections.Counter()
-    for r in prof_records(replay_dir / "net.dict"):
-        m = re.search(r"kernel (\S+)", r.get("layer") or "")
-        if m and r["flops"] is not None:
-            eager_flops[m.group(1)] += r["flops"]
+    eager_flops, _ = replayed_node_costs(dict_path, replay_dir, env, *replay_args)
     for r in triton:
         key = r["kernel"] + (f"@{r['graph']}" if r["graph"] else "")
         assert r["flops"] == eager_flops[key], (key, r["flops"], eager_flops[key])

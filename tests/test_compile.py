@@ -19,7 +19,8 @@ import pytest
 
 import pyprof_db
 import testlib
-from graph_checks import check_step_matmul_flops
+from graph_checks import (check_step_matmul_flops, compiled_kernel_lines, prof_records,
+                          replayed_node_costs)
 
 pytestmark = pytest.mark.needs_build
 
@@ -126,17 +127,6 @@ def test_summary_counts_the_inductor_kernels_and_their_unmodelled_time(compiled)
     assert float(rows["Inductor kernel time without a FLOP model %"]) == 0.0
 
 
-def compiled_kernel_lines(dict_path) -> dict[str, dict]:
-    with open(dict_path) as f:
-        lines = [json.loads(line) for line in f]
-    return {d["name"]: d["kernel"] for d in lines if d.get("kind") == "compiled_kernel"}
-
-
-def prof_records(dict_path) -> list[dict]:
-    res = testlib.prof("--json", "-c", "all", "--iterations", "all", str(dict_path))
-    return [json.loads(line) for line in res.stdout.splitlines() if line.strip()]
-
-
 def wrapped_scalar_bytes(node: dict) -> int:
     """Eager PyTorch wraps a Python number given for a Tensor parameter (`mul.Tensor(x, 0.5)`)
     into a 0-dim float64 or int64 tensor, which the op then reads: 8 bytes that a fused kernel,
@@ -153,9 +143,8 @@ def test_fused_kernels_carry_their_aten_nodes_and_exact_costs(compiled, tmp_path
     """Each Inductor kernel's record is joined to the ATen nodes Inductor's own provenance says
     it computes (a `compiled_kernel` line). Its FLOPs are the sum of its nodes' and its bytes
     the buffers it reads and writes. Oracle: the same nodes run one by one in eager mode under
-    pyprof (tests/scripts/replay_nodes.py), whose records go through the C++ annotation, not
-    the compile-time metadata: the FLOPs are equal and the eager bytes are what the kernel
-    would move unfused, more than it does."""
+    pyprof (graph_checks.replayed_node_costs): the FLOPs are equal and the eager bytes are what
+    the kernel would move unfused, more than it does."""
     out, _, records, dict_path = compiled
     kernels = compiled_kernel_lines(dict_path)
     names = {r["name"] for r in records if KERNEL.match(r["name"])}
@@ -177,19 +166,7 @@ def test_fused_kernels_carry_their_aten_nodes_and_exact_costs(compiled, tmp_path
     assert forward["family"] == "compiled" and forward["module"] == "MLP"
     assert forward["params"].startswith("nodes=13,fp32,")
 
-    replay = tmp_path / "replay"
-    replay.mkdir()
-    res = pyprof_db.profile(replay, testlib.script("replay_nodes.py"), str(dict_path),
-                            env=ENV, timeout=600)
-    assert res.returncode == 0, res.stderr[-3000:]
-    testlib.parse_to(replay / "net.sqlite", replay / "net.dict")
-    eager_flops = collections.Counter()
-    eager_bytes = collections.Counter()
-    for r in prof_records(replay / "net.dict"):
-        m = re.search(r"kernel (\S+)", r.get("layer") or "")
-        if m and r["flops"] is not None:
-            eager_flops[m.group(1)] += r["flops"]
-            eager_bytes[m.group(1)] += r["bytes"]
+    eager_flops, eager_bytes = replayed_node_costs(dict_path, tmp_path / "replay", ENV)
     assert set(eager_flops) == set(kernels)
     for name, kernel in kernels.items():
         r = fused[name]

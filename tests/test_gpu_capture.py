@@ -46,10 +46,7 @@ from cuda_capture import (Capture, OpRanges, api_name, kernel_name, launch_calls
                           pid_tid, read_capture, rows)
 from pyprof_db import PUSH_POP
 
-torch = pytest.importorskip("torch")
-if not torch.cuda.is_available():
-    pytest.skip("no CUDA device (torch.cuda.is_available() is False): the GPU capture tests need "
-                "one (docs/gpu-validation.md)", allow_module_level=True)
+torch = testlib.cuda_torch_or_skip("the GPU capture tests need one")
 
 pytestmark = pytest.mark.needs_build
 

@@ -31,10 +31,7 @@ from graph_checks import (check_graph_replays, check_graph_summary, check_reduce
                           check_step_matmul_flops, check_triton_kernels, compiled_kernel_lines,
                           graph_node_rows, prof_records, replayed_and_eager)
 
-torch = pytest.importorskip("torch")
-if not torch.cuda.is_available():
-    pytest.skip("no CUDA device (torch.cuda.is_available() is False): these tests need one "
-                "(docs/gpu-validation.md)", allow_module_level=True)
+torch = testlib.cuda_torch_or_skip("these tests need one")
 
 pytestmark = pytest.mark.needs_build
 

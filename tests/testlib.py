@@ -25,6 +25,16 @@ COLLECTOR = os.path.join(ROOT, "pyprof", "lib", "libpyprof_collect.so")
 PY = sys.executable
 
 
+def cuda_torch_or_skip(needs: str):
+    """torch, when it sees a CUDA device; otherwise the calling test module is skipped, saying
+    that `needs` (CI never has a GPU: docs/gpu-validation.md)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip(f"no CUDA device (torch.cuda.is_available() is False): {needs} "
+                    "(docs/gpu-validation.md)", allow_module_level=True)
+    return torch
+
+
 def script(name: str) -> str:
     """Path of one of the programs under tests/scripts."""
     return os.path.join(SCRIPTS, name)
