@@ -84,13 +84,17 @@ struct PairKey {
 // restart, such as synthetic ones repeated step after step).
 class ForwardOps {
  public:
-  void add(const PairKey& key, int64_t start, int32_t depth, int32_t index) {
-    entries_.push_back({key, start, depth, index});
+  void reserve(size_t ops) { entries_.reserve(ops); }
+  // `rank`: Correlation::rank, which among nested ranges with one start puts the inner later.
+  void add(const PairKey& key, int64_t start, int32_t rank, int32_t index) {
+    entries_.push_back({key, start, rank, index});
   }
   void finish() { std::sort(entries_.begin(), entries_.end(), before); }
+  void release() { std::vector<Entry>().swap(entries_); }
   // The creator of a node with this key that started at node_start, or -1.
   int32_t creator(const PairKey& key, int64_t node_start) const {
-    const Entry probe{key, node_start, std::numeric_limits<int32_t>::max(), 0};
+    const Entry probe{key, node_start, std::numeric_limits<int32_t>::max(),
+                      std::numeric_limits<int32_t>::max()};
     auto it = std::upper_bound(entries_.begin(), entries_.end(), probe, before);
     if (it == entries_.begin()) return -1;
     --it;
@@ -101,12 +105,12 @@ class ForwardOps {
   struct Entry {
     PairKey key;
     int64_t start;
-    int32_t depth;
+    int32_t rank;
     int32_t index;
   };
   static bool before(const Entry& a, const Entry& b) {
-    return std::tie(a.key.pid, a.key.tid, a.key.seq, a.start, a.depth) <
-           std::tie(b.key.pid, b.key.tid, b.key.seq, b.start, b.depth);
+    return std::tie(a.key.pid, a.key.tid, a.key.seq, a.start, a.rank, a.index) <
+           std::tie(b.key.pid, b.key.tid, b.key.seq, b.start, b.rank, b.index);
   }
   std::vector<Entry> entries_;
 };
@@ -157,8 +161,9 @@ bool nested_before(const std::vector<RangeRecord>& ranges, int32_t a, int32_t b)
 // in one pass. Ranges ending before the current start are popped; a range that overlaps the
 // top without nesting in it (start/end ranges may) is placed under the nearest range that
 // really contains it.
+// `forward_op` gets 1 for each op range outside backward: the ops a backward node may pair with.
 void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_calls,
-           std::vector<int32_t>& innermost_of_call) {
+           std::vector<int32_t>& innermost_of_call, std::vector<char>& forward_op) {
   // 16 bytes an item (4.2M at 1M kernels, so the sort's array is parse's largest temporary):
   // the thread as its position among the threads' keys, kind and index in one word, and the
   // end looked up only for the rare ties in start.
@@ -170,15 +175,19 @@ void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_ca
     int32_t index() const { return static_cast<int32_t>(kind_index & 0x7fffffffu); }
     uint32_t kind() const { return kind_index >> 31; }
   };
-  // By pool id: whether a user range's name is the autograd engine's per-node step.
-  std::vector<char> engine_step_name(trace.pool.size(), 0);
+  std::vector<char>& engine_step_name = out.engine_step_name;
+  engine_step_name.assign(trace.pool.size(), 0);
+  bool any_engine_step = false;
   for (const auto& r : trace.ranges) {
     if (r.kind == MarkerKind::kUser && !engine_step_name[r.name] &&
         trace.pool.get(r.name).starts_with("autograd::engine::evaluate_function: ")) {
       engine_step_name[r.name] = 1;
+      any_engine_step = true;
     }
   }
-  out.node_of_step.assign(trace.ranges.size(), -1);
+  // Read only through a context's engine_step, so only traces that have engine steps need it
+  // (4 bytes a range, at the sweep's peak).
+  if (any_engine_step) out.node_of_step.assign(trace.ranges.size(), -1);
   // Rows of one thread mostly follow each other: a one-entry cache in front of the map.
   std::unordered_map<uint64_t, uint32_t> thread_of_key;
   uint64_t last_key = ~uint64_t{0};
@@ -233,24 +242,32 @@ void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_ca
     return a.index() < b.index();
   });
 
-  out.contexts.assign(trace.ranges.size(), RangeContext{});
   out.rank.assign(trace.ranges.size(), 0);
+  forward_op.assign(trace.ranges.size(), 0);
   int32_t next_rank = 0;
+  // The open ranges, outermost first, each with its context.
   std::vector<int32_t> stack;
+  std::vector<RangeContext> stack_contexts;
   uint32_t current_thread = ~uint32_t{0};
-  auto innermost_containing = [&](int64_t end) -> int32_t {
+  // Position in the stack of the innermost open range that contains `end`, or -1.
+  auto innermost_containing = [&](int64_t end) -> ptrdiff_t {
     for (size_t k = stack.size(); k-- > 0;) {
-      if (trace.ranges[stack[k]].end >= end) return stack[k];
+      if (trace.ranges[stack[k]].end >= end) return static_cast<ptrdiff_t>(k);
     }
     return -1;
   };
   for (const Item& item : items) {
     if (item.thread != current_thread) {
       stack.clear();
+      stack_contexts.clear();
       current_thread = item.thread;
     }
-    while (!stack.empty() && trace.ranges[stack.back()].end < item.start) stack.pop_back();
-    int32_t parent = innermost_containing(end_of(item));
+    while (!stack.empty() && trace.ranges[stack.back()].end < item.start) {
+      stack.pop_back();
+      stack_contexts.pop_back();
+    }
+    const ptrdiff_t at = innermost_containing(end_of(item));
+    const int32_t parent = at >= 0 ? stack[static_cast<size_t>(at)] : -1;
     const int32_t index = item.index();
     if (item.kind() == 1) {
       innermost_of_call[index] = parent;
@@ -264,14 +281,19 @@ void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_ca
     auto& r = trace.ranges[index];
     out.rank[index] = ++next_rank;
     r.parent = parent;
-    out.contexts[index] = extend(trace.ranges, parent >= 0 ? &out.contexts[parent] : nullptr, r,
-                                 index, r.kind == MarkerKind::kUser && engine_step_name[r.name]);
-    const RangeContext& made = out.contexts[index];
+    const RangeContext made =
+        extend(trace.ranges, at >= 0 ? &stack_contexts[static_cast<size_t>(at)] : nullptr, r, index,
+               r.kind == MarkerKind::kUser && engine_step_name[r.name]);
     if (r.kind == MarkerKind::kBackwardNode && made.engine_step >= 0 &&
         out.node_of_step[made.engine_step] < 0) {
       out.node_of_step[made.engine_step] = index;
     }
+    // Ops run by backward (in a node, or in the engine's step around it) are not forward ops.
+    if (r.kind == MarkerKind::kOp && r.seq >= 0 && made.node < 0 && made.engine_step < 0) {
+      forward_op[index] = 1;
+    }
     stack.push_back(index);
+    stack_contexts.push_back(made);
   }
 }
 
@@ -281,7 +303,7 @@ void attribute(const Trace& trace, const Correlation& corr, const ForwardOps& fo
                int32_t innermost, int32_t self, Attribution& a) {
   a.innermost = innermost;
   if (innermost < 0) return;
-  const RangeContext& c = corr.contexts[innermost];
+  const RangeContext c = context_of(trace, corr, innermost);
   int32_t op = self >= 0 ? self : c.op;
   // Inside a node, or in the engine's step around it (then beside the node, not in it).
   const int32_t node_index = c.node >= 0          ? c.node
@@ -291,15 +313,16 @@ void attribute(const Trace& trace, const Correlation& corr, const ForwardOps& fo
     const RangeRecord& node = trace.ranges[node_index];
     a.dir = Direction::kBackward;
     a.node = node_index;
-    a.seq = node.seq;
-    if (op >= 0 && op != node_index &&
-        (c.node < 0 || corr.contexts[op].depth > corr.contexts[node_index].depth)) {
+    a.seq_range = node_index;
+    // Both in the chain of `innermost` when c.node >= 0, where the later in the sweep's order
+    // (rank) is the deeper.
+    if (op >= 0 && op != node_index && (c.node < 0 || corr.rank[op] > corr.rank[node_index])) {
       a.bwd_op = op;
     }
     const int32_t fwd =
         node.seq >= 0 ? forward_ops.creator(pair_key_of_node(node), node.start) : -1;
     if (fwd >= 0) {
-      const RangeContext& fc = corr.contexts[fwd];
+      const RangeContext fc = context_of(trace, corr, fwd);
       a.op = fc.op;
       a.module = fc.module;
       a.trace = fc.trace;
@@ -314,8 +337,8 @@ void attribute(const Trace& trace, const Correlation& corr, const ForwardOps& fo
   if (op < 0) return;
   a.dir = Direction::kForward;
   a.op = op;
-  a.seq = trace.ranges[op].seq;
-  if (a.seq < 0 && c.seq_op >= 0 && self < 0) a.seq = trace.ranges[c.seq_op].seq;
+  a.seq_range = op;
+  if (trace.ranges[op].seq < 0 && c.seq_op >= 0 && self < 0) a.seq_range = c.seq_op;
   a.module = c.module;
   a.trace = c.trace;
 }
@@ -500,15 +523,18 @@ Correlation correlate(Trace& trace) {
     });
   }
   std::vector<int32_t> innermost_of_call(trace.api_calls.size(), -1);
-  sweep(trace, out, needed_calls, innermost_of_call);
-
   ForwardOps forward_ops;
-  for (size_t i = 0; i < trace.ranges.size(); ++i) {
-    const auto& r = trace.ranges[i];
-    if (r.kind != MarkerKind::kOp || r.seq < 0 || r.shape == RangeShape::kMark) continue;
-    // Ops run by backward (in a node, or in the engine's step around it) are not forward ops.
-    if (out.contexts[i].node >= 0 || out.contexts[i].engine_step >= 0) continue;
-    forward_ops.add(pair_key_of_op(r), r.start, out.contexts[i].depth, static_cast<int32_t>(i));
+  {
+    // Listed after the sweep, whose sort array (4 ranges and launches a kernel, 16 bytes each)
+    // is then gone: both at once were parse's memory peak.
+    std::vector<char> forward_op;
+    sweep(trace, out, needed_calls, innermost_of_call, forward_op);
+    forward_ops.reserve(static_cast<size_t>(std::count(forward_op.begin(), forward_op.end(), 1)));
+    for (size_t i = 0; i < forward_op.size(); ++i) {
+      if (!forward_op[i]) continue;
+      const RangeRecord& r = trace.ranges[i];
+      forward_ops.add(pair_key_of_op(r), r.start, out.rank[i], static_cast<int32_t>(i));
+    }
   }
   forward_ops.finish();
   check_declared_pairs(trace, forward_ops, out.stats);
@@ -532,7 +558,7 @@ Correlation correlate(Trace& trace) {
       const auto& r = trace.ranges[i];
       if (r.end == kOpenEnd) continue;
       out.self_time[i] += r.end - r.start;
-      int32_t parent = r.parent >= 0 ? out.contexts[r.parent].op_or_node : -1;
+      int32_t parent = r.parent >= 0 ? op_or_node_of(trace, r.parent) : -1;
       if (parent >= 0 && trace.ranges[parent].end != kOpenEnd) {
         out.self_time[parent] -= r.end - r.start;
       }
@@ -564,6 +590,14 @@ Correlation correlate(Trace& trace) {
       if (capture_of[i] >= 0) ++out.stats.graph_captured;
       attribute(trace, out, forward_ops, innermost_of_call[at], -1, a);
     }
+    out.sync_attributions.resize(out.sync_calls.size());
+    for (size_t k = 0; k < out.sync_calls.size(); ++k) {
+      Attribution& a = out.sync_attributions[k];
+      a.launch = out.sync_calls[k];
+      attribute(trace, out, forward_ops, innermost_of_call[a.launch], -1, a);
+    }
+    // Before the counts below: the two together were parse's memory peak.
+    forward_ops.release();
     // sub: position among the activities of one op instance (the backward node for bprop, as
     // PyProf numbered dgrad 0 / wgrad 1), in launch order.
     std::vector<int32_t> count(trace.ranges.size(), 0);
@@ -571,12 +605,6 @@ Correlation correlate(Trace& trace) {
       Attribution& a = of_activity(i);
       int32_t instance = a.dir == Direction::kBackward ? a.node : a.op >= 0 ? a.op : -1;
       if (instance >= 0) a.sub = count[instance]++;
-    }
-    out.sync_attributions.resize(out.sync_calls.size());
-    for (size_t k = 0; k < out.sync_calls.size(); ++k) {
-      Attribution& a = out.sync_attributions[k];
-      a.launch = out.sync_calls[k];
-      attribute(trace, out, forward_ops, innermost_of_call[a.launch], -1, a);
     }
   }
 
@@ -602,6 +630,48 @@ Correlation correlate(Trace& trace) {
     }
   }
   return out;
+}
+
+RangeContext context_of(const Trace& trace, const Correlation& corr, int32_t range) {
+  // The chain, innermost first; then extended from the outermost in, as the sweep did.
+  constexpr size_t kInline = 64;
+  int32_t inline_chain[kInline];
+  std::vector<int32_t> deep_chain;
+  size_t length = 0;
+  for (int32_t i = range; i >= 0; i = trace.ranges[i].parent) {
+    if (length < kInline) {
+      inline_chain[length] = i;
+    } else {
+      if (deep_chain.empty()) deep_chain.assign(inline_chain, inline_chain + kInline);
+      deep_chain.push_back(i);
+    }
+    ++length;
+  }
+  const int32_t* chain = deep_chain.empty() ? inline_chain : deep_chain.data();
+  RangeContext c;
+  for (size_t k = length; k-- > 0;) {
+    const int32_t i = chain[k];
+    const RangeRecord& r = trace.ranges[i];
+    const bool engine_step = r.kind == MarkerKind::kUser && r.name < corr.engine_step_name.size() &&
+                             corr.engine_step_name[r.name];
+    c = extend(trace.ranges, k + 1 < length ? &c : nullptr, r, i, engine_step);
+  }
+  return c;
+}
+
+int32_t op_or_node_of(const Trace& trace, int32_t range) {
+  for (int32_t i = range; i >= 0; i = trace.ranges[i].parent) {
+    const MarkerKind kind = trace.ranges[i].kind;
+    if (kind == MarkerKind::kOp || kind == MarkerKind::kBackwardNode) return i;
+  }
+  return -1;
+}
+
+int32_t module_of(const Trace& trace, int32_t range) {
+  for (int32_t i = range; i >= 0; i = trace.ranges[i].parent) {
+    if (trace.ranges[i].kind == MarkerKind::kModule) return i;
+  }
+  return -1;
 }
 
 }  // namespace pyprof::parse

@@ -7,9 +7,11 @@
 //   backward node --(pid, forward thread id, seq)--> the forward op that created it
 //
 // Every range gets its parent (the tightest enclosing range on the same thread) in one sweep
-// per thread over ranges and calls sorted by start, and a RangeContext summarising its whole
-// chain, computed from its parent's in O(1). So the cost is O((K + R) log(K + R)) for K
-// activities and R ranges, with no per-kernel search.
+// per thread over ranges and calls sorted by start, which carries the RangeContext of each open
+// range (its whole chain summarised, computed from its parent's in O(1)). So the cost is
+// O((K + R) log(K + R)) for K activities and R ranges, with no per-kernel search. Contexts are
+// not kept per range afterwards (3.2M of them were a seventh of parse's peak memory at 1M
+// kernels): context_of rebuilds one from the parent chain, a few ranges deep.
 #pragma once
 
 #include <cstdint>
@@ -49,7 +51,9 @@ struct Attribution {
   int32_t bwd_op = -1;     // op run inside the backward node (bprop)
   int32_t module = -1;     // module range: of the forward op for bprop records
   int32_t trace = -1;      // legacy trace marker
-  int64_t seq = -1;
+  // The range whose autograd sequence number the record carries (seq_of): an index, not the
+  // number, keeps a million of these at 40 bytes.
+  int32_t seq_range = -1;
   int32_t sub = 0;  // index of this activity among those of the same op instance
   Direction dir = Direction::kNone;
   bool paired = false;  // bprop and its forward op was found
@@ -70,7 +74,6 @@ struct CorrelationStats {
 };
 
 struct Correlation {
-  std::vector<RangeContext> contexts;     // per range
   std::vector<int32_t> order;             // activities (or op ranges) in output order
   std::vector<Attribution> attributions;  // per entry of `order`
   std::vector<int64_t> self_time;         // CPU-only: per range, own time minus child ops
@@ -78,7 +81,11 @@ struct Correlation {
   // that does not depend on the order of the rows in the database.
   std::vector<int32_t> rank;
   // Per range: for an engine step, the backward node it runs (-1 otherwise, or none seen).
+  // Empty when the trace has no engine step.
   std::vector<int32_t> node_of_step;
+  // By pool id: whether a user range of that name is the autograd engine's per-node step
+  // ("autograd::engine::evaluate_function: X").
+  std::vector<char> engine_step_name;
   bool cpu_only = false;  // no GPU activity: records are op instances
   CorrelationStats stats;
   // GPU profiles: the API calls that block the host until the GPU is done
@@ -87,11 +94,30 @@ struct Correlation {
   std::vector<Attribution> sync_attributions;
 };
 
+static_assert(sizeof(Attribution) == 40);
+
+// The record's autograd sequence number: of its backward node, else of its op, else of the
+// innermost op around the launch that has one; -1 for none.
+inline int64_t seq_of(const Trace& trace, const Attribution& a) {
+  return a.seq_range >= 0 ? trace.ranges[a.seq_range].seq : -1;
+}
+
 // cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize, their driver (cu*) and HIP
 // spellings: the calls after which an idle GPU waits for the host (docs/formats.md §3, `sync`).
 bool is_synchronizing_api(std::string_view name);
 
 // Fills parents (RangeRecord::parent) and computes everything above.
 Correlation correlate(Trace& trace);
+
+// The context of `range` (>= 0), from its chain of parents: what the sweep computed for it.
+RangeContext context_of(const Trace& trace, const Correlation& corr, int32_t range);
+
+// RangeContext::op_or_node of `range` (>= 0) without the rest: the innermost op or backward
+// node among it and its enclosing ranges, or -1.
+int32_t op_or_node_of(const Trace& trace, int32_t range);
+
+// RangeContext::module of `range` (>= 0) without the rest: the innermost module range among it
+// and its enclosing ranges, or -1.
+int32_t module_of(const Trace& trace, int32_t range);
 
 }  // namespace pyprof::parse

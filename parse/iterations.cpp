@@ -251,7 +251,7 @@ Iterations optimizer_rule(const Trace& trace, const Bounds& bounds) {
   return it;
 }
 
-Iterations module_rule(const Trace& trace, const Correlation& corr, const Bounds& bounds) {
+Iterations module_rule(const Trace& trace, const Bounds& bounds) {
   std::unordered_map<uint64_t, int64_t> ops_per_thread;
   for (const RangeRecord& r : trace.ranges) {
     if (r.kind == MarkerKind::kOp) ++ops_per_thread[thread_key(r.pid, r.tid)];
@@ -273,7 +273,7 @@ Iterations module_rule(const Trace& trace, const Correlation& corr, const Bounds
     if (r.kind != MarkerKind::kModule || !is_range(r) || thread_key(r.pid, r.tid) != thread) {
       continue;
     }
-    if (r.parent >= 0 && corr.contexts[r.parent].module >= 0) continue;  // inside a module
+    if (r.parent >= 0 && module_of(trace, r.parent) >= 0) continue;  // inside a module
     Group& g = by_name[r.name];
     g.members.push_back(static_cast<int32_t>(i));
     g.covered += (r.end == kOpenEnd ? bounds.end : r.end) - r.start;
@@ -320,7 +320,7 @@ Iterations detect_iterations(const Trace& trace, const Correlation& corr,
   Iterations it = profiler_step_rule(trace, bounds.end);
   if (it.rule == IterationRule::kNone) it = user_range_rule(trace, bounds.end);
   if (it.rule == IterationRule::kNone) it = optimizer_rule(trace, bounds);
-  if (it.rule == IterationRule::kNone) it = module_rule(trace, corr, bounds);
+  if (it.rule == IterationRule::kNone) it = module_rule(trace, bounds);
   return it;
 }
 

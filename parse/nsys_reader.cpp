@@ -503,12 +503,25 @@ uint64_t domain_key(uint32_t pid, int64_t id) {
   return (uint64_t{pid} << 32) | static_cast<uint32_t>(id);
 }
 
+// The database's size in bytes (page count times page size); 0 when SQLite does not say.
+uint64_t db_file_bytes(const SqliteDb& db) {
+  uint64_t product = 1;
+  for (const char* pragma : {"PRAGMA page_count", "PRAGMA page_size"}) {
+    std::string error;
+    Statement s = db.prepare(pragma, error);
+    if (!s.valid() || s.step() != SQLITE_ROW || s.int64(0) <= 0) return 0;
+    product *= static_cast<uint64_t>(s.int64(0));
+  }
+  return product;
+}
+
 // Reads the NVTX_EVENTS rows with rowid in [lo, hi] into `trace` (ranges, marks, their pool
-// strings, stats, warnings). Runs on its own connection, so two chunks can be read at once.
-// Domains without a creation row are added to `unknown_domains` ((pid, id), in the order first
-// used) for warn_unknown_domains, once the whole table is read.
+// strings, stats, warnings), with room reserved for `expected_rows`. Runs on its own connection,
+// so two chunks can be read at once. Domains without a creation row are added to
+// `unknown_domains` ((pid, id), in the order first used) for warn_unknown_domains, once the
+// whole table is read.
 bool read_range_chunk(const SqliteDb& db, const std::string& select, int64_t lo, int64_t hi,
-                      const DomainNames& domain_names, Trace& trace,
+                      size_t expected_rows, const DomainNames& domain_names, Trace& trace,
                       UnknownDomains& unknown_domains, std::string& error) {
   Statement s = db.prepare(select + " WHERE rowid BETWEEN ? AND ?", error);
   if (!s.valid()) return false;
@@ -518,7 +531,7 @@ bool read_range_chunk(const SqliteDb& db, const std::string& select, int64_t lo,
   if (!strings.open(db, error)) return false;
   // Nearly every row is a range: sized once, the vector never holds two copies while growing
   // (3.2M ranges at 1M kernels: ~300 MB).
-  trace.ranges.reserve(trace.ranges.size() + static_cast<size_t>(hi - lo + 1));
+  trace.ranges.reserve(trace.ranges.size() + expected_rows);
   auto string_id = [&](int64_t id) { return strings.get(trace, id); };
   std::unordered_map<uint64_t, uint32_t> domains;  // domain_key -> pool id
   auto domain_of = [&](uint32_t pid, int64_t id) -> uint32_t {
@@ -591,8 +604,13 @@ bool read_range_chunk(const SqliteDb& db, const std::string& select, int64_t lo,
       if (fresh) decode_marker(text, marker_domain(trace, base), it->second.marker);
       add_decoded_range(trace, base, text, ref, it->second.marker, values, &it->second.ids);
     } else {
-      text_markers.add_range(trace, base, s.text(7), {TextRef::Where::kRow, s.int64(0)}, marker,
-                             values);
+      const std::string_view text = s.text(7);
+      // A rowid past what a TextRef holds (a hand-made table) keeps its text in the pool.
+      const int64_t row = s.int64(0);
+      const TextRef ref = row >= 0 && row <= kMaxTextRowId
+                              ? TextRef{TextRef::Where::kRow, row}
+                              : TextRef{TextRef::Where::kPool, trace.pool.intern(text)};
+      text_markers.add_range(trace, base, text, ref, marker, values);
     }
   }
   if (rc != SQLITE_DONE) {
@@ -695,15 +713,23 @@ bool NsysReader::read_ranges(Trace& trace, std::string& error,
       select_columns(cols, table,
                      {"rowid", "start", "end", "eventType", "globalTid", "domainId", "textId",
                       "text", "category", "uint64Value"});
-  int64_t parallel_rows = 200000, chunk_rows = int64_t{1} << 18;
+  uint64_t parallel_rows = 200000, chunk_rows = uint64_t{1} << 18;
   if (const char* set = std::getenv(env::kParseChunkRows); set != nullptr && std::atoll(set) > 0) {
     parallel_rows = 0;
-    chunk_rows = std::atoll(set);
+    chunk_rows = static_cast<uint64_t>(std::atoll(set));
   }
-  if (hi < lo || hi - lo < parallel_rows) {
+  // The chunks below split the rowid span, which in the files nsys and pyprof write is the row
+  // count. Any table may have gaps (rows deleted, rowids given by hand, negative ones): a span
+  // longer than the whole file could hold rows is read in one pass instead, without a reserve
+  // for rows that are not there. (No row of NVTX_EVENTS takes less than 16 bytes of the file.)
+  const uint64_t extent = hi >= lo ? static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) : 0;
+  const bool dense_enough = hi >= lo && extent < db_file_bytes(db_) / 16;
+  if (hi < lo || extent < parallel_rows || !dense_enough) {
     UnknownDomains unknown;
+    const size_t expected_rows = dense_enough ? static_cast<size_t>(extent + 1) : 0;
     if (!other_tables() || !read_domain_names(db_, domain_names, error) ||
-        (hi >= lo && !read_range_chunk(db_, select, lo, hi, domain_names, trace, unknown, error)))
+        (hi >= lo && !read_range_chunk(db_, select, lo, hi, expected_rows, domain_names, trace,
+                                       unknown, error)))
       return false;
     warn_unknown_domains(unknown, trace);
     return true;
@@ -713,7 +739,7 @@ bool NsysReader::read_ranges(Trace& trace, std::string& error,
   // names and starts on the chunks at once, this one joins in once it has read the other tables.
   // The chunks are merged in table order as they are done, so the trace (its pool ids included)
   // is the same whichever thread read which chunk, and few chunks wait in memory at a time.
-  const auto chunks = static_cast<size_t>((hi - lo) / chunk_rows + 1);
+  const auto chunks = static_cast<size_t>(extent / chunk_rows + 1);
   struct Chunk {
     std::unique_ptr<Trace> trace;
     UnknownDomains unknown_domains;
@@ -752,11 +778,13 @@ bool NsysReader::read_ranges(Trace& trace, std::string& error,
       }
       part->interned_args_budget = args_budget_per_chunk;
       std::string part_error;
-      const int64_t first = lo + static_cast<int64_t>(c) * chunk_rows;
-      const int64_t last = std::min(hi, first + chunk_rows - 1);
+      // In range: the extent is below the file's size, far from int64's limits.
+      const int64_t first = lo + static_cast<int64_t>(c * chunk_rows);
+      const int64_t last = std::min(hi, first + static_cast<int64_t>(chunk_rows) - 1);
       UnknownDomains unknown;
       const bool ok =
-          read_range_chunk(db, select, first, last, domain_names, *part, unknown, part_error);
+          read_range_chunk(db, select, first, last, static_cast<size_t>(last - first + 1),
+                           domain_names, *part, unknown, part_error);
       {
         std::lock_guard<std::mutex> lock(mutex);
         parts[c].trace = std::move(part);
@@ -779,7 +807,7 @@ bool NsysReader::read_ranges(Trace& trace, std::string& error,
     names_ready.set_value(ok);
     if (ok) read_chunks(second, nullptr);
   });
-  trace.ranges.reserve(trace.ranges.size() + static_cast<size_t>(hi - lo + 1));
+  trace.ranges.reserve(trace.ranges.size() + static_cast<size_t>(extent + 1));
   // Merges the chunks that are done, in order, from `merged` on; with `wait`, all of them.
   size_t merged = 0;
   bool merge_ok = true;

@@ -475,7 +475,7 @@ void RecordFormatter::write_attribution(JsonWriter& w, const Attribution& a) {
     }
   }
   w.raw_key("seq");
-  w.integer(a.seq);
+  w.integer(seq_of(trace_, a));
   w.raw_key("sub");
   w.integer(a.sub);
   // Which op instance this record belongs to (the op range, or the backward node for bprop):
@@ -691,7 +691,7 @@ void RecordFormatter::write_op_instance(size_t k, int32_t index, const Attributi
     }
     // The op or backward node this one runs inside, so that a consumer can count a call tree
     // once (aten::linear -> aten::addmm).
-    int32_t outer = r.parent >= 0 ? corr_.contexts[r.parent].op_or_node : -1;
+    int32_t outer = r.parent >= 0 ? op_or_node_of(trace_, r.parent) : -1;
     if (outer >= 0 && trace_.ranges[outer].op_id != 0) {
       w.raw_key("parent_id");
       w.integer(trace_.ranges[outer].op_id);

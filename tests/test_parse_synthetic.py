@@ -77,6 +77,84 @@ def test_pyprof_forward_backward(tmp_path):
     assert "backward: 3 records, 3 paired with their forward op, 0 unpaired" in summary
 
 
+@pytest.mark.parametrize("depth", [3, 150])
+def test_deep_range_chains(tmp_path, depth):
+    """A kernel under `depth` user ranges, modules and ops, forward and backward: parse rebuilds
+    each range's context from its parent chain when asked (correlate.h: context_of), also past the
+    64 ranges it keeps without allocating; the answers must be those of the innermost of each."""
+    import contextlib
+    db = SynthDb()
+    main = db.thread(pid=100)
+    with contextlib.ExitStack() as stack:
+        for level in range(depth):
+            stack.enter_context(main.range(f"user{level}"))
+            if level % 10 == 5:
+                stack.enter_context(main.pyprof_module(f"Net.block{level}", "Block"))
+        linear_step(main, module="Net.deep.fc")
+    engine = db.thread(pid=100, tid=101)
+    engine.wait_until(main.now)
+    with contextlib.ExitStack() as stack:
+        for level in range(depth):
+            stack.enter_context(engine.range(f"bwd{level}"))
+        backward_linear(engine, fwd_tid=main.rf_tid)
+    _, recs, summary = parse(db, tmp_path)
+    fwd, *bwd = recs
+    assert (fwd["op"], fwd["dir"], fwd["module"]) == ("aten::addmm", "fprop", "Net.deep.fc")
+    assert fwd["user_ranges"] == [f"user{level}" for level in range(depth)]
+    assert len(bwd) == 3 and all(r["paired"] and r["fwd_op_id"] == fwd["op_id"] for r in bwd)
+    assert {(r["op"], r["module"], r["bwd_node"]) for r in bwd} == {
+        ("aten::addmm", "Net.deep.fc", "AddmmBackward0")}
+    assert [r["bwd_op"] for r in bwd] == ["aten::mm", "aten::mm", "aten::sum"]
+    assert bwd[0]["user_ranges"] == [f"bwd{level}" for level in range(depth)]
+    assert "backward: 3 records, 3 paired with their forward op, 0 unpaired" in summary
+
+
+@pytest.mark.parametrize("shift", [1 << 40, 1 << 60, -(1 << 62)])
+def test_sparse_and_far_rowids_read_alike(tmp_path, shift):
+    """NVTX_EVENTS is read in chunks of its rowid span, and a range's text is read again by rowid
+    when its record is written, from the 56 bits of it a range keeps (parse/trace.h: TextRef).
+    A table with a gap of 2^40 rowids, or rowids past 2^55 or below 0 (hand-made or edited
+    files), must give the records the plain table gives: no chunk per missing row, no reserve
+    for them (both ran out of memory), texts past a TextRef's reach kept by parse itself."""
+    db = SynthDb()
+    main = db.thread(pid=100)
+    linear_step(main, module="Net.fc")
+    engine = db.thread(pid=100, tid=101)
+    engine.wait_until(main.now)
+    backward_linear(engine, fwd_tid=main.rf_tid)
+    plain = tmp_path / "plain.sqlite"
+    db.save(plain)
+    _, expected, _ = testlib.parse(plain, timeout=60)
+    path = tmp_path / "far.sqlite"
+    path.write_bytes(plain.read_bytes())
+    with sqlite3.connect(path) as con:
+        moved = con.execute("UPDATE NVTX_EVENTS SET rowid = rowid + ? WHERE text IS NOT NULL",
+                            (shift,)).rowcount
+    assert moved >= 4
+    _, recs, _ = testlib.parse(path, timeout=60)
+    assert len(recs) == len(expected) == 4
+    for got, want in zip(recs, expected):
+        assert (got["op"], got["args"], got.get("bwd_args"), got["module"]) == (
+            want["op"], want["args"], want.get("bwd_args"), want["module"])
+        assert got["args"]["mat1"]["shape"] == [8, 64]
+
+@pytest.mark.parametrize("depth", [3, 150])
+def test_outermost_legacy_op_of_a_deep_chain(tmp_path, depth):
+    """Of legacy PyProf's op markers the outermost names the op (PyProf reported op[0]): past the
+    64 ranges context_of keeps without allocating, the outermost must still be seen."""
+    import contextlib
+    db = SynthDb()
+    t = db.thread(pid=100)
+    with contextlib.ExitStack() as stack:
+        for level in range(depth):
+            op = "linear" if level == 0 else f"inner{level}" if level % 7 == 0 else None
+            text = repr({"mod": "torch.nn.functional", "op": op, "args": []}) if op \
+                else f"user{level}"
+            stack.enter_context(t.range(text))
+        t.launch(GEMM)
+    _, (rec,), _ = parse(db, tmp_path)
+    assert (rec["op"], rec["dialect"]) == ("linear", "legacy_pyprof")
+
 @pytest.mark.parametrize("interned", [False, True])
 def test_interned_markers_read_like_text_ones(tmp_path, interned):
     """An Nsight Systems export of interned markers (registered v2 strings, the op id as the
