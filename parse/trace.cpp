@@ -89,13 +89,17 @@ void resolve_compiled_kernels(Trace& trace) {
     if (trace.compiled_names.count(first.name)) continue;
     const std::vector<size_t>& entries = trace.compiled_kernel_index.at(first.name);
     bool same = true, by_graph = true;
+    const std::string* repeated_in = nullptr;  // a graph that marks the name with two objects
     for (size_t i : entries) {
       const Trace::CompiledKernel& k = trace.compiled_kernels[i];
       same = same && k.kernel == first.kernel;
       by_graph = by_graph && !k.graph.empty();
       for (size_t j : entries) {
         // One graph marking the name with two objects: its records cannot be told apart.
-        if (j != i && trace.compiled_kernels[j].graph == k.graph) by_graph = false;
+        if (j != i && trace.compiled_kernels[j].graph == k.graph) {
+          by_graph = false;
+          if (!k.graph.empty()) repeated_in = &k.graph;
+        }
       }
     }
     Trace::CompiledName verdict = same       ? Trace::CompiledName::kOne
@@ -104,6 +108,13 @@ void resolve_compiled_kernels(Trace& trace) {
     trace.compiled_names.emplace(first.name, verdict);
     if (verdict == Trace::CompiledName::kByGraph) {
       trace.compiled_by_graph.insert(trace.pool.intern(first.name));
+    } else if (verdict == Trace::CompiledName::kAmbiguous && repeated_in != nullptr) {
+      // Inductor's C++ wrapper (config.cpp_wrapper) runs each extern ATen call through a shim
+      // named for the op (aoti_torch_cpu_mm_out), once per call site of the graph.
+      trace.warn("ambiguous compiled kernel",
+                 "compiled graph " + *repeated_in + " runs a kernel named \"" + first.name +
+                     "\" at several places, each computing other nodes, and its records do not "
+                     "say which place they ran: they keep no FLOP model");
     } else if (verdict == Trace::CompiledName::kAmbiguous) {
       trace.warn("ambiguous compiled kernel",
                  "compiled graphs have a kernel named \"" + first.name +

@@ -222,6 +222,38 @@ def test_compiled_step_matmul_flops_equal_flop_counter_mode(compiled):
 
 
 @pytest.mark.slow
+def test_cpp_wrapper_kernels_cost_as_under_the_python_wrapper(compiled, tmp_path):
+    """`config.cpp_wrapper` (TORCHINDUCTOR_CPP_WRAPPER=1): the graph's wrapper is C++. Its fused
+    C++ kernels are the same records, joined to the same nodes, with the costs the Python
+    wrapper's run gives (the same graphs). Its extern ATen calls go through shims named for the
+    op (`aoti_torch_cpu_addmm_out`), whose RecordFunction has no inputs and which one graph runs
+    at several places: their records keep no FLOP model, and parse's warning says why, naming
+    the graph (docs/compile.md, "Not yet")."""
+    _, _, records, dict_path = profiled_run(tmp_path, env={"TORCHINDUCTOR_CPP_WRAPPER": "1"})
+    kernels = compiled_kernel_lines(dict_path)
+    names = {r["name"] for r in records if KERNEL.match(r["name"])}
+    assert names and names == set(kernels), (names, set(kernels))
+
+    def fused_costs(path):
+        return {r["kernel"]: (r["dir"], r["module"], r["flops"], r["bytes"], r["params"])
+                for r in prof_records(path) if KERNEL.match(r["kernel"])}
+    mine, python_wrapper = fused_costs(dict_path), fused_costs(compiled[3])
+    assert mine == python_wrapper and len(mine) == 3, (mine, python_wrapper)
+
+    step = by_step(records, 2)
+    shims = collections.Counter((r["name"], r["dir"]) for r in step
+                                if r["name"].startswith("aoti_torch_cpu_"))
+    # fc1 and fc2 forward; backward: fc2's input and weight gradients, fc1's weight gradient.
+    assert shims == {("aoti_torch_cpu_addmm_out", "fprop"): 2,
+                     ("aoti_torch_cpu_mm_out", "bprop"): 3}, shims
+    res = testlib.run_tool(testlib.PARSE, tmp_path / "net.sqlite", "-o", tmp_path / "again.dict")
+    assert res.returncode == 0, res.stderr
+    for shim in ("aoti_torch_cpu_addmm_out", "aoti_torch_cpu_mm_out"):
+        assert f'compiled graph 0/0 runs a kernel named "{shim}" at several places' in res.stderr
+    costs = {r["kernel"]: r["flops"] for r in prof_records(dict_path)}
+    assert costs["aoti_torch_cpu_addmm_out"] is None and costs["aoti_torch_cpu_mm_out"] is None
+
+@pytest.mark.slow
 @pytest.mark.parametrize("shapes", ["static", "dynamic"])
 def test_recompiled_graph_kernels_carry_their_own_nodes(tmp_path, shapes):
     """Three steps at batch 16, then three at batch 8: Dynamo recompiles (graph 1, forward and

@@ -789,6 +789,12 @@ def test_triton_names_two_graphs_share_join_by_their_region(tmp_path):
     assert res.returncode == 0, res.stderr
     warned = res.stderr[res.stderr.find("ambiguous compiled kernel"):]
     assert "triton_poi_fused_twice_0" in warned and "triton_poi_fused_unsaid_0" in warned
+    # Each says its own reason: the graph that runs one name at two places, or the marks'
+    # missing graph.
+    assert 'compiled graph 0/0 runs a kernel named "triton_poi_fused_twice_0" at several places' \
+        in warned
+    assert ('have a kernel named "triton_poi_fused_unsaid_0" that computes different nodes, and '
+            'their marks do not say which graph is which') in warned
     assert f'"{name}"' not in warned
     with open(tmp_path / "g.dict") as f:
         lines = [json.loads(line) for line in f]
