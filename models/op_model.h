@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -201,6 +202,20 @@ struct CompiledKernelNodes {
 // bytes of the buffers it reads and writes. Not modelled unless every node has a model and
 // every buffer a size (docs/ops.md "compiled kernels").
 OpCost compiled_kernel_cost(std::string_view kernel_json, CompiledKernelNodes* nodes = nullptr);
+
+// A compiled kernel's "kernel" object from a graph compiled with symbolic sizes (dynamic
+// shapes), with each size expression pyprof wrote as a JSON string ("s77", "128*s77",
+// "((s0 + 7)//8)", "Max(1, s0)") replaced by its value under `symbols_json`, one call's sizes
+// ({"s77": 8}). Strings that are no such expression (dtypes, devices) are kept. Empty when an
+// expression names a symbol `symbols_json` lacks or does not evaluate to an integer: the kernel
+// then stays unmodelled.
+std::string bind_symbols(std::string_view kernel_json, std::string_view symbols_json);
+
+// One size expression as sympy prints it, under `symbols`: +, -, *, //, exact /, %, **,
+// parentheses, Max, Min, floor, ceiling, FloorDiv, CeilDiv, CleanDiv, Mod, PythonMod,
+// ModularIndexing. nullopt when it is not one or names an unknown symbol.
+std::optional<int64_t> eval_size_expr(std::string_view text,
+                                      const std::vector<std::pair<std::string, int64_t>>& symbols);
 
 // Families register their ops here; each lives in its own file (models/<family>.cpp).
 void register_matmul(Registry& r);     // mm addmm bmm baddbmm matmul linear addmv mv dot _scaled_mm

@@ -211,11 +211,60 @@ TEST(CompiledKernel, SumOfNodesAndItsOwnBuffers) {
   EXPECT_FALSE(compiled_kernel_cost(dynamic).modeled);
 
   EXPECT_FALSE(compiled_kernel_cost("{not json").modeled);
+
+  // pyprof's form since dynamic shapes are bound: sizes as expressions, "symbolic":true. Not
+  // modelled until bound to one call's sizes, then exactly the static kernel's cost.
+  std::string sized = kernel;
+  for (size_t at = sized.find(R"("shape":[4,)"); at != std::string::npos;
+       at = sized.find(R"("shape":[4,)", at)) {
+    sized.replace(at, 11, R"("shape":["s0",)");
+  }
+  for (size_t at = sized.find(R"("device":"cuda:0"})"); at != std::string::npos;
+       at = sized.find(R"("device":"cuda:0"})", at + 1)) {
+    sized.replace(at, 18, R"("device":"cuda:0","symbolic":true})");
+  }
+  EXPECT_FALSE(compiled_kernel_cost(sized).modeled);
+  const OpCost bound = compiled_kernel_cost(bind_symbols(sized, R"({"s0":4})"));
+  ASSERT_TRUE(bound.modeled);
+  EXPECT_EQ(bound.flops, 68);
+  EXPECT_EQ(bound.bytes, 64 + 64 + 16);
+  EXPECT_EQ(bind_symbols(sized, R"({"s0":4})").find("symbolic"), std::string::npos);
+  const OpCost half = compiled_kernel_cost(bind_symbols(sized, R"({"s0":2})"));
+  EXPECT_EQ(half.flops, 34);                          // mul 16, mean 16 + 2
+  EXPECT_EQ(bind_symbols(sized, R"({"s1":4})"), "");  // s0 not given: stays na
+  EXPECT_EQ(bind_symbols(sized, "{not json"), "");
   // A kernel of no ATen node (a layout copy Inductor inserted): no FLOPs, its buffers' bytes.
   c = compiled_kernel_cost(R"({"nodes":[],"reads":[)" + x + R"(],"writes":[)" + x + "]}");
   EXPECT_TRUE(c.modeled);
   EXPECT_EQ(c.flops, 0);
   EXPECT_EQ(c.bytes, 128);
+}
+
+// Sizes as sympy prints them under dynamic shapes (Inductor's FX annotations).
+TEST(CompiledKernel, SizeExpressions) {
+  const std::vector<std::pair<std::string, int64_t>> s = {{"s0", 8}, {"s77", 5}, {"u1", -3}};
+  EXPECT_EQ(eval_size_expr("s77", s), 5);
+  EXPECT_EQ(eval_size_expr("128*s77", s), 640);
+  EXPECT_EQ(eval_size_expr("s0 + s77 - 1", s), 12);
+  EXPECT_EQ(eval_size_expr("((s0 + 7)//8)", s), 1);
+  EXPECT_EQ(eval_size_expr("u1//2", s), -2);  // floor division, as Python's
+  EXPECT_EQ(eval_size_expr("u1 % 2", s), 1);
+  EXPECT_EQ(eval_size_expr("s0**2*s77", s), 320);
+  EXPECT_EQ(eval_size_expr("-s0 + 2*s77", s), 2);
+  EXPECT_EQ(eval_size_expr("Max(1, s0 - 10)", s), 1);
+  EXPECT_EQ(eval_size_expr("Min(s0, s77, 7)", s), 5);
+  EXPECT_EQ(eval_size_expr("FloorDiv(s77, 2)", s), 2);
+  EXPECT_EQ(eval_size_expr("CeilDiv(s77, 2)", s), 3);
+  EXPECT_EQ(eval_size_expr("ModularIndexing(s0*s77, 3, 4)", s), 1);  // (40 // 3) % 4
+  EXPECT_EQ(eval_size_expr("s0/2", s), 4);
+  EXPECT_EQ(eval_size_expr("s77/2", s), std::nullopt);  // not whole
+  EXPECT_EQ(eval_size_expr("s1", s), std::nullopt);     // unknown symbol
+  EXPECT_EQ(eval_size_expr("float32", s), std::nullopt);
+  EXPECT_EQ(eval_size_expr("s0 +", s), std::nullopt);
+  EXPECT_EQ(eval_size_expr("Frob(s0)", s), std::nullopt);
+  EXPECT_EQ(eval_size_expr("s0//0", s), std::nullopt);
+  EXPECT_EQ(eval_size_expr("4611686018427387904*s0", s), std::nullopt);  // overflow
+  EXPECT_EQ(eval_size_expr("2**63", s), std::nullopt);
 }
 
 }  // namespace

@@ -58,6 +58,7 @@ RangeContext extend(const std::vector<RangeRecord>& ranges, const RangeContext* 
     case MarkerKind::kUser:
     case MarkerKind::kSettings:  // never a range of the trace (trace.cpp: add_range)
     case MarkerKind::kCompiledKernel:
+    case MarkerKind::kCompiledCall:
       break;
   }
   return c;

@@ -209,9 +209,9 @@ void decode_pyprof(std::string_view text, Marker& out) {
   }
 
   // String views point into the parser's buffer, valid until the next document.
-  std::string_view op, module, type, scope, overload, stack, compiled_kernel, graph;
+  std::string_view op, module, type, scope, overload, stack, compiled_kernel, graph, call;
   bool have_op = false, have_module = false, have_settings = false, have_compiled = false,
-       have_kernel = false;
+       have_kernel = false, have_call = false, have_symbols = false;
   int64_t version = 0;  // newer versions only add keys we may ignore, except as documented
   const auto read_string = [&](od::value& value, std::string_view key, std::string_view& dst,
                                bool* present) {
@@ -281,6 +281,10 @@ void decode_pyprof(std::string_view text, Marker& out) {
       read_string(value, "\"compiled_kernel\"", compiled_kernel, &have_compiled);
     } else if (key == "kernel") {
       read_object(value, "\"kernel\"", out.args, &have_kernel);
+    } else if (key == "compiled_call") {
+      read_string(value, "\"compiled_call\"", call, &have_call);
+    } else if (key == "symbols") {
+      read_object(value, "\"symbols\"", out.args, &have_symbols);
     } else if (key == "fwd_tid") {
       read_int(value, "\"fwd_tid\"", out.fwd_tid);
     } else if (key == "overload") {
@@ -326,6 +330,18 @@ void decode_pyprof(std::string_view text, Marker& out) {
     out.kind = MarkerKind::kCompiledKernel;
     out.name.assign(compiled_kernel);
     out.overload.assign(graph);
+    return;
+  }
+  if (have_call && !have_op && !have_module && !have_compiled) {
+    if (!have_symbols || call.empty()) {
+      demote_to_user(text, out);
+      add_error(out, have_symbols ? "compiled_call mark with an empty graph id"
+                                  : "compiled_call mark without a \"symbols\" object");
+      return;
+    }
+    out.dialect = Dialect::kPyprof;
+    out.kind = MarkerKind::kCompiledCall;
+    out.name.assign(call);
     return;
   }
   if (!have_op && !have_module) {

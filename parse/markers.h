@@ -49,6 +49,10 @@ enum class MarkerKind : uint8_t {
   // from Inductor's compile-time metadata. `name` is the kernel's run-time name, `args` its
   // "kernel" object (nodes, reads, writes). Not a range.
   kCompiledKernel,
+  // A pyprof compiled-call mark (docs/formats.md §1.5): one call of a graph compiled with
+  // symbolic sizes. `name` is its compile id ("0/1"), `args` its "symbols" object ({"s77": 8}).
+  // Not a range.
+  kCompiledCall,
 };
 
 // Everything one message says. Decoding resets every field first but keeps the capacity of

@@ -70,6 +70,7 @@ const char* range_kind_name(MarkerKind kind) {
     case MarkerKind::kUser:
     case MarkerKind::kSettings:
     case MarkerKind::kCompiledKernel:
+    case MarkerKind::kCompiledCall:
       break;
   }
   return "user";
@@ -635,24 +636,52 @@ void RecordFormatter::write_activity(size_t k, int32_t index, const Attribution&
     write_step(w, k);
     write_attribution(w, a);
     write_compiled_graph(w, act.short_name, a);
+    if (a.launch >= 0) {
+      const ApiCall& call = trace_.api_calls[a.launch];
+      write_compiled_symbols(w, act.short_name, a, call.pid, call.tid, call.start);
+    }
     write_user_ranges(w, a);
     w.end_object();
   }
   end_record();
 }
 
-void RecordFormatter::write_compiled_graph(JsonWriter& w, uint32_t name, const Attribution& a) {
-  if (trace_.compiled_by_graph.empty() || !trace_.compiled_by_graph.count(name)) return;
+std::string_view RecordFormatter::region_graph(const Attribution& a) const {
   // The graph's code runs inside Dynamo's "Torch-Compiled Region: <compile id>" range: around
   // the op that launched a forward kernel, and around the forward op a backward kernel's node
   // belongs to (CompiledFunction, paired by sequence number).
   for (int32_t r = a.op; r >= 0; r = trace_.ranges[r].parent) {
     std::string_view id = compiled_region_id(trace_.pool.get(trace_.ranges[r].name));
-    if (id.empty()) continue;
-    w.raw_key("compiled_graph");
-    w.string(id);
-    return;
+    if (!id.empty()) return id;
   }
+  return {};
+}
+
+void RecordFormatter::write_compiled_graph(JsonWriter& w, uint32_t name, const Attribution& a) {
+  if (trace_.compiled_by_graph.empty() || !trace_.compiled_by_graph.count(name)) return;
+  std::string_view id = region_graph(a);
+  if (id.empty()) return;
+  w.raw_key("compiled_graph");
+  w.string(id);
+}
+
+void RecordFormatter::write_compiled_symbols(JsonWriter& w, uint32_t name, const Attribution& a,
+                                             uint32_t pid, uint32_t tid, int64_t time) {
+  if (trace_.compiled_symbolic.empty() || !trace_.compiled_symbolic.count(name)) return;
+  const std::string_view graph = region_graph(a);
+  if (graph.empty()) return;
+  // The graph's wrapper sends the mark just before it runs the kernels, on the thread that runs
+  // them (the autograd engine's for a backward graph): the last mark there before `time`.
+  const auto& calls = trace_.compiled_calls;
+  auto it = std::upper_bound(calls.begin(), calls.end(), std::tie(pid, tid, time),
+                             [](const auto& key, const Trace::CompiledCall& c) {
+                               return key < std::tie(c.pid, c.tid, c.time);
+                             });
+  if (it == calls.begin()) return;
+  --it;
+  if (it->pid != pid || it->tid != tid || it->graph != graph) return;
+  w.raw_key("compiled_symbols");
+  w.raw_value(it->symbols);  // validated by the marker decoder
 }
 
 void RecordFormatter::write_op_instance(size_t k, int32_t index, const Attribution& a) {
@@ -699,6 +728,7 @@ void RecordFormatter::write_op_instance(size_t k, int32_t index, const Attributi
     write_step(w, k);
     write_attribution(w, a);
     write_compiled_graph(w, r.name, a);
+    write_compiled_symbols(w, r.name, a, r.pid, r.tid, r.start);
     write_user_ranges(w, a);
     w.end_object();
   }

@@ -116,6 +116,14 @@ class RecordFormatter {
   // `"compiled_graph": "0/1"` on a record of a compiled kernel whose name two graphs share
   // (Trace::CompiledName::kByGraph): the compile id of the Dynamo region its op ran in.
   void write_compiled_graph(JsonWriter& w, uint32_t name, const Attribution& a);
+  // `"compiled_symbols": {"s77": 8}` on a record of a compiled kernel with symbolic sizes
+  // (Trace::compiled_symbolic): the sizes of the last call of its region's graph made on the
+  // thread (pid, tid) at or before `time` (its launch, or the op's start), when there is one.
+  void write_compiled_symbols(JsonWriter& w, uint32_t name, const Attribution& a, uint32_t pid,
+                              uint32_t tid, int64_t time);
+  // The compile id of the innermost "Torch-Compiled Region" range around the record's op (for
+  // bprop: its forward op); empty when there is none.
+  std::string_view region_graph(const Attribution& a) const;
   // `"step": i` for record `k` of Correlation::order, when it falls in a step.
   void write_step(JsonWriter& w, size_t k);
   // `"step": i` for a record whose CPU-side time is `t` (sync lines).

@@ -1,6 +1,9 @@
 #include "parse/trace.h"
 
+#include <simdjson.h>
+
 #include <algorithm>
+#include <tuple>
 
 #include "common/terminal_text.h"
 
@@ -25,9 +28,18 @@ namespace {
 int32_t clamp_tid(int64_t v) { return (v < 0 || v > INT32_MAX) ? -1 : static_cast<int32_t>(v); }
 
 // Adds a compiled kernel's mark to the trace's, unless the same (name, graph, kernel) is there
-// (a graph's marks are sent again when it is loaded from Inductor's cache).
+// (a graph's marks are sent again when it is loaded from Inductor's cache). The object is kept
+// minified (pyprof writes it so; a hand-made trace may not), which is the form prof reads its
+// "symbolic":true flags in.
 void add_compiled_kernel(Trace& trace, const std::string& name, const std::string& graph,
-                         const std::string& kernel) {
+                         const std::string& object) {
+  std::string kernel(object.size(), '\0');
+  size_t length = 0;
+  if (simdjson::minify(object.data(), object.size(), kernel.data(), length) == simdjson::SUCCESS) {
+    kernel.resize(length);
+  } else {
+    kernel = object;  // validated when decoded: not reached
+  }
   std::vector<size_t>& entries = trace.compiled_kernel_index[name];
   for (size_t i : entries) {
     const Trace::CompiledKernel& k = trace.compiled_kernels[i];
@@ -80,11 +92,24 @@ void merge_compiled_kernels(const Trace& part, Trace& trace) {
   for (const Trace::CompiledKernel& k : part.compiled_kernels) {
     add_compiled_kernel(trace, k.name, k.graph, k.kernel);
   }
+  trace.compiled_calls.insert(trace.compiled_calls.end(), part.compiled_calls.begin(),
+                              part.compiled_calls.end());
 }
 
 void resolve_compiled_kernels(Trace& trace) {
   trace.compiled_names.clear();
   trace.compiled_by_graph.clear();
+  trace.compiled_symbolic.clear();
+  std::stable_sort(trace.compiled_calls.begin(), trace.compiled_calls.end(),
+                   [](const Trace::CompiledCall& a, const Trace::CompiledCall& b) {
+                     return std::tie(a.pid, a.tid, a.time) < std::tie(b.pid, b.tid, b.time);
+                   });
+  for (const Trace::CompiledKernel& k : trace.compiled_kernels) {
+    // pyprof writes a symbolic size's tensor with "symbolic":true (docs/formats.md §1.5).
+    if (k.kernel.find("\"symbolic\":true") != std::string::npos) {
+      trace.compiled_symbolic.insert(trace.pool.intern(k.name));
+    }
+  }
   for (const Trace::CompiledKernel& first : trace.compiled_kernels) {
     if (trace.compiled_names.count(first.name)) continue;
     const std::vector<size_t>& entries = trace.compiled_kernel_index.at(first.name);
@@ -190,6 +215,11 @@ void add_decoded_range(Trace& trace, RangeRecord r, std::string_view text, TextR
   if (m.kind == MarkerKind::kCompiledKernel) {
     ++trace.stats.marks;
     add_compiled_kernel(trace, m.name, m.overload, m.args);
+    return;
+  }
+  if (m.kind == MarkerKind::kCompiledCall) {
+    ++trace.stats.marks;
+    trace.compiled_calls.push_back({r.pid, r.tid, r.start, m.name, m.args});
     return;
   }
   r.kind = m.kind;

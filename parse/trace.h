@@ -171,12 +171,26 @@ struct Trace {
   };
   std::vector<GraphNode> graph_nodes;  // pyprof databases of programs that used CUDA graphs
   std::vector<CompiledKernel> compiled_kernels;
+  // pyprof compiled-call marks: each call of a graph compiled with symbolic sizes, on the
+  // thread that called it, with the value of each symbol (validated JSON object). Sorted by
+  // thread and time by resolve_compiled_kernels.
+  struct CompiledCall {
+    uint32_t pid = 0;
+    uint32_t tid = 0;
+    int64_t time = 0;
+    std::string graph;
+    std::string symbols;
+  };
+  std::vector<CompiledCall> compiled_calls;
   // name -> its entries in compiled_kernels
   std::unordered_map<std::string, std::vector<size_t>> compiled_kernel_index;
   // Filled by resolve_compiled_kernels: each name's verdict, and the pool ids of the kByGraph
   // names (the records' names, to look up while writing).
   std::unordered_map<std::string, CompiledName> compiled_names;
   std::unordered_set<uint32_t> compiled_by_graph;
+  // Pool ids of the compiled kernel names with a symbolic size in their object: their records
+  // get the sizes of the graph call they ran in (`compiled_symbols`).
+  std::unordered_set<uint32_t> compiled_symbolic;
   // TARGET_INFO_GPU rows (nsys >= 2021.2 and pyprof databases) or TARGET_INFO_CUDA_GPU rows
   // (nsys 2020.x), for peak rates downstream.
   struct Device {

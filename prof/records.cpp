@@ -136,6 +136,8 @@ struct Fields {
   // A compiled_kernel line's "graph", a record's "compiled_graph": the compile id that tells
   // apart kernels of one name in two graphs (docs/formats.md §3).
   std::string_view compiled_graph;
+  // A record's "compiled_symbols": the sizes its dynamic-shape graph's call ran with.
+  std::string_view compiled_symbols;
   int64_t launch_start = -1;  // the launch call's start (GPU records); -1: none
   int64_t device = -1, stream = -1, start = 0, duration = 0, self_duration = 0, tid = -1, seq = -1,
           sub = 0, parent_id = 0, pid = 0, op_id = 0, fwd_op_id = 0, fwd_instance = 0, instance = 0,
@@ -418,7 +420,10 @@ bool read_object_fields(od::object o, Fields& f, std::deque<std::string>& unesca
           ref(f.args_ref);
         break;
       case 'c':
-        if (key == "compiled_graph") str(f.compiled_graph);
+        if (key == "compiled_graph")
+          str(f.compiled_graph);
+        else if (key == "compiled_symbols")
+          raw(f.compiled_symbols);
         break;
       case 'b':
         if (key == "bwd_op")
@@ -1048,6 +1053,10 @@ class RecordCoster {
     if (compiled_.count(id)) return;
     models::OpCost c = models::compiled_kernel_cost(kernel);
     compiled_.emplace(id, CachedCost{std::move(c), ""});
+    // Dynamic shapes: costed per call, with the sizes the record's graph call ran with.
+    if (kernel.find("\"symbolic\":true") != std::string_view::npos) {
+      symbolic_kernels_.emplace(id, std::string(kernel));
+    }
   }
 
   // Sets r.cost_op, the cost fields (modeled, flops, bytes, op_flops, op_bytes, estimated,
@@ -1057,6 +1066,13 @@ class RecordCoster {
       auto it = compiled_.find(f.compiled_graph.empty() ? r.name
                                                         : compiled_key(f.name, f.compiled_graph));
       if (it != compiled_.end()) {
+        auto symbolic = f.compiled_symbols.empty() ? symbolic_kernels_.end()
+                                                   : symbolic_kernels_.find(it->first);
+        if (symbolic != symbolic_kernels_.end()) {
+          cost_compiled(bound_cost(it->first, symbolic->second, f.compiled_symbols), r);
+          if (r.kind == Kind::kKernel) r.tc = uses_tensor_cores(r);
+          return;
+        }
         cost_compiled(it->second, r);
         if (r.kind == Kind::kKernel) r.tc = uses_tensor_cores(r);
         return;
@@ -1088,6 +1104,18 @@ class RecordCoster {
     // in the reports, so their order must not change); 0: not yet.
     uint32_t params_id = 0, estimated_params_id = 0, dtype_id = 0, family_id = 0, shapes_id = 0;
   };
+
+  // The cost of a dynamic-shape kernel (compiled_ key `id`) under one call's sizes; a training
+  // loop repeats few sizes, so each (kernel, sizes) is costed once.
+  CachedCost& bound_cost(uint32_t id, const std::string& kernel, std::string_view symbols) {
+    key_.assign(reinterpret_cast<const char*>(&id), sizeof id);
+    key_.append(symbols);
+    auto it = bound_.find(key_);
+    if (it != bound_.end()) return it->second;
+    const std::string bound = models::bind_symbols(kernel, symbols);
+    models::OpCost c = bound.empty() ? models::OpCost{} : models::compiled_kernel_cost(bound);
+    return bound_.emplace(key_, CachedCost{std::move(c), ""}).first->second;
+  }
 
   uint32_t interned(uint32_t& id, std::string_view text) {
     if (id == 0) id = strings_.intern(text);
@@ -1188,6 +1216,9 @@ class RecordCoster {
   Strings& strings_;
   std::unordered_map<std::string, CachedCost> costs_;  // op + '\n' + args -> cost
   std::unordered_map<uint32_t, CachedCost> compiled_;  // compiled_key -> its cost
+  std::unordered_map<std::string, CachedCost> bound_;  // bound_cost's: (id, sizes) -> cost
+  // compiled_ keys of kernels with symbolic sizes -> their objects, bound per call (bound_cost)
+  std::unordered_map<uint32_t, std::string> symbolic_kernels_;
   struct OpArgsRef {
     uint32_t op;
     int64_t args_ref;

@@ -32,6 +32,7 @@ import logging
 import re
 import sys
 import threading
+import weakref
 
 import torch
 
@@ -46,6 +47,10 @@ stats = {"graphs": 0, "kernels": 0, "nodes": 0, "nodes_missing": 0, "graphs_unre
 _warned = False
 _lock = threading.Lock()
 _installed = False
+# Dynamic-shape graphs by hash of their output code: (compile id, symbol_sources).
+_call_bindings: dict[int, tuple[str, dict[str, list]]] = {}
+# id(CompiledFxGraph) -> its entry of _call_bindings, or None: looked up once per graph object.
+_binding_of_graph: dict[int, tuple[str, dict[str, list]] | None] = {}
 
 _DTYPES = {
     "f32": "float32", "f64": "float64", "f16": "float16", "bf16": "bfloat16", "i64": "int64",
@@ -59,18 +64,65 @@ _DTYPES = {
 _ANNOTATION = re.compile(r"^(\w+)\[([^\]]*)\]\[([^\]]*)\](\S+)$")
 
 
+def _extent(text: str) -> int | str:
+    """A size or stride: an int, or under dynamic shapes the expression sympy prints ("s77",
+    "128*s77"), which prof evaluates with the sizes each call of the graph ran with."""
+    text = text.strip()
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
 def tensor_of(annotation: str) -> dict | None:
     """The marker value of a tensor from its FX annotation; None when it is not one tensor."""
     m = _ANNOTATION.match(annotation.strip())
     if not m:
         return None
     dtype = _DTYPES.get(m.group(1), m.group(1))
+    shape = [_extent(d) for d in m.group(2).split(",") if d.strip()]
+    stride = [_extent(d) for d in m.group(3).split(",") if d.strip()]
+    tensor = {"shape": shape, "dtype": dtype, "stride": stride, "device": m.group(4)}
+    if any(isinstance(d, str) for d in shape + stride):
+        tensor["symbolic"] = True
+    return tensor
+
+
+_SYM = re.compile(r"^Sym\(([A-Za-z_]\w*)\)$")
+_SYMBOL = re.compile(r"^[A-Za-z_]\w*$")
+
+
+def symbol_sources(graph_text: str) -> dict[str, list]:
+    """Where each size symbol of a dynamic-shape graph comes from among the graph's inputs (its
+    placeholders, in order): ["int", i] for an input that is the symbol (`Sym(s77)`), ["dim",
+    i, d] for dimension d of input i's shape when that is the bare symbol. Empty for a graph
+    with static shapes."""
     try:
-        shape = [int(d) for d in m.group(2).split(",") if d.strip()]
-        stride = [int(d) for d in m.group(3).split(",") if d.strip()]
-    except ValueError:  # a symbolic size (dynamic shapes): no extent to count
-        return {"symbolic": True, "dtype": dtype, "device": m.group(4)}
-    return {"shape": shape, "dtype": dtype, "stride": stride, "device": m.group(4)}
+        module = ast.parse(graph_text)
+    except SyntaxError:
+        return {}
+    for top in module.body:
+        if not isinstance(top, ast.ClassDef):
+            continue
+        forward = next((f for f in top.body
+                        if isinstance(f, ast.FunctionDef) and f.name == "forward"), None)
+        if forward is None:
+            continue
+        sources: dict[str, list] = {}
+        for i, a in enumerate(forward.args.args[1:]):
+            ann = a.annotation.value if isinstance(a.annotation, ast.Constant) else ""
+            ann = str(ann).strip()
+            m = _SYM.match(ann)
+            if m:
+                sources.setdefault(m.group(1), ["int", i])
+                continue
+            t = _ANNOTATION.match(ann)
+            if t:
+                for d, dim in enumerate(x.strip() for x in t.group(2).split(",") if x.strip()):
+                    if _SYMBOL.match(dim):
+                        sources.setdefault(dim, ["dim", i, d])
+        return sources
+    return {}
 
 
 class _Node:
@@ -390,6 +442,11 @@ class _ArtifactHandler(logging.Handler):
                     stats["nodes_missing"] += m["kernel"]["missing"]
             for m in marks:
                 self._send(fit_mark(m))
+            # Dynamic shapes: each call of this graph will say its sizes (_announce_call).
+            sources = symbol_sources(graph)
+            if sources and graph_id:
+                with _lock:
+                    _call_bindings[hash(code)] = (graph_id, sources)
         elif name == "inductor_post_grad_graph":
             self._local.graph = payload
         else:
@@ -419,6 +476,64 @@ def _note_unreadable(why: str) -> None:
               file=sys.stderr)
 
 
+def call_mark(binding: tuple[str, dict[str, list]], inputs) -> str | None:
+    """The `compiled_call` mark of one call of a dynamic-shape graph: its compile id and the
+    value of each size symbol, read from the call's inputs; None when none could be read."""
+    graph_id, sources = binding
+    symbols = {}
+    for symbol, source in sources.items():
+        try:
+            value = inputs[source[1]] if source[0] == "int" else inputs[source[1]].shape[source[2]]
+            symbols[symbol] = int(value)
+        except (IndexError, TypeError, ValueError, AttributeError, RuntimeError):
+            continue
+    if not symbols:
+        return None
+    return json.dumps({"v": MARK_VERSION, "compiled_call": graph_id, "symbols": symbols},
+                      separators=(",", ":"))
+
+
+def _announce_calls(send) -> None:
+    """Wraps the call of Inductor's compiled graphs: a graph compiled with symbolic sizes sends,
+    before each call, the sizes it runs with (call_mark), so that its kernels cost what that
+    call computed. Graphs with static shapes send nothing."""
+    try:
+        from torch._inductor.output_code import CompiledFxGraph
+    except ImportError:
+        return
+    original = CompiledFxGraph.__call__
+    if getattr(original, "_pyprof_wrapped", False):
+        return
+
+    def forget(key):
+        with _lock:
+            _binding_of_graph.pop(key, None)
+
+    def __call__(self, inputs):
+        key = id(self)
+        binding = _binding_of_graph.get(key, False)
+        if binding is False:
+            code = getattr(self, "source_code", None)
+            with _lock:
+                binding = _call_bindings.get(hash(code)) if isinstance(code, str) else None
+                _binding_of_graph[key] = binding
+            try:
+                weakref.finalize(self, forget, key)
+            except TypeError:
+                pass
+        if binding is not None:
+            try:
+                mark = call_mark(binding, inputs)
+                if mark is not None:
+                    send(mark)
+            except Exception as e:  # never the user's run's problem
+                _note_unreadable(f"{type(e).__name__}: {e}")
+        return original(self, inputs)
+
+    __call__._pyprof_wrapped = True
+    CompiledFxGraph.__call__ = __call__
+
+
 def install(send) -> bool:
     """Turns on Inductor's provenance tracking (a level the user set is kept) and lowering of
     the backward graph at compile time (lazily lowered, its kernels would have no mapping), and
@@ -441,5 +556,6 @@ def install(send) -> bool:
     functorch_config.force_non_lazy_backward_lowering = True
     logger = logging.getLogger("torch.__trace")
     logger.addHandler(_ArtifactHandler(send))
+    _announce_calls(send)
     _installed = True
     return True

@@ -261,10 +261,14 @@ def test_recompiled_graph_kernels_carry_their_own_nodes(tmp_path, shapes):
     the graph it was compiled in. With static shapes (torch.compile(dynamic=False)) their costs
     are exact: the forward kernel's FLOPs and bytes are the hand count of the first graph's
     (test_fused_kernels_carry_their_aten_nodes_and_exact_costs) at 8 rows. With Dynamo's
-    automatic dynamic shapes the recompiled graph's buffers are symbolic: the kernels keep their
-    nodes but stay `na` (no partial sums), and the summary counts that time as unmodelled."""
-    out, _, records, dict_path = profiled_run(tmp_path, "--recompile", shapes)
-    plain = plain_run("--recompile", shapes)
+    automatic dynamic shapes the recompiled graph's sizes are symbols (s77), and three more
+    steps at batch 4 run the same graph: each call of the graph says its sizes
+    (`compiled_call` marks), every record carries them (`compiled_symbols`), and prof costs
+    each kernel with them: the batch-8 steps cost the static graph's hand count, the batch-4
+    steps the hand count at 4 rows."""
+    extra = ("--then-batch", "4") if shapes == "dynamic" else ()
+    out, _, records, dict_path = profiled_run(tmp_path, "--recompile", shapes, *extra)
+    plain = plain_run("--recompile", shapes, *extra)
     assert out["graph_breaks"] == 0 and out["graphs"] == plain["graphs"]
     assert out["loss"] == pytest.approx(plain["loss"], rel=1e-6)
     assert out["pyprof"]["compiled_graphs"] == 4  # forward and backward, twice
@@ -285,15 +289,27 @@ def test_recompiled_graph_kernels_carry_their_own_nodes(tmp_path, shapes):
         assert (again["flops"], again["bytes"]) == (14368, 9280)
         assert all(r["flops"] is not None for r in costs.values())
     else:
-        recompiled = [r for name, r in costs.items() if name.startswith("graph_1_")]
-        assert recompiled and all(r["flops"] is None for r in recompiled)
         assert any(n.get("symbolic") for name, k in kernels.items() if name.startswith("graph_1_")
                    for n in k["reads"])
+        # Steps 6-8 (batch 4) run graph 1 again, not a third graph.
+        ran = {r["name"].split("_")[1] for r in by_step(records, 7) if KERNEL.match(r["name"])}
+        assert ran == {"1"}, ran
+        for r in records:
+            if KERNEL.match(r["name"]) and r["name"].startswith("graph_1_"):
+                (symbol, size), = r["compiled_symbols"].items()
+                assert size == (8 if r["step"] < 6 else 4), r
+        forward = [r for r in prof_records(dict_path)
+                   if r["kernel"] == "graph_1_cpp_fused_gelu_native_layer_norm_relu_0"]
+        # At 4 rows (E = 512): 14E + 4 * 4 = 7184 FLOPs; reads 2048 + 512 + 512, writes
+        # 16 + 16 + 2048 bytes.
+        assert sorted({(r["flops"], r["bytes"]) for r in forward}) == [(7184, 5152),
+                                                                      (14368, 9280)]
+        assert len(forward) == 6
         res = testlib.prof("--report", "summary", "--formats", "json", "--iterations", "all",
                            str(dict_path))
         rows = {r["Metric"]: r["Value"] for r in map(json.loads, res.stdout.splitlines())}
         assert int(rows["Inductor kernels opaque (no compile metadata)"]) == 0
-        assert float(rows["Inductor kernel time without a FLOP model %"]) > 0
+        assert float(rows["Inductor kernel time without a FLOP model %"]) == 0.0
 
 
 @pytest.mark.slow

@@ -59,9 +59,28 @@ def test_tensor_annotations():
         "shape": [16, 128], "dtype": "float32", "stride": [128, 1], "device": "cpu"}
     assert ck.tensor_of("b8[][]cuda:0") == {"shape": [], "dtype": "bool", "stride": [],
                                             "device": "cuda:0"}
-    assert ck.tensor_of("bf16[s0, 64][64, 1]cuda:1") == {"symbolic": True, "dtype": "bfloat16",
-                                                         "device": "cuda:1"}
+    # Dynamic shapes: sizes as sympy prints them, for prof to evaluate with each call's sizes.
+    assert ck.tensor_of("bf16[s0, 64*s0][64*s0, 1]cuda:1") == {
+        "shape": ["s0", "64*s0"], "dtype": "bfloat16", "stride": ["64*s0", 1],
+        "device": "cuda:1", "symbolic": True}
     assert ck.tensor_of("Sym(s0)") is None
+
+
+def test_symbol_sources_and_call_marks():
+    """Where each size symbol of a dynamic-shape graph is read from among its inputs, and the
+    mark one call sends (docs/formats.md §1.5)."""
+    import torch
+    graph = ('class GraphModule(torch.nn.Module):\n'
+             '    def forward(self, primals_1: "f32[128, 64][64, 1]cpu", primals_2: "Sym(s77)", '
+             'primals_3: "f32[s77, 64][64, 1]cpu", primals_4: "f32[s1, 2*s77][1, 1]cpu"):\n'
+             '        return (primals_1,)\n')
+    sources = ck.symbol_sources(graph)
+    assert sources == {"s77": ["int", 1], "s1": ["dim", 3, 0]}
+    assert ck.symbol_sources(graph.replace("s77", "8").replace("s1", "3")) == {}
+    inputs = [torch.zeros(128, 64), 5, torch.zeros(5, 64), torch.zeros(7, 10)]
+    assert json.loads(ck.call_mark(("0/1", sources), inputs)) == {
+        "v": 1, "compiled_call": "0/1", "symbols": {"s77": 5, "s1": 7}}
+    assert ck.call_mark(("0/1", sources), []) is None  # nothing readable: no mark
 
 
 def test_kernel_marks_nodes_buffers_and_runtime_names():

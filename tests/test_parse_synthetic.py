@@ -871,3 +871,68 @@ def test_compiled_triton_kernels_on_a_gpu_profile(tmp_path):
     for s in slices:
         assert s["args"]["ATen nodes"] == ["aten::mul", "aten::exp"]
         assert s["args"]["FLOPs"] == 64
+
+
+def test_dynamic_shape_kernels_take_the_sizes_of_their_graph_call(tmp_path):
+    """A graph compiled with symbolic sizes (dynamic shapes): its marks give sizes as
+    expressions ("s0", "8*s0"), and each call of the graph sends a `compiled_call` mark with the
+    sizes it ran with (docs/formats.md §1.5), on the thread that runs it. Each record gets the
+    sizes of the last call of its region's graph on its launch thread before its launch
+    (`compiled_symbols`), and prof costs it with them. By hand: mul and exp over [n, 8] fp32:
+    16n FLOPs, 64n bytes. A call of another graph in between, a call on another thread, or none
+    at all leave the record without sizes: `na`."""
+    x = {"shape": ["s0", 8], "dtype": "float32", "stride": [8, 1], "device": "cuda:0",
+         "symbolic": True}
+    kernel = {"nodes": [{"op": "aten::mul", "overload": "Tensor", "args": {"self": x, "other": 2.0}},
+                        {"op": "aten::exp", "args": {"self": x}}],
+              "reads": [x], "writes": [x], "missing": 0}
+    name = "triton_poi_fused_exp_mul_0"
+    db = SynthDb()
+    t = db.thread(pid=100)
+    engine = db.thread(pid=100, tid=101)
+
+    def call(thread, graph, **symbols):
+        thread.mark(json.dumps({"v": 1, "compiled_call": graph, "symbols": symbols}),
+                    domain="pyprof")
+
+    t.mark(json.dumps({"v": 1, "compiled_kernel": name, "kernel": kernel, "graph": "0/1"}),
+           domain="pyprof")
+    t.mark(json.dumps({"v": 1, "compiled_call": "0/1"}), domain="pyprof")  # no sizes: malformed
+    for seq, rows in ((7, 4), (8, 2)):
+        with t.pyprof_op("Torch-Compiled Region: 0/1", seq=-1):
+            call(t, "0/1", s0=rows)
+            with t.pyprof_op("CompiledFunction", seq=seq):
+                t.launch(name, duration=1000)
+    with t.pyprof_op("Torch-Compiled Region: 0/1", seq=-1):
+        call(t, "0/1", s0=4)
+        call(t, "1/0", s0=16)  # another graph's call last: not this kernel's sizes
+        with t.pyprof_op("CompiledFunction", seq=9):
+            t.launch(name, duration=1000)
+    t.advance(1000)
+    engine.wait_until(t.now)
+    call(t, "0/1", s0=32)  # the forward thread's: not the backward's
+    with engine.pyprof_op("CompiledFunctionBackward", scope="backward", seq=8, fwd_tid=t.rf_tid):
+        call(engine, "0/1", s0=2)
+        engine.launch(name, duration=1000)
+    with engine.pyprof_op("CompiledFunctionBackward", scope="backward", seq=7, fwd_tid=t.rf_tid):
+        engine.launch(name, duration=1000)  # the engine's last call said 2, no newer one
+    engine2 = db.thread(pid=100, tid=102)
+    engine2.wait_until(engine.now)
+    with engine2.pyprof_op("CompiledFunctionBackward", scope="backward", seq=9, fwd_tid=t.rf_tid):
+        engine2.launch(name, duration=1000)  # no call on this thread
+    path = tmp_path / "d.sqlite"
+    db.save(path)
+    res = testlib.run_tool(testlib.PARSE, path, "-o", tmp_path / "d.dict")
+    assert res.returncode == 0, res.stderr
+    assert "compiled_call mark without a \"symbols\" object" in res.stderr
+    with open(tmp_path / "d.dict") as f:
+        lines = [json.loads(line) for line in f]
+    records = [d for d in lines if d.get("kind") == "kernel"]
+    assert [(r["dir"], r.get("compiled_symbols")) for r in records] == [
+        ("fprop", {"s0": 4}), ("fprop", {"s0": 2}), ("fprop", None), ("bprop", {"s0": 2}),
+        ("bprop", {"s0": 2}), ("bprop", None)]
+    res = testlib.prof("--json", "-c", "kernel,dir,flops,bytes", "--iterations", "all",
+                       str(tmp_path / "d.dict"))
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [(r["flops"], r["bytes"]) for r in rows] == [
+        (64, 256), (32, 128), (None, None), (32, 128), (32, 128), (None, None)]

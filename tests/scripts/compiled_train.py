@@ -42,6 +42,9 @@ def main():
                         help="after the steps, as many again at batch 8: Dynamo recompiles, "
                              "with static shapes (torch.compile(dynamic=False)) or as it "
                              "chooses (automatic dynamic shapes)")
+    parser.add_argument("--then-batch", type=int, metavar="N",
+                        help="with --recompile: then as many steps again at batch N (a graph "
+                             "compiled with symbolic sizes runs them without recompiling)")
     parser.add_argument("--torch-profiler", metavar="TRACE",
                         help="no pyprof: record the steps with torch.profiler into TRACE")
     parser.add_argument("--no-pyprof", action="store_true", help="plain torch (no profiler)")
@@ -78,6 +81,10 @@ def main():
             x, target = torch.randn(8, 64), torch.randn(8, 10)
             for i in range(args.steps):
                 loss = step(args.steps + i)
+        if args.recompile and args.then_batch:
+            x, target = torch.randn(args.then_batch, 64), torch.randn(args.then_batch, 10)
+            for i in range(args.steps):
+                loss = step(2 * args.steps + i)
     from torch._dynamo.utils import counters
     result = {"graphs": counters["stats"]["unique_graphs"],
               "graph_breaks": sum(counters["graph_break"].values()),
