@@ -108,7 +108,8 @@ def gpu_synth_db():
     """pyprof markers around a Linear forward and backward (module, call site, backward op and
     its arguments), a copy, a memset, a CUDA graph launch, a kernel ending before it starts, and
     a Triton kernel whose name two compiled graphs share (compiled-kernel marks with their
-    graph, and Dynamo's region ranges)."""
+    graph, and Dynamo's region ranges), and one of a graph with symbolic sizes (a compiled-call
+    mark)."""
     db = SynthDb()
     main = db.thread(pid=100)
     x, w, b = tensor([8, 64]), tensor([32, 64]), tensor([32])
@@ -133,6 +134,18 @@ def gpu_synth_db():
         with main.pyprof_op(f"Torch-Compiled Region: {graph}"):
             with main.pyprof_op("CompiledFunction"):
                 main.launch("triton_poi_fused_exp_0")
+    # A graph compiled with symbolic sizes: its kernel's records carry their call's sizes.
+    x_sym = {"shape": ["s0", 8], "dtype": "float32", "stride": [8, 1], "device": "cuda:0",
+             "symbolic": True}
+    main.mark(json.dumps({"v": 1, "compiled_kernel": "triton_poi_fused_sin_0", "graph": "1/0",
+                          "kernel": {"nodes": [{"op": "aten::sin", "args": {"self": x_sym}}],
+                                     "missing": 0, "reads": [x_sym], "writes": [x_sym]}}),
+              domain="pyprof")
+    with main.pyprof_op("Torch-Compiled Region: 1/0"):
+        main.mark(json.dumps({"v": 1, "compiled_call": "1/0", "symbols": {"s0": 4}}),
+                  domain="pyprof")
+        with main.pyprof_op("CompiledFunction"):
+            main.launch("triton_poi_fused_sin_0")
     engine = db.thread(pid=100, tid=101)
     engine.wait_until(main.now)
     with engine.pyprof_op("AddmmBackward0", scope="backward", seq=3, fwd_tid=main.rf_tid):
