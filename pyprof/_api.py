@@ -294,7 +294,8 @@ def stats() -> dict:
     (`compiled_nodes`), nodes the metadata named but the graph lacked (`compiled_nodes_missing`),
     graphs whose metadata could not be read (`compiled_graphs_unreadable`) and kernel marks made
     smaller to fit the collector's 64 KiB (`compiled_kernels_cut`: strides and outputs left
-    out, then nodes, which leaves that kernel unmodelled)."""
+    out, then nodes, which leaves that kernel unmodelled), and calls of graphs with symbolic
+    sizes that sent their sizes (`compiled_calls`: dynamic shapes)."""
     out = dict(_C.stats())
     from . import _compile_kernels
     for key, value in _compile_kernels.stats.items():

@@ -43,7 +43,7 @@ MAX_MARK_BYTES = 60_000
 
 # What the handler did, for pyprof.stats() and the tests.
 stats = {"graphs": 0, "kernels": 0, "nodes": 0, "nodes_missing": 0, "graphs_unreadable": 0,
-         "kernels_cut": 0}
+         "kernels_cut": 0, "calls": 0}
 _warned = False
 _lock = threading.Lock()
 _installed = False
@@ -526,6 +526,8 @@ def _announce_calls(send) -> None:
                 mark = call_mark(binding, inputs)
                 if mark is not None:
                     send(mark)
+                    with _lock:
+                        stats["calls"] += 1
             except Exception as e:  # never the user's run's problem
                 _note_unreadable(f"{type(e).__name__}: {e}")
         return original(self, inputs)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import collections
 import json
-import os
 import re
 import subprocess
 
@@ -291,6 +290,8 @@ def test_recompiled_graph_kernels_carry_their_own_nodes(tmp_path, shapes):
     else:
         assert any(n.get("symbolic") for name, k in kernels.items() if name.startswith("graph_1_")
                    for n in k["reads"])
+        # Each call of the symbolic graph said its sizes: forward and backward, steps 3-8.
+        assert out["pyprof"]["compiled_calls"] == 12
         # Steps 6-8 (batch 4) run graph 1 again, not a third graph.
         ran = {r["name"].split("_")[1] for r in by_step(records, 7) if KERNEL.match(r["name"])}
         assert ran == {"1"}, ran
