@@ -91,9 +91,8 @@ OpCost compiled_kernel_cost(std::string_view kernel_json, CompiledKernelNodes* n
   // without a model.
   // A size still symbolic (a dynamic-shape kernel not bound to a call's sizes: bind_symbols)
   // would count its nodes on made-up extents.
-  const bool symbolic = kernel_json.find("\"symbolic\":true") != std::string_view::npos;
-  if (!have_bytes || symbolic || nodes.modeled != nodes.count || missing > 0 ||
-      !(cost.flops < kMaxCount) || !(bytes < kMaxCount)) {
+  if (!have_bytes || has_symbolic_sizes(kernel_json) || nodes.modeled != nodes.count ||
+      missing > 0 || !(cost.flops < kMaxCount) || !(bytes < kMaxCount)) {
     cost.flops = 0;
     return cost;
   }
@@ -309,6 +308,10 @@ bool names_a_symbol(std::string_view text) {
 std::optional<int64_t> eval_size_expr(std::string_view text,
                                       const std::vector<std::pair<std::string, int64_t>>& symbols) {
   return SizeExpr(text, symbols).evaluate();
+}
+
+bool has_symbolic_sizes(std::string_view kernel_json) {
+  return kernel_json.find("\"symbolic\":true") != std::string_view::npos;
 }
 
 std::string bind_symbols(std::string_view kernel_json, std::string_view symbols_json) {

@@ -211,6 +211,10 @@ OpCost compiled_kernel_cost(std::string_view kernel_json, CompiledKernelNodes* n
 // then stays unmodelled.
 std::string bind_symbols(std::string_view kernel_json, std::string_view symbols_json);
 
+// Whether a compiled kernel's object (minified, as parse writes it) still has a symbolic size:
+// a tensor flagged "symbolic":true, which bind_symbols removes once every size is a number.
+bool has_symbolic_sizes(std::string_view kernel_json);
+
 // One size expression as sympy prints it, under `symbols`: +, -, *, //, exact /, %, **,
 // parentheses, Max, Min, floor, ceiling, FloorDiv, CeilDiv, CleanDiv, Mod, PythonMod,
 // ModularIndexing. nullopt when it is not one or names an unknown symbol.

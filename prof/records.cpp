@@ -1054,7 +1054,7 @@ class RecordCoster {
     models::OpCost c = models::compiled_kernel_cost(kernel);
     compiled_.emplace(id, CachedCost{std::move(c), ""});
     // Dynamic shapes: costed per call, with the sizes the record's graph call ran with.
-    if (kernel.find("\"symbolic\":true") != std::string_view::npos) {
+    if (models::has_symbolic_sizes(kernel)) {
       symbolic_kernels_.emplace(id, std::string(kernel));
     }
   }
@@ -1068,12 +1068,10 @@ class RecordCoster {
       if (it != compiled_.end()) {
         auto symbolic = f.compiled_symbols.empty() ? symbolic_kernels_.end()
                                                    : symbolic_kernels_.find(it->first);
-        if (symbolic != symbolic_kernels_.end()) {
-          cost_compiled(bound_cost(it->first, symbolic->second, f.compiled_symbols), r);
-          if (r.kind == Kind::kKernel) r.tc = uses_tensor_cores(r);
-          return;
-        }
-        cost_compiled(it->second, r);
+        cost_compiled(symbolic == symbolic_kernels_.end()
+                          ? it->second
+                          : bound_cost(it->first, symbolic->second, f.compiled_symbols),
+                      r);
         if (r.kind == Kind::kKernel) r.tc = uses_tensor_cores(r);
         return;
       }

@@ -98,31 +98,42 @@ def symbol_sources(graph_text: str) -> dict[str, list]:
     i, d] for dimension d of input i's shape when that is the bare symbol. Empty for a graph
     with static shapes."""
     try:
-        module = ast.parse(graph_text)
-    except SyntaxError:
+        placeholders = _placeholders(_forward_of(graph_text))
+    except ValueError:
         return {}
+    sources: dict[str, list] = {}
+    for i, (_, ann) in enumerate(placeholders):
+        m = _SYM.match(ann)
+        if m:
+            sources.setdefault(m.group(1), ["int", i])
+            continue
+        tensor = tensor_of(ann)
+        for d, dim in enumerate(tensor["shape"] if tensor else ()):
+            if isinstance(dim, str) and _SYMBOL.match(dim):
+                sources.setdefault(dim, ["dim", i, d])
+    return sources
+
+
+def _forward_of(text: str) -> ast.FunctionDef:
+    """The top-level forward of a printed post-grad graph. Raises ValueError when the text is
+    no such graph."""
+    try:
+        module = ast.parse(text)
+    except SyntaxError as e:
+        raise ValueError(f"post-grad graph does not parse: {e}") from None
     for top in module.body:
-        if not isinstance(top, ast.ClassDef):
-            continue
-        forward = next((f for f in top.body
-                        if isinstance(f, ast.FunctionDef) and f.name == "forward"), None)
-        if forward is None:
-            continue
-        sources: dict[str, list] = {}
-        for i, a in enumerate(forward.args.args[1:]):
-            ann = a.annotation.value if isinstance(a.annotation, ast.Constant) else ""
-            ann = str(ann).strip()
-            m = _SYM.match(ann)
-            if m:
-                sources.setdefault(m.group(1), ["int", i])
-                continue
-            t = _ANNOTATION.match(ann)
-            if t:
-                for d, dim in enumerate(x.strip() for x in t.group(2).split(",") if x.strip()):
-                    if _SYMBOL.match(dim):
-                        sources.setdefault(dim, ["dim", i, d])
-        return sources
-    return {}
+        if isinstance(top, ast.ClassDef):
+            forward = next((f for f in top.body
+                            if isinstance(f, ast.FunctionDef) and f.name == "forward"), None)
+            if forward is not None:
+                return forward
+    raise ValueError("post-grad graph without a forward")
+
+
+def _placeholders(forward: ast.FunctionDef) -> list[tuple[str, str]]:
+    """The graph's inputs in order (self left out), each with its annotation text."""
+    return [(a.arg, str(a.annotation.value).strip() if isinstance(a.annotation, ast.Constant)
+             else "") for a in forward.args.args[1:]]
 
 
 class _Node:
@@ -152,23 +163,10 @@ def _names_in(expr) -> list[str]:
 def parse_graph(text: str) -> tuple[dict[str, _Node], list[str]]:
     """The nodes of a printed post-grad graph (its top-level forward) by name, and the names
     its output returns. Raises ValueError when the text is no such graph."""
-    try:
-        module = ast.parse(text)
-    except SyntaxError as e:
-        raise ValueError(f"post-grad graph does not parse: {e}") from None
-    forward = None
-    for top in module.body:
-        if isinstance(top, ast.ClassDef):
-            forward = next((f for f in top.body
-                            if isinstance(f, ast.FunctionDef) and f.name == "forward"), None)
-            if forward is not None:
-                break
-    if forward is None:
-        raise ValueError("post-grad graph without a forward")
+    forward = _forward_of(text)
     nodes: dict[str, _Node] = {}
-    for a in forward.args.args[1:]:  # placeholders (self first)
-        ann = a.annotation.value if isinstance(a.annotation, ast.Constant) else ""
-        nodes[a.arg] = _Node(a.arg, "placeholder", [], {}, tensor_of(str(ann)))
+    for name, ann in _placeholders(forward):
+        nodes[name] = _Node(name, "placeholder", [], {}, tensor_of(ann))
     outputs: list[str] = []
     for stmt in forward.body:
         if isinstance(stmt, ast.Return):
