@@ -10,6 +10,12 @@ backward and optimizer step) runs in a fresh process per measurement, in these m
                   instead of a registered marker's handle: the pre-interning behaviour)
   collector-stack the same with pyprof.init(with_stack=True) (file:line of each op)
   torch-profiler  torch.profiler.profile(record_shapes=True) around the loop
+  floor-rf        no pyprof: a global RecordFunction callback over pyprof's scopes that asks
+                  for the inputs and does nothing (what any RecordFunction-based tool pays)
+  floor-nvtx      the same under the collector, each op pushing and popping one NVTX range by
+                  a registered string (the least an NVTX annotation of every op can cost)
+The floor modes need the build's benchmark module (build/benchmarks/overhead_floor*.so, built
+with the project); they are left out, with a note, when it is missing.
 
 Numbers per mode, as ns added per op relative to `none` (medians over --runs runs):
   in-loop  time inside the training loop only;
@@ -42,7 +48,17 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODES = ("none", "init-no-tool", "collector", "collector-text", "collector-stack",
-         "torch-profiler")
+         "torch-profiler", "floor-rf", "floor-nvtx")
+FLOOR_MODULE_DIR = os.path.join(ROOT, "build", "benchmarks")
+
+
+def under_collector(mode: str) -> bool:
+    return mode.startswith("collector") or mode == "floor-nvtx"
+
+
+def floor_module_built() -> bool:
+    return os.path.isdir(FLOOR_MODULE_DIR) and any(
+        name.startswith("overhead_floor.") for name in os.listdir(FLOOR_MODULE_DIR))
 
 
 def workload(mode: str, iters: int, result_path: str) -> None:
@@ -68,6 +84,11 @@ def workload(mode: str, iters: int, result_path: str) -> None:
         import pyprof
 
         pyprof.init(model=model, with_stack=mode == "collector-stack")
+    elif mode.startswith("floor-"):
+        sys.path.insert(0, FLOOR_MODULE_DIR)
+        import overhead_floor
+
+        overhead_floor.install("nvtx" if mode == "floor-nvtx" else "record_function")
     for _ in range(20):  # warm-up: caches, allocator
         step()
     # Move everything alive now out of the collector's young generations: the cost of a GC pass
@@ -115,7 +136,7 @@ def run_once(mode: str, iters: int, tmp: str) -> dict:
     env.pop("NVTX_INJECTION64_PATH", None)
     env["PYPROF_MARKERS"] = "text" if mode == "collector-text" else "interned"
     db = os.path.join(tmp, "bench")
-    if mode.startswith("collector"):
+    if under_collector(mode):
         child = [sys.executable, "-m", "pyprof", "profile", "-o", db, "--force", "--"] + child
     t0 = time.perf_counter()
     proc = subprocess.run(child, env=env, capture_output=True, text=True)
@@ -125,7 +146,7 @@ def run_once(mode: str, iters: int, tmp: str) -> dict:
     with open(result) as f:
         out = json.load(f)
     out["wall_s"] = wall
-    if mode.startswith("collector"):
+    if under_collector(mode):
         out["db_bytes"] = os.path.getsize(db + ".sqlite")
     return out
 
@@ -147,6 +168,10 @@ def main() -> None:
     unknown = wanted - set(MODES)
     if unknown:
         parser.error(f"unknown mode(s): {', '.join(sorted(unknown))}")
+    if not floor_module_built() and wanted & {"floor-rf", "floor-nvtx"}:
+        print(f"note: no benchmark module in {FLOOR_MODULE_DIR} (build the project): "
+              "the floor modes are left out", file=sys.stderr)
+        wanted -= {"floor-rf", "floor-nvtx"}
     modes = tuple(m for m in MODES if m in wanted)
 
     results: dict[str, list[dict]] = {m: [] for m in modes}
@@ -179,7 +204,7 @@ def main() -> None:
         added[mode] = (loop - base_loop) / ops * 1e9
         wall = statistics.median(r["wall_s"] for r in results[mode])
         db = (f"{statistics.median(r['db_bytes'] for r in results[mode]) / ops_all:.0f}"
-              if mode.startswith("collector") else "-")  # noqa: E501
+              if under_collector(mode) else "-")
         loops = [r["loop_s"] for r in results[mode]]
         walls = [r["wall_s"] for r in results[mode]]
         cpu = statistics.median(r["loop_cpu_s"] for r in results[mode])
@@ -194,6 +219,12 @@ def main() -> None:
             if mode.startswith("collector"):
                 print(f"{mode}: in-loop cost {added[mode] / added['torch-profiler']:.2f}x "
                       f"torch.profiler's in the same run")
+    if "floor-rf" in added and "floor-nvtx" in added:
+        print()
+        print(f"RecordFunction with a callback that needs inputs: {added['floor-rf']:.0f} ns/op; "
+              f"one NVTX push and pop per op on top: {added['floor-nvtx'] - added['floor-rf']:.0f}"
+              f"; pyprof's own (collector - floor-nvtx): "
+              f"{added['collector'] - added['floor-nvtx']:.0f} ns/op")
 
 
 if __name__ == "__main__":
