@@ -67,6 +67,9 @@ bool load(const std::string& path, const std::string& label, const char* side,
   if (std::string note = iteration_note(data); !note.empty()) {
     fmt::print(stderr, "pyprof diff: note: {}: {}\n", side, pyprof::terminal_safe(note));
   }
+  if (std::string note = autotuning_note(data); !note.empty()) {
+    fmt::print(stderr, "pyprof diff: note: {}: {}\n", side, note);
+  }
   return true;
 }
 

@@ -192,7 +192,58 @@ std::vector<StepStats> step_stats(const ReadResult& data) {
   return stats;
 }
 
+namespace {
+
+// Keeps the records `keep` says yes to, in order, renumbering the CPU parent links (a parent
+// left out makes its child a root), and recounts data.above_peak and data.bad_time. Returns
+// how many were left out.
+template <class Keep>
+int64_t keep_records(ReadResult& data, const Keep& keep) {
+  std::vector<int32_t> new_index(data.records.size(), -1);
+  size_t kept = 0;
+  for (size_t i = 0; i < data.records.size(); ++i) {
+    const ProfRecord& r = data.records[i];
+    if (!keep(r)) continue;
+    new_index[i] = static_cast<int32_t>(kept);
+    if (kept != i) data.records[kept] = r;
+    ++kept;
+  }
+  const auto left_out = static_cast<int64_t>(data.records.size() - kept);
+  if (left_out == 0) return 0;
+  data.records.resize(kept);
+  data.above_peak = data.bad_time = 0;
+  for (ProfRecord& r : data.records) {
+    if (r.parent >= 0) r.parent = new_index[r.parent];
+    data.above_peak += r.above_peak ? 1 : 0;
+    data.bad_time += r.bad_time ? 1 : 0;
+  }
+  return left_out;
+}
+
+}  // namespace
+
+void leave_out_autotuning(ReadResult& data) {
+  int64_t gpu_time = 0;
+  for (const ProfRecord& r : data.records) {
+    if (r.autotune && is_gpu_activity(r) && !r.bad_time) gpu_time += r.duration;
+  }
+  data.autotune_records += keep_records(data, [](const ProfRecord& r) { return !r.autotune; });
+  data.autotune_gpu_time += gpu_time;
+}
+
+std::string autotuning_note(const ReadResult& data) {
+  if (data.autotune_records == 0) return "";
+  std::string note = fmt::format("{} record{} of Triton's autotuning (pyprof.autotune ranges",
+                                 data.autotune_records, data.autotune_records == 1 ? "" : "s");
+  if (data.autotune_gpu_time > 0) {
+    note += fmt::format("; {} of GPU time",
+                        format_quantity(static_cast<double>(data.autotune_gpu_time), Unit::kTime));
+  }
+  return note + ") left out: they time launch configurations, not the program's work";
+}
+
 bool select_iterations(ReadResult& data, const IterationRequest& request, std::string& error) {
+  leave_out_autotuning(data);
   Iterations& it = data.iterations;
   const int64_t count = static_cast<int64_t>(it.steps.size());
   it.state.assign(it.steps.size(), StepState::kSelected);
@@ -234,25 +285,9 @@ bool select_iterations(ReadResult& data, const IterationRequest& request, std::s
                                                               : fmt::format("{}:{}", begin, end);
   if (!it.selection_active) return true;
 
-  // Keep the records of the selected steps, renumbering the CPU parent links.
-  std::vector<int32_t> new_index(data.records.size(), -1);
-  size_t kept = 0;
-  for (size_t i = 0; i < data.records.size(); ++i) {
-    const ProfRecord& r = data.records[i];
-    bool keep = r.step >= 0 && it.state[r.step] == StepState::kSelected;
-    if (!keep) continue;
-    new_index[i] = static_cast<int32_t>(kept);
-    if (kept != i) data.records[kept] = r;
-    ++kept;
-  }
-  it.records_left_out = static_cast<int64_t>(data.records.size() - kept);
-  data.records.resize(kept);
-  data.above_peak = data.bad_time = 0;
-  for (ProfRecord& r : data.records) {
-    if (r.parent >= 0) r.parent = new_index[r.parent];
-    data.above_peak += r.above_peak ? 1 : 0;
-    data.bad_time += r.bad_time ? 1 : 0;
-  }
+  it.records_left_out = keep_records(data, [&](const ProfRecord& r) {
+    return r.step >= 0 && it.state[r.step] == StepState::kSelected;
+  });
   return true;
 }
 

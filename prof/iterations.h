@@ -64,7 +64,16 @@ int64_t union_length(std::vector<std::pair<int64_t, int64_t>>& intervals);
 // Each step's figures (StepStats) from data.records, records by their `step`.
 std::vector<StepStats> step_stats(const ReadResult& data);
 
-// Applies the request to `data` (a no-op without iterations: a request other than `all` then
+// Removes the records launched inside pyprof.autotune ranges (ProfRecord::autotune: Triton's
+// autotuner timing launch configurations; docs/compile.md) as select_iterations removes steps,
+// adding their count and GPU time to data.autotune_records and autotune_gpu_time.
+void leave_out_autotuning(ReadResult& data);
+
+// One line for standard error when autotuning records were left out ("" when none).
+std::string autotuning_note(const ReadResult& data);
+
+// Leaves out autotuning (leave_out_autotuning), then
+// applies the request to `data` (a no-op without iterations: a request other than `all` then
 // only adds a warning): fills data.iterations' stats, state and selection fields and, when a
 // selection is active, removes the records outside the selected steps (CPU parent links
 // renumbered; a parent left out makes its child a root) and recounts data.above_peak and

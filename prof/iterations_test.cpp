@@ -306,6 +306,72 @@ TEST(ReadDict, ReadsIterationsAndSteps) {
   EXPECT_TRUE(r.warnings.empty());
 }
 
+// Triton's autotuning (pyprof.autotune ranges, docs/compile.md): read from `user_ranges` and
+// left out by select_iterations, with or without iterations, parents renumbered.
+TEST(ReadDict, AutotuningRecordsAreLeftOutAndCounted) {
+  const std::string header =
+      R"({"pyprof_dict":1,"records":"kernel","devices":[]})"
+      "\n";
+  ReadResult r = read_text(
+      header +
+      R"({"kind":"kernel","name":"triton_red_fused_0","start":0,"duration":7,"step":0})"
+      "\n"
+      R"({"kind":"kernel","name":"triton_red_fused_0","start":10,"duration":5,)"
+      R"("user_ranges":["pyprof.autotune:triton_red_fused_0 XBLOCK: 1, num_warps: 2"]})"
+      "\n"
+      R"({"kind":"kernel","name":"triton_red_fused_0","start":20,"duration":3,)"
+      R"("user_ranges":["train","pyprof.autotune:triton_red_fused_0 XBLOCK: 1, num_warps: 8"]})"
+      "\n"
+      R"({"kind":"memset","name":"[CUDA memset]","bytes":4,"start":30,"duration":2,)"
+      R"("user_ranges":["pyprof.autotune:triton_red_fused_0 XBLOCK: 1, num_warps: 8"]})"
+      "\n"
+      R"({"kind":"kernel","name":"k","start":40,"duration":1,"user_ranges":["autotune"]})"
+      "\n");
+  ASSERT_EQ(r.records.size(), 5u);
+  EXPECT_FALSE(r.records[0].autotune);
+  EXPECT_TRUE(r.records[1].autotune);
+  EXPECT_TRUE(r.records[2].autotune);  // an outer range first
+  EXPECT_TRUE(r.records[3].autotune);
+  EXPECT_FALSE(r.records[4].autotune);  // another range of that name is the program's
+  EXPECT_EQ(autotuning_note(r), "");
+  std::string error;
+  ASSERT_TRUE(select_iterations(r, parsed("all"), error));  // no iterations: still left out
+  ASSERT_EQ(r.records.size(), 2u);
+  EXPECT_EQ(r.records[0].duration, 7);
+  EXPECT_EQ(r.records[1].duration, 1);
+  EXPECT_EQ(r.autotune_records, 3);
+  EXPECT_EQ(r.autotune_gpu_time, 10);  // 5 + 3 + 2 ns
+  EXPECT_EQ(autotuning_note(r),
+            "3 records of Triton's autotuning (pyprof.autotune ranges; 10 ns of GPU time) left "
+            "out: they time launch configurations, not the program's work");
+}
+
+TEST(LeaveOutAutotuning, CpuParentLinksFollowTheKeptRecords) {
+  ReadResult data;
+  data.cpu_only = true;
+  for (int32_t i = 0; i < 4; ++i) {
+    ProfRecord r;
+    r.kind = Kind::kOp;
+    r.duration = 1;
+    r.parent = i - 1;  // a chain: 0 <- 1 <- 2 <- 3
+    r.autotune = i == 1;
+    r.bad_time = i == 3;
+    data.records.push_back(r);
+  }
+  data.bad_time = 1;
+  leave_out_autotuning(data);
+  ASSERT_EQ(data.records.size(), 3u);
+  EXPECT_EQ(data.records[0].parent, -1);
+  EXPECT_EQ(data.records[1].parent, -1);  // its parent was left out: a root now
+  EXPECT_EQ(data.records[2].parent, 1);
+  EXPECT_EQ(data.autotune_records, 1);
+  EXPECT_EQ(data.autotune_gpu_time, 0);  // CPU records: no GPU time
+  EXPECT_EQ(data.bad_time, 1);
+  EXPECT_EQ(autotuning_note(data),
+            "1 record of Triton's autotuning (pyprof.autotune ranges) left out: they time "
+            "launch configurations, not the program's work");
+}
+
 TEST(ReadDict, BadStepsAreCountedAndWarnedOnce) {
   ReadResult r = read_text(std::string(kTwoSteps) +
                            R"({"kind":"op","name":"a","start":1,"duration":1,"step":2})"

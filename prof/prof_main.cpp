@@ -291,6 +291,9 @@ int main(int argc, char** argv) {
   if (std::string note = iteration_note(data); !note.empty()) {
     fmt::print(stderr, "pyprof prof: note: {}\n", pyprof::terminal_safe(note));
   }
+  if (std::string note = autotuning_note(data); !note.empty()) {
+    fmt::print(stderr, "pyprof prof: note: {}\n", note);
+  }
 
   // The outputs, each written under a temporary name (common/output_file.h). exit() below
   // skips destroying `data` (a million records); finish_outputs() has closed every output.

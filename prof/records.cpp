@@ -18,6 +18,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "common/marker_schema.h"
 #include "models/op_model.h"
 #include "prof/tensor_cores.h"
 
@@ -35,6 +36,10 @@
 namespace pyprof::prof {
 
 namespace {
+
+// How parse writes a pyprof.autotune range in a record's `user_ranges` (domain:message).
+constexpr std::string_view kAutotuneRangePrefix = "pyprof.autotune:";
+static_assert(kAutotuneRangePrefix.substr(0, kAutotuneRangePrefix.size() - 1) == kAutotuneDomain);
 
 // "1 record", "3 records": the count with its noun for messages.
 std::string count_of(int64_t n, std::string_view noun) {
@@ -148,6 +153,7 @@ struct Fields {
   int64_t args_ref = -1, bwd_args_ref = -1;
   bool has_self_duration = false;  // absent or null: the record's duration stands in
   bool graph_launched = false;     // a `graph_node` key: launched by a CUDA graph replay
+  bool autotune = false;           // a user range of the pyprof.autotune domain around it
   // The first of start, duration, self_duration that holds a value but not an integer int64
   // holds (a fraction, a number past 2^63): the record's time is unknown. null is parse's
   // "unknown" (a GPU row that ends before it starts, an op range never closed) and reads as 0.
@@ -593,6 +599,7 @@ bool read_object_fields(od::object o, Fields& f, std::deque<std::string>& unesca
             for (auto e : a) {
               std::string_view u;
               if (e.get_string().get(u) != simdjson::SUCCESS) continue;
+              if (u.starts_with(kAutotuneRangePrefix)) f.autotune = true;
               if (u.starts_with("layer:")) u.remove_prefix(6);
               if (!f.layer.empty()) f.layer += ':';
               f.layer += u;
@@ -889,6 +896,7 @@ ProfRecord make_record(const Fields& f, size_t index, Strings& s) {
   r.duration = f.duration;
   r.launch_start = f.launch_start;
   r.graph_launched = f.graph_launched;
+  r.autotune = f.autotune;
   r.src_memory = memory_kind_of(f.src_kind);
   r.dst_memory = memory_kind_of(f.dst_kind);
   r.self_duration = f.has_self_duration ? f.self_duration : f.duration;

@@ -47,6 +47,9 @@ struct ProfRecord {
   // Launched by a CUDA graph replay (net.dict `graph_node`); parse attributed it to the op
   // that launched it at capture when the database recorded the capture (docs/compile.md).
   bool graph_launched = false;
+  // Launched (or run) inside a `pyprof.autotune` range: one of the launches Triton's autotuner
+  // makes to time a launch configuration, not the program's work (leave_out_autotuning).
+  bool autotune = false;
   int32_t device = -1;
   int64_t stream = -1;
   int32_t grid[3] = {0, 0, 0};
@@ -207,6 +210,10 @@ struct ReadResult {
   std::vector<DevicePeak> devices;  // from the header; empty when it has none
   int64_t above_peak = 0;           // records flagged above_peak (by assign_costs)
   int64_t bad_time = 0;             // records flagged bad_time (each counted, warned once)
+  // Left out by leave_out_autotuning (prof/iterations.h): records of Triton's autotuning, and
+  // the GPU time of those that are GPU activities.
+  int64_t autotune_records = 0;
+  int64_t autotune_gpu_time = 0;
   // Messages for standard error. They quote the trace's text (op, kernel and device names) as it
   // is: whoever prints them passes them through terminal_safe() (common/terminal_text.h).
   std::vector<std::string> warnings;

@@ -650,6 +650,14 @@ ReportTable summary_report(const ReadResult& data) {
     row("records with an impossible time (out of totals)", std::to_string(data.bad_time),
         Unit::kCount);
   }
+  if (data.autotune_records > 0) {
+    row("Triton autotuning records (left out)", std::to_string(data.autotune_records),
+        Unit::kCount);
+    if (data.autotune_gpu_time > 0) {
+      row("Triton autotuning GPU time (left out, ns)", std::to_string(data.autotune_gpu_time),
+          Unit::kTime);
+    }
+  }
   if (inductor > 0) {
     // torch.compile's kernels: how much of the time they hold, how many carry the ATen nodes
     // they compute (docs/compile.md) and how much of their time no model costs.

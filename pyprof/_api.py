@@ -222,7 +222,16 @@ def _hide_module_ranges_from_dynamo() -> None:
         if _enabled:
             _C.mark(message, 0, "pyprof")
 
-    if not _compile_kernels.install(send):
+    def push_autotune(text: str) -> bool:
+        if not _enabled:
+            return False
+        _C.push_range(text, 0, _C.AUTOTUNE_DOMAIN)
+        return True
+
+    def pop_autotune() -> None:
+        _C.pop_range(_C.AUTOTUNE_DOMAIN)
+
+    if not _compile_kernels.install(send, push_autotune, pop_autotune):
         print("pyprof: warning: this torch's Inductor has no provenance tracking: compiled "
               "kernels keep no FLOP model (docs/compile.md)", file=sys.stderr)
 
@@ -295,7 +304,9 @@ def stats() -> dict:
     graphs whose metadata could not be read (`compiled_graphs_unreadable`) and kernel marks made
     smaller to fit the collector's 64 KiB (`compiled_kernels_cut`: strides and outputs left
     out, then nodes, which leaves that kernel unmodelled), and calls of graphs with symbolic
-    sizes that sent their sizes (`compiled_calls`: dynamic shapes)."""
+    sizes that sent their sizes (`compiled_calls`: dynamic shapes), and launch configurations
+    Triton's autotuner timed inside a `pyprof.autotune` range (`compiled_autotune_benchmarks`;
+    GPU only)."""
     out = dict(_C.stats())
     from . import _compile_kernels
     for key, value in _compile_kernels.stats.items():

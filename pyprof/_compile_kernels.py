@@ -43,7 +43,7 @@ MAX_MARK_BYTES = 60_000
 
 # What the handler did, for pyprof.stats() and the tests.
 stats = {"graphs": 0, "kernels": 0, "nodes": 0, "nodes_missing": 0, "graphs_unreadable": 0,
-         "kernels_cut": 0, "calls": 0}
+         "kernels_cut": 0, "calls": 0, "autotune_benchmarks": 0}
 _warned = False
 _lock = threading.Lock()
 _installed = False
@@ -534,11 +534,59 @@ def _announce_calls(send) -> None:
     CompiledFxGraph.__call__ = __call__
 
 
-def install(send) -> bool:
+def autotune_range_text(autotuner, launcher) -> str:
+    """The text of the range around one benchmarked launch configuration: the kernel's run-time
+    name and the configuration ("triton_red_fused_0 XBLOCK: 1, R0_BLOCK: 2048, num_warps: 16,
+    ...")."""
+    meta = getattr(autotuner, "inductor_meta", None)
+    name = meta.get("kernel_name") if isinstance(meta, dict) else None
+    if not name:
+        name = getattr(getattr(autotuner, "fn", None), "__name__", None) or "triton kernel"
+    config = getattr(launcher, "config", None)
+    return f"{name} {config}" if config is not None else str(name)
+
+
+def separate_autotuning(push, pop) -> None:
+    """Triton's autotuner times each launch configuration of a kernel with several, at the
+    kernel's first call (and coordinate descent, when on, at more): dozens to hundreds of real
+    launches of the kernel on copies of its arguments, plus the kernels that clear the L2 cache
+    between them, all inside the op that first called it. Each configuration's timing
+    (`CachingAutotuner.bench`, which every autotuning path goes through) runs inside a range of
+    the `pyprof.autotune` domain, `push(text)` ... `pop()`, and prof leaves what ran in one out
+    of the reports (docs/compile.md)."""
+    try:
+        from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+    except ImportError:  # a torch without Inductor's Triton runtime
+        return
+    original = getattr(CachingAutotuner, "bench", None)
+    if original is None or getattr(original, "_pyprof_wrapped", False):
+        return
+
+    def bench(self, launcher, *args, **kwargs):
+        try:
+            pushed = push(autotune_range_text(self, launcher))
+        except Exception:  # never the user's run's problem
+            pushed = False
+        try:
+            return original(self, launcher, *args, **kwargs)
+        finally:
+            if pushed:
+                pop()
+                with _lock:
+                    stats["autotune_benchmarks"] += 1
+
+    bench._pyprof_wrapped = True
+    bench.__wrapped__ = original
+    CachingAutotuner.bench = bench
+
+
+def install(send, push_autotune=None, pop_autotune=None) -> bool:
     """Turns on Inductor's provenance tracking (a level the user set is kept) and lowering of
     the backward graph at compile time (lazily lowered, its kernels would have no mapping), and
-    starts collecting; `send(message)` writes one mark. Imports Inductor's config: call it when a
-    compile is about to. False when this torch lacks what it needs."""
+    starts collecting; `send(message)` writes one mark. With `push_autotune(text)` (True when it
+    opened a range) and `pop_autotune()`, Triton's autotuning runs inside ranges of its own
+    (separate_autotuning). Imports Inductor's config: call it when a compile is about to. False
+    when this torch lacks what it needs."""
     global _installed
     if _installed:
         return True
@@ -557,5 +605,7 @@ def install(send) -> bool:
     logger = logging.getLogger("torch.__trace")
     logger.addHandler(_ArtifactHandler(send))
     _announce_calls(send)
+    if push_autotune is not None and pop_autotune is not None:
+        separate_autotuning(push_autotune, pop_autotune)
     _installed = True
     return True

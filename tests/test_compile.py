@@ -346,3 +346,34 @@ def test_kernels_loaded_from_inductor_caches_keep_their_nodes(tmp_path):
                       for r in prof_records(dict_path) if r["kernel"] in kernels})
     assert costs[0] == costs[1]
     assert all(flops for flops, _, _ in costs[1].values())
+
+
+def test_triton_autotuning_is_left_out_of_the_reports(tmp_path):
+    """Each launch configuration Triton's autotuner times runs inside a pyprof.autotune range
+    (tests/scripts/autotune_stand_in.py stands in for Triton's bench on the CPU): parse keeps
+    those records, with the range, and prof leaves them out of every report, saying how many."""
+    res = pyprof_db.profile(tmp_path, testlib.script("autotune_stand_in.py"), env=ENV)
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = last_json(res.stdout)
+    assert out["wrapped"] is True
+    assert out["pyprof"]["compiled_autotune_benchmarks"] == 2
+    testlib.parse_to(tmp_path / "net.sqlite", tmp_path / "net.dict")
+    _, records = testlib.read_dict(tmp_path / "net.dict")
+    tuning = [r for r in records
+              if any(u.startswith("pyprof.autotune:") for u in r.get("user_ranges", []))]
+    configs = collections.Counter(r["user_ranges"][-1] for r in tuning if r["name"] == "aten::mul_")
+    assert configs == {
+        "pyprof.autotune:triton_poi_fused_add_0 XBLOCK: 128, num_warps: 4": 3,
+        "pyprof.autotune:triton_poi_fused_add_0 XBLOCK: 1024, num_warps: 8": 3}
+    assert {r["name"] for r in tuning} >= {"aten::clone", "aten::mul_"}
+    # The program's own ops, before and after, are not in a range.
+    program = {r["name"] for r in records if r not in tuning}
+    assert {"aten::add", "aten::mul"} <= program
+    res = testlib.prof("--json", "-c", "all", str(tmp_path / "net.dict"))
+    kept = [json.loads(line) for line in res.stdout.splitlines() if line.strip()]
+    assert len(kept) == len(records) - len(tuning)
+    assert not any(r["op"] == "aten::mul_" for r in kept)
+    assert (f"{len(tuning)} records of Triton's autotuning (pyprof.autotune ranges) left out"
+            in res.stderr), res.stderr
+    summary = testlib.prof("--report", "summary", str(tmp_path / "net.dict")).stdout
+    assert re.search(rf"Triton autotuning records \(left out\)\s+{len(tuning)}\b", summary), summary

@@ -39,6 +39,7 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "pyprof annotation layer (RecordFunction hook and NVTX ranges)";
   m.attr("MARKER_SCHEMA_VERSION") = pyprof::kMarkerSchemaVersion;
   m.attr("MARKER_DOMAIN") = pyprof::kMarkerDomain;
+  m.attr("AUTOTUNE_DOMAIN") = pyprof::kAutotuneDomain;
 
   m.def("tool_attached", &pyprof::nvtx_tool_attached,
         "True when an NVTX tool (pyprof's collector, Nsight Systems) is attached.");

@@ -15,4 +15,9 @@ inline constexpr int kMarkerSchemaVersion = 1;
 // category (0: no seq). Removing those keys changes the marker's meaning, hence its own version.
 inline constexpr int kInternedMarkerSchemaVersion = 2;
 
+// The NVTX domain of the ranges pyprof opens around each launch configuration Triton's autotuner
+// benchmarks (docs/compile.md): what runs inside one is not the program's work, and prof leaves
+// it out of the reports. parse writes such a range in `user_ranges` as "pyprof.autotune:<text>".
+inline constexpr char kAutotuneDomain[] = "pyprof.autotune";
+
 }  // namespace pyprof
