@@ -46,14 +46,11 @@ void install(const std::string& kind) {
   } else if (kind != "record_function") {
     throw std::invalid_argument("kind: expected 'record_function' or 'nvtx', got '" + kind + "'");
   }
-  g_handle = at::addGlobalCallback(
-      callback.needsInputs(true).scopes({at::RecordScope::FUNCTION,
-                                         at::RecordScope::BACKWARD_FUNCTION,
-                                         at::RecordScope::USER_SCOPE}));
+  g_handle = at::addGlobalCallback(callback.needsInputs(true).scopes(
+      {at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION,
+       at::RecordScope::USER_SCOPE}));
 }
 
 }  // namespace
 
-PYBIND11_MODULE(overhead_floor, m) {
-  m.def("install", &install, pybind11::arg("kind"));
-}
+PYBIND11_MODULE(overhead_floor, m) { m.def("install", &install, pybind11::arg("kind")); }

@@ -309,9 +309,8 @@ TEST(ReadDict, ReadsIterationsAndSteps) {
 // Triton's autotuning (pyprof.autotune ranges, docs/compile.md): read from `user_ranges` and
 // left out by select_iterations, with or without iterations, parents renumbered.
 TEST(ReadDict, AutotuningRecordsAreLeftOutAndCounted) {
-  const std::string header =
-      R"({"pyprof_dict":1,"records":"kernel","devices":[]})"
-      "\n";
+  const std::string header = R"({"pyprof_dict":1,"records":"kernel","devices":[]})"
+                             "\n";
   ReadResult r = read_text(
       header +
       R"({"kind":"kernel","name":"triton_red_fused_0","start":0,"duration":7,"step":0})"

@@ -1,12 +1,12 @@
 // read_dict's input handling: lines are read in blocks of a megabyte and their fields on two
 // threads (prof/records.cpp, FieldReader), so these tests put lines across block boundaries,
 // a line longer than a block, escapes, CRLF and blank lines, and errors past the first block.
+#include "prof/records.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <string>
-
-#include "prof/records.h"
 
 namespace pyprof::prof {
 namespace {
@@ -46,8 +46,8 @@ TEST(ReadDictInput, LinesAcrossBlockBoundariesKeepTheirOrderAndNames) {
 }
 
 TEST(ReadDictInput, ALineLongerThanABlockIsReadWhole) {
-  std::string text = kHeader + op_line("before", 1) + op_line("long", 2, 3 << 20) +
-                     op_line("after", 3);
+  std::string text =
+      kHeader + op_line("before", 1) + op_line("long", 2, 3 << 20) + op_line("after", 3);
   ReadResult out;
   std::string error;
   ASSERT_TRUE(read_text(text, out, error)) << error;

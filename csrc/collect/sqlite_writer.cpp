@@ -281,8 +281,7 @@ std::unique_ptr<SqliteWriter> SqliteWriter::open(const std::string& path, std::s
                                                  bool* storage_failure) {
   if (storage_failure != nullptr) *storage_failure = false;
   sqlite3* db = nullptr;
-  const int rc =
-      sqlite3_open_v2(path.c_str(), &db, kOpenFlags, nullptr);
+  const int rc = sqlite3_open_v2(path.c_str(), &db, kOpenFlags, nullptr);
   if (rc != SQLITE_OK) {
     if (error != nullptr) {
       *error = "cannot open " + path + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
