@@ -454,6 +454,39 @@ std::vector<int32_t> capture_points(Trace& trace, std::vector<int32_t>& needed_c
 
 }  // namespace
 
+namespace {
+
+// Correlation::call_site: the ranges of each (enclosing range, name) in thread and start order.
+void number_call_sites(const Trace& trace, Correlation& out) {
+  if (trace.compiled_by_site.empty()) return;
+  struct Site {
+    int32_t parent;
+    uint32_t name;
+    int32_t rank;
+    int32_t range;
+  };
+  std::vector<Site> sites;
+  for (size_t i = 0; i < trace.ranges.size(); ++i) {
+    const RangeRecord& r = trace.ranges[i];
+    if (r.kind == MarkerKind::kOp && trace.compiled_by_site.count(r.name)) {
+      sites.push_back({r.parent, r.name, out.rank[i], static_cast<int32_t>(i)});
+    }
+  }
+  std::sort(sites.begin(), sites.end(), [](const Site& a, const Site& b) {
+    return std::tie(a.parent, a.name, a.rank) < std::tie(b.parent, b.name, b.rank);
+  });
+  int32_t place = 0;
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const bool same_run =
+        i > 0 && sites[i].parent == sites[i - 1].parent && sites[i].name == sites[i - 1].name;
+    place = same_run ? place + 1 : 0;
+    // A range at the top of its thread has no run to count in.
+    if (sites[i].parent >= 0) out.call_site.emplace(sites[i].range, place);
+  }
+}
+
+}  // namespace
+
 Correlation correlate(Trace& trace) {
   Correlation out;
   const size_t n_act = trace.activities.size();
@@ -630,6 +663,7 @@ Correlation correlate(Trace& trace) {
       if (a.paired) ++out.stats.backward_paired;
     }
   }
+  number_call_sites(trace, out);
   return out;
 }
 

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "parse/trace.h"
@@ -92,6 +93,10 @@ struct Correlation {
   // (is_synchronizing_api), in start order, and what each ran inside (`launch` is the call).
   std::vector<int32_t> sync_calls;
   std::vector<Attribution> sync_attributions;
+  // Op ranges named like a compiled kernel its graph calls at several places
+  // (Trace::compiled_by_site): range -> its place among the ranges of its name directly inside
+  // the same range (one run of the graph's wrapper calls them in code order). Empty otherwise.
+  std::unordered_map<int32_t, int32_t> call_site;
 };
 
 static_assert(sizeof(Attribution) == 40);

@@ -212,7 +212,9 @@ void decode_pyprof(std::string_view text, Marker& out) {
   std::string_view op, module, type, scope, overload, stack, compiled_kernel, graph, call;
   bool have_op = false, have_module = false, have_settings = false, have_compiled = false,
        have_kernel = false, have_call = false, have_symbols = false;
-  int64_t version = 0;  // newer versions only add keys we may ignore, except as documented
+  int64_t version = 0;     // newer versions only add keys we may ignore, except as documented
+  int64_t call_site = -1;  // compiled_kernel: its place among the graph's calls of its name
+  bool backward = false, have_backward = false;
   const auto read_string = [&](od::value& value, std::string_view key, std::string_view& dst,
                                bool* present) {
     const error_code e = value.get_string().get(dst);
@@ -281,6 +283,17 @@ void decode_pyprof(std::string_view text, Marker& out) {
       read_string(value, "\"compiled_kernel\"", compiled_kernel, &have_compiled);
     } else if (key == "kernel") {
       read_object(value, "\"kernel\"", out.args, &have_kernel);
+    } else if (key == "call_site") {
+      read_int(value, "\"call_site\"", call_site);
+    } else if (key == "backward") {
+      const error_code e = value.get_bool().get(backward);
+      if (e == simdjson::SUCCESS) {
+        have_backward = true;
+      } else if (is_recoverable_type_error(e)) {
+        add_error(out, "\"backward\"", " is not a boolean");
+      } else {
+        err = e;
+      }
     } else if (key == "compiled_call") {
       read_string(value, "\"compiled_call\"", call, &have_call);
     } else if (key == "symbols") {
@@ -330,6 +343,15 @@ void decode_pyprof(std::string_view text, Marker& out) {
     out.kind = MarkerKind::kCompiledKernel;
     out.name.assign(compiled_kernel);
     out.overload.assign(graph);
+    if (call_site >= 0 && have_backward && !graph.empty()) {
+      // One of several places its graph calls this name: the place is part of the key records
+      // join it by (compiled_site_key; a record gets its own in the writer).
+      out.overload += compiled_site_suffix(backward, call_site);
+    } else if (call_site >= 0 || have_backward) {
+      add_error(out,
+                "compiled_kernel mark with a call_site but no backward flag or graph "
+                "(or the other way round)");
+    }
     return;
   }
   if (have_call && !have_op && !have_module && !have_compiled) {

@@ -55,6 +55,13 @@ enum class MarkerKind : uint8_t {
   kCompiledCall,
 };
 
+// What a compiled kernel's graph id is followed by, in the key records join it by, when its graph
+// calls its name at several places (a compiled_kernel mark's `call_site` and `backward`,
+// docs/formats.md §1.5): "#f0", "#b2", the forward or backward graph and the place.
+inline std::string compiled_site_suffix(bool backward, int64_t site) {
+  return (backward ? "#b" : "#f") + std::to_string(site);
+}
+
 // Everything one message says. Decoding resets every field first but keeps the capacity of
 // the strings and vectors, so a caller that reuses one Marker allocates nothing per message.
 struct Marker {

@@ -660,5 +660,32 @@ TEST(PyprofMarker, CompiledKernelMark) {
   }
 }
 
+// A place of several (the C++ wrapper's shims): the graph key gets the pass and the place.
+TEST(PyprofMarker, CompiledKernelCallSite) {
+  const Marker m =
+      decode(R"({"v":1,"compiled_kernel":"aoti_torch_cpu_mm_out","kernel":{},"call_site":2,)"
+             R"("backward":true,"graph":"0/1"})",
+             true);
+  EXPECT_EQ(m.kind, MarkerKind::kCompiledKernel);
+  EXPECT_EQ(m.overload, "0/1#b2");
+  EXPECT_EQ(m.error, "");
+  EXPECT_EQ(decode(R"({"v":1,"compiled_kernel":"k","kernel":{},"call_site":0,"backward":false,)"
+                   R"("graph":"3/0"})",
+                   true)
+                .overload,
+            "3/0#f0");
+  // Half of a place, or a place without its graph: the plain graph key, and an error.
+  for (const char* bad :
+       {R"({"v":1,"compiled_kernel":"k","kernel":{},"call_site":1,"graph":"0/0"})",
+        R"({"v":1,"compiled_kernel":"k","kernel":{},"backward":true,"graph":"0/0"})",
+        R"({"v":1,"compiled_kernel":"k","kernel":{},"call_site":1,"backward":true})",
+        R"({"v":1,"compiled_kernel":"k","kernel":{},"call_site":1,"backward":1,"graph":"0/0"})"}) {
+    const Marker b = decode(bad, true);
+    EXPECT_EQ(b.kind, MarkerKind::kCompiledKernel) << bad;
+    EXPECT_EQ(b.overload.find('#'), std::string::npos) << bad;
+    EXPECT_NE(b.error, "") << bad;
+  }
+}
+
 }  // namespace
 }  // namespace pyprof::parse

@@ -635,7 +635,7 @@ void RecordFormatter::write_activity(size_t k, int32_t index, const Attribution&
     }
     write_step(w, k);
     write_attribution(w, a);
-    write_compiled_graph(w, act.short_name, a);
+    write_compiled_graph(w, act.short_name, a, -1);
     if (a.launch >= 0) {
       const ApiCall& call = trace_.api_calls[a.launch];
       write_compiled_symbols(w, act.short_name, a, call.pid, call.tid, call.start);
@@ -657,10 +657,20 @@ std::string_view RecordFormatter::region_graph(const Attribution& a) const {
   return {};
 }
 
-void RecordFormatter::write_compiled_graph(JsonWriter& w, uint32_t name, const Attribution& a) {
+void RecordFormatter::write_compiled_graph(JsonWriter& w, uint32_t name, const Attribution& a,
+                                           int32_t site_range) {
   if (trace_.compiled_by_graph.empty() || !trace_.compiled_by_graph.count(name)) return;
   std::string_view id = region_graph(a);
   if (id.empty()) return;
+  if (!trace_.compiled_by_site.empty() && trace_.compiled_by_site.count(name)) {
+    auto site = site_range >= 0 ? corr_.call_site.find(site_range) : corr_.call_site.end();
+    if (site == corr_.call_site.end()) return;
+    std::string key(id);
+    key += compiled_site_suffix(a.dir == Direction::kBackward, site->second);
+    w.raw_key("compiled_graph");
+    w.string(key);
+    return;
+  }
   w.raw_key("compiled_graph");
   w.string(id);
 }
@@ -727,7 +737,7 @@ void RecordFormatter::write_op_instance(size_t k, int32_t index, const Attributi
     }
     write_step(w, k);
     write_attribution(w, a);
-    write_compiled_graph(w, r.name, a);
+    write_compiled_graph(w, r.name, a, index);
     write_compiled_symbols(w, r.name, a, r.pid, r.tid, r.start);
     write_user_ranges(w, a);
     w.end_object();

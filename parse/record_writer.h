@@ -114,8 +114,10 @@ class RecordFormatter {
   void write_rank(JsonWriter& w);
   void write_attribution(JsonWriter& w, const Attribution& a);
   // `"compiled_graph": "0/1"` on a record of a compiled kernel whose name two graphs share
-  // (Trace::CompiledName::kByGraph): the compile id of the Dynamo region its op ran in.
-  void write_compiled_graph(JsonWriter& w, uint32_t name, const Attribution& a);
+  // (Trace::CompiledName::kByGraph): the compile id of the Dynamo region its op ran in. For a
+  // name its graph calls at several places (Trace::compiled_by_site), followed by the place of
+  // the record's own op range `site_range` ("0/0#b2"); not written without one (-1).
+  void write_compiled_graph(JsonWriter& w, uint32_t name, const Attribution& a, int32_t site_range);
   // `"compiled_symbols": {"s77": 8}` on a record of a compiled kernel with symbolic sizes
   // (Trace::compiled_symbolic): the sizes of the last call of its region's graph made on the
   // thread (pid, tid) at or before `time` (its launch, or the op's start), when there is one.

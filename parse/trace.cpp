@@ -99,6 +99,7 @@ void merge_compiled_kernels(const Trace& part, Trace& trace) {
 void resolve_compiled_kernels(Trace& trace) {
   trace.compiled_names.clear();
   trace.compiled_by_graph.clear();
+  trace.compiled_by_site.clear();
   trace.compiled_symbolic.clear();
   std::stable_sort(trace.compiled_calls.begin(), trace.compiled_calls.end(),
                    [](const Trace::CompiledCall& a, const Trace::CompiledCall& b) {
@@ -133,6 +134,13 @@ void resolve_compiled_kernels(Trace& trace) {
     trace.compiled_names.emplace(first.name, verdict);
     if (verdict == Trace::CompiledName::kByGraph) {
       trace.compiled_by_graph.insert(trace.pool.intern(first.name));
+      for (size_t i : entries) {
+        // The decoder appended the place to the graph id (compiled_site_suffix).
+        if (trace.compiled_kernels[i].graph.find('#') != std::string::npos) {
+          trace.compiled_by_site.insert(trace.pool.intern(first.name));
+          break;
+        }
+      }
     } else if (verdict == Trace::CompiledName::kAmbiguous && repeated_in != nullptr) {
       // Inductor's C++ wrapper (config.cpp_wrapper) runs each extern ATen call through a shim
       // named for the op (aoti_torch_cpu_mm_out), once per call site of the graph.

@@ -188,6 +188,9 @@ struct Trace {
   // names (the records' names, to look up while writing).
   std::unordered_map<std::string, CompiledName> compiled_names;
   std::unordered_set<uint32_t> compiled_by_graph;
+  // Of those, the names a graph calls at several places (marks with `call_site`): their records'
+  // `compiled_graph` adds the place (compiled_site_suffix).
+  std::unordered_set<uint32_t> compiled_by_site;
   // Pool ids of the compiled kernel names with a symbolic size in their object: their records
   // get the sizes of the graph call they ran in (`compiled_symbols`).
   std::unordered_set<uint32_t> compiled_symbolic;

@@ -330,7 +330,11 @@ def kernel_marks(graph_text: str, output_code: str, mapping: dict) -> list[dict]
     # With backward lowered at once the mapping is cumulative (the forward's kernels are in the
     # backward graph's mapping too, under node names that also exist there): only the handles
     # this graph's code calls are its own.
-    handles = {f"{k}:{h}" for k, h in _HANDLE.findall(output_code)}
+    # Where each handle first appears: the wrapper runs its calls in code order.
+    position: dict[str, int] = {}
+    for m in _HANDLE.finditer(output_code):
+        position.setdefault(f"{m.group(1)}:{m.group(2)}", m.start())
+    handles = set(position)
     getitems: dict[str, list[str]] = {}  # multi-output node -> its getitem nodes
     for n in nodes.values():
         source = _names_in(n.args[0])[:1] if n.target == "getitem" and n.args else []
@@ -348,16 +352,16 @@ def kernel_marks(graph_text: str, output_code: str, mapping: dict) -> list[dict]
         # others are the same kernel's values too.
         listed = set(names)
         names += [g for n in names for g in getitems.get(n, ()) if g not in listed]
-        kernels.append((kernel, names))
+        kernels.append((kernel, names, position[key]))
     # A kernel's nodes may sit in several kernels (recomputed there): a value is written for
     # use outside only when a reader does not compute it itself.
     kernels_of: dict[str, set[str]] = {}
-    members_of = {kernel: set(names) for kernel, names in kernels}
-    for kernel, names in kernels:
+    members_of = {kernel: set(names) for kernel, names, _ in kernels}
+    for kernel, names, _ in kernels:
         for n in names:
             kernels_of.setdefault(n, set()).add(kernel)
     marks = []
-    for kernel, names in kernels:
+    for kernel, names, _ in kernels:
         members = set(names)
         entries, missing = [], 0
         reads, writes = {}, {}
@@ -385,7 +389,32 @@ def kernel_marks(graph_text: str, output_code: str, mapping: dict) -> list[dict]
         marks.append({"v": MARK_VERSION, "compiled_kernel": found.group(1) if found else kernel,
                       "kernel": {"nodes": entries, "reads": list(reads.values()),
                                  "writes": list(writes.values()), "missing": missing}})
+    _number_call_sites(marks, [at for _, _, at in kernels], graph_text)
     return marks
+
+
+def _number_call_sites(marks: list[dict], positions: list[int], graph_text: str) -> None:
+    """A run-time name the graph's code calls at several places (the C++ wrapper runs each
+    extern ATen call through a shim named for the op, `aoti_torch_cpu_mm_out`): each of its
+    marks gets `call_site`, its place among them in code order, which is the order one run of
+    the graph calls them in, and `backward`, whether this is an AOTAutograd backward graph (its
+    inputs include the incoming gradients, `tangents_*`), since a forward and a backward graph
+    share their compile id."""
+    places: dict[str, list[int]] = {}
+    for i, m in enumerate(marks):
+        places.setdefault(m["compiled_kernel"], []).append(i)
+    repeated = [indices for indices in places.values() if len(indices) > 1]
+    if not repeated:
+        return
+    try:
+        backward = any(name.startswith("tangents")
+                       for name, _ in _placeholders(_forward_of(graph_text)))
+    except ValueError:
+        return  # no graph to tell the pass by: the places stay unnumbered (ambiguous)
+    for indices in repeated:
+        for k, i in enumerate(sorted(indices, key=lambda i: positions[i])):
+            marks[i]["call_site"] = k
+            marks[i]["backward"] = backward
 
 
 class _ArtifactHandler(logging.Handler):

@@ -199,16 +199,14 @@ def test_graph_break_two_compiled_regions(tmp_path):
             if name.startswith("graph_1_")] == [["aten::relu"]], kernels
 
 
-def test_compiled_step_matmul_flops_equal_flop_counter_mode(compiled):
-    """The GEMMs of a compiled step are Inductor's extern calls (aten::addmm, aten::mm), op
-    records with their own FLOP models; FlopCounterMode on the same model run eagerly is the
-    oracle (it counts only matmuls): a step's matmul FLOPs are equal."""
+def eager_matmul_flops() -> dict:
+    """FlopCounterMode's counts for one eager training step of compiled_train.py's model (it
+    counts only matmuls)."""
     import importlib.util
 
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    _, header, _, dict_path = compiled
     spec = importlib.util.spec_from_file_location("compiled_train", SCRIPT)
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
@@ -217,7 +215,15 @@ def test_compiled_step_matmul_flops_equal_flop_counter_mode(compiled):
         torch.nn.functional.mse_loss(model(torch.randn(16, 64)), torch.randn(16, 10)).backward()
     oracle = {str(op): int(n) for op, n in counter.get_flop_counts()["Global"].items()}
     assert set(oracle) == {"aten.addmm", "aten.mm"}, oracle
-    check_step_matmul_flops(header, dict_path, oracle)
+    return oracle
+
+
+def test_compiled_step_matmul_flops_equal_flop_counter_mode(compiled):
+    """The GEMMs of a compiled step are Inductor's extern calls (aten::addmm, aten::mm), op
+    records with their own FLOP models; FlopCounterMode on the same model run eagerly is the
+    oracle: a step's matmul FLOPs are equal."""
+    _, header, _, dict_path = compiled
+    check_step_matmul_flops(header, dict_path, eager_matmul_flops())
 
 
 @pytest.mark.slow
@@ -226,12 +232,16 @@ def test_cpp_wrapper_kernels_cost_as_under_the_python_wrapper(compiled, tmp_path
     C++ kernels are the same records, joined to the same nodes, with the costs the Python
     wrapper's run gives (the same graphs). Its extern ATen calls go through shims named for the
     op (`aoti_torch_cpu_addmm_out`), whose RecordFunction has no inputs and which one graph runs
-    at several places: their records keep no FLOP model, and parse's warning says why, naming
-    the graph (docs/compile.md, "Not yet")."""
+    at several places: each record is joined to its own place by its position among the shims
+    of its name in its graph's run (docs/compile.md), so that each costs what the Python
+    wrapper's aten::addmm or aten::mm record at that place costs, and the step's matmul FLOPs
+    equal FlopCounterMode's on the eager model."""
     _, _, records, dict_path = profiled_run(tmp_path, env={"TORCHINDUCTOR_CPP_WRAPPER": "1"})
-    kernels = compiled_kernel_lines(dict_path)
+    kernels = set(compiled_kernel_lines(dict_path))
     names = {r["name"] for r in records if KERNEL.match(r["name"])}
-    assert names and names == set(kernels), (names, set(kernels))
+    fused = {k for k in kernels if KERNEL.match(k)}
+    assert names and names == fused, (names, kernels)
+    assert kernels - fused == {"aoti_torch_cpu_addmm_out", "aoti_torch_cpu_mm_out"}, kernels
 
     def fused_costs(path):
         return {r["kernel"]: (r["dir"], r["module"], r["flops"], r["bytes"], r["params"])
@@ -245,12 +255,22 @@ def test_cpp_wrapper_kernels_cost_as_under_the_python_wrapper(compiled, tmp_path
     # fc1 and fc2 forward; backward: fc2's input and weight gradients, fc1's weight gradient.
     assert shims == {("aoti_torch_cpu_addmm_out", "fprop"): 2,
                      ("aoti_torch_cpu_mm_out", "bprop"): 3}, shims
+    places = collections.Counter(r.get("compiled_graph") for r in step
+                                 if r["name"].startswith("aoti_torch_cpu_"))
+    assert places == {"0/0#f0": 1, "0/0#f1": 1, "0/0#b0": 1, "0/0#b1": 1, "0/0#b2": 1}, places
     res = testlib.run_tool(testlib.PARSE, tmp_path / "net.sqlite", "-o", tmp_path / "again.dict")
     assert res.returncode == 0, res.stderr
-    for shim in ("aoti_torch_cpu_addmm_out", "aoti_torch_cpu_mm_out"):
-        assert f'compiled graph 0/0 runs a kernel named "{shim}" at several places' in res.stderr
-    costs = {r["kernel"]: r["flops"] for r in prof_records(dict_path)}
-    assert costs["aoti_torch_cpu_addmm_out"] is None and costs["aoti_torch_cpu_mm_out"] is None
+    assert "several places" not in res.stderr, res.stderr
+
+    def gemms(path, names):
+        rows = testlib.prof("--json", "-c", "dir,kernel,flops,bytes", "--iterations", "2",
+                            str(path)).stdout.splitlines()
+        return collections.Counter((r["dir"], r["flops"]) for r in map(json.loads, rows)
+                                   if r["kernel"] in names)
+    shim_costs = gemms(dict_path, ("aoti_torch_cpu_addmm_out", "aoti_torch_cpu_mm_out"))
+    assert shim_costs == gemms(compiled[3], ("aten::addmm", "aten::mm")), shim_costs
+    oracle = eager_matmul_flops()
+    assert sum(f * n for (_, f), n in shim_costs.items()) == sum(oracle.values()), oracle
 
 @pytest.mark.slow
 @pytest.mark.parametrize("shapes", ["static", "dynamic"])

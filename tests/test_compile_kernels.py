@@ -115,6 +115,41 @@ def test_kernel_marks_nodes_buffers_and_runtime_names():
     json.dumps(marks, allow_nan=False)  # a mark is plain JSON
 
 
+def test_shims_called_at_several_places_are_numbered_in_code_order():
+    """The C++ wrapper calls each extern op through a shim named for it, once per place: the
+    marks of a name the code calls more than once get `call_site` in code order (not the
+    mapping's order) and `backward` (the graph's inputs include `tangents_*`)."""
+    graph = ('class GraphModule(torch.nn.Module):\n'
+             '    def forward(self, primals_1: "f32[2, 8][8, 1]cpu", '
+             'tangents_1: "f32[8, 8][8, 1]cpu"):\n'
+             '        mm: "f32[2, 8][8, 1]cpu" = torch.ops.aten.mm.default(primals_1, '
+             'tangents_1)\n'
+             '        mm_1: "f32[8, 8][8, 1]cpu" = torch.ops.aten.mm.default(tangents_1, '
+             'tangents_1)\n'
+             '        exp: "f32[8, 8][8, 1]cpu" = torch.ops.aten.exp.default(mm_1)\n'
+             '        return (mm, exp)\n')
+    code = ('    // [Provenance debug handles] aoti_torch_cpu_mm_out:9\n'
+            '    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_cpu_mm_out(buf0, primals_1, tangents_1));\n'
+            '    // [Provenance debug handles] aoti_torch_cpu_mm_out:4\n'
+            '    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_cpu_mm_out(buf1, tangents_1, '
+            'tangents_1));\n'
+            '    // [Provenance debug handles] cpp_fused_exp_0:5\n')
+    mapping = {"cppCodeToPost": {"aoti_torch_cpu_mm_out:4": ["mm_1"],
+                                 "aoti_torch_cpu_mm_out:9": ["mm"], "cpp_fused_exp_0:5": ["exp"]}}
+    marks = ck.kernel_marks(graph, code, mapping)
+    rows = {(m["compiled_kernel"], m.get("call_site"), m.get("backward")):
+            m["kernel"]["writes"][0]["shape"] for m in marks}
+    # Place 0 is the call first in the code (handle 9: mm, [2, 8]), whatever the mapping's order.
+    assert rows == {("aoti_torch_cpu_mm_out", 0, True): [2, 8],
+                    ("aoti_torch_cpu_mm_out", 1, True): [8, 8],
+                    ("cpp_fused_exp_0", None, None): [8, 8]}
+    # A forward graph (no tangents): backward false.
+    fwd = ck.kernel_marks(graph.replace("tangents_1", "primals_2"),
+                          code.replace("tangents_1", "primals_2"), mapping)
+    assert sorted((m["call_site"], m["backward"]) for m in fwd if "call_site" in m) == [
+        (0, False), (1, False)]
+
+
 def test_unreadable_artifacts_are_counted_not_raised(capsys):
     sent = []
     handler = ck._ArtifactHandler(sent.append)

@@ -824,6 +824,71 @@ def test_triton_names_two_graphs_share_join_by_their_region(tmp_path):
         ["aten::exp"], ["aten::mul", "aten::exp"]]
 
 
+def test_compiled_call_sites_join_each_record_to_its_place(tmp_path):
+    """Inductor's C++ wrapper runs each extern ATen call through a shim named for the op, at
+    several places of one graph: the marks number the places (`call_site`, in code order, and
+    `backward`, docs/formats.md §1.5), and each record of the name is joined to the place of its
+    own range among the ranges of its name directly inside the same range (one run of the graph
+    calls them in code order), in the forward or the backward graph. By hand: mul and exp over
+    [n, 8] fp32 cost 16n FLOPs; forward places 0 and 1 cost 64 and 32, backward place 0 128."""
+    def kernel(rows):
+        x = tensor([rows, 8])
+        return {"nodes": [{"op": "aten::mul", "overload": "Tensor",
+                           "args": {"self": x, "other": 2.0}},
+                          {"op": "aten::exp", "args": {"self": x}}],
+                "reads": [x], "writes": [x], "missing": 0}
+
+    shim = "aoti_torch_cpu_mm_out"
+    db = SynthDb()
+    t = db.thread(pid=100)
+    engine = db.thread(pid=100, tid=101)
+    for site, rows, backward in ((1, 2, False), (0, 4, False), (0, 8, True)):
+        t.mark(json.dumps({"v": 1, "compiled_kernel": shim, "kernel": kernel(rows),
+                           "call_site": site, "backward": backward, "graph": "0/0"}),
+               domain="pyprof")
+    # A place without its pass: not a key (an error, counted as a malformed marker).
+    t.mark(json.dumps({"v": 1, "compiled_kernel": "aoti_torch_cpu_bmm_out", "kernel": kernel(1),
+                       "call_site": 0, "graph": "0/0"}), domain="pyprof")
+    seq = 7
+    for step in range(2):
+        with t.range(f"step {step}"):
+            with t.pyprof_op("Torch-Compiled Region: 0/0", seq=-1):
+                with t.pyprof_op("CompiledFunction", seq=seq):
+                    for _ in range(2):
+                        with t.pyprof_op(shim):
+                            t.advance(1000)
+            t.advance(1000)
+            engine.wait_until(t.now)
+            with engine.pyprof_op("CompiledFunctionBackward", scope="backward", seq=seq,
+                                  fwd_tid=t.rf_tid):
+                with engine.pyprof_op(shim):
+                    engine.advance(1000)
+            t.wait_until(engine.now)
+        seq += 1
+    with t.pyprof_op(shim):  # outside every graph run
+        t.advance(1000)
+    path = tmp_path / "s.sqlite"
+    db.save(path)
+    res = testlib.run_tool(testlib.PARSE, path, "-o", tmp_path / "s.dict")
+    assert res.returncode == 0, res.stderr
+    assert "several places" not in res.stderr
+    assert "compiled_kernel mark with a call_site but no backward flag" in res.stderr
+    with open(tmp_path / "s.dict") as f:
+        lines = [json.loads(line) for line in f]
+    defined = sorted(d.get("graph") for d in lines
+                     if d.get("kind") == "compiled_kernel" and d["name"] == shim)
+    assert defined == ["0/0#b0", "0/0#f0", "0/0#f1"]
+    shims = [(r["dir"], r.get("compiled_graph")) for r in lines
+             if r.get("kind") == "op" and r["name"] == shim]
+    assert shims == [("fprop", "0/0#f0"), ("fprop", "0/0#f1"), ("bprop", "0/0#b0")] * 2 + [
+        ("fprop", None)]
+    res = testlib.prof("--json", "-c", "kernel,dir,flops", "--iterations", "all",
+                       str(tmp_path / "s.dict"))
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [(r["dir"], r["flops"]) for r in rows if r["kernel"] == shim] == [
+        ("fprop", 64), ("fprop", 32), ("bprop", 128)] * 2 + [("fprop", None)]
+
+
 def test_compiled_triton_kernels_on_a_gpu_profile(tmp_path):
     """The GPU side of compiled-kernel marks: a Triton kernel launched inside an op (here
     CompiledFunction, as Inductor's launcher runs under it) joins its compiled_kernel line by
