@@ -345,7 +345,7 @@ void decode_pyprof(std::string_view text, Marker& out) {
     out.overload.assign(graph);
     if (call_site >= 0 && have_backward && !graph.empty()) {
       // One of several places its graph calls this name: the place is part of the key records
-      // join it by (compiled_site_key; a record gets its own in the writer).
+      // join it by (a record gets its own place in the writer, from Correlation::call_site).
       out.overload += compiled_site_suffix(backward, call_site);
     } else if (call_site >= 0 || have_backward) {
       add_error(out,
