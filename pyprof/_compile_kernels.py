@@ -624,6 +624,8 @@ def install(send, push_autotune=None, pop_autotune=None) -> bool:
         import torch._inductor.config as inductor_config
     except ImportError:
         return False
+    if push_autotune is not None and pop_autotune is not None:
+        separate_autotuning(push_autotune, pop_autotune)  # needs no provenance tracking
     trace = getattr(inductor_config, "trace", None)
     if trace is None or not hasattr(trace, "provenance_tracking_level") or \
             not hasattr(functorch_config, "force_non_lazy_backward_lowering"):
@@ -634,7 +636,5 @@ def install(send, push_autotune=None, pop_autotune=None) -> bool:
     logger = logging.getLogger("torch.__trace")
     logger.addHandler(_ArtifactHandler(send))
     _announce_calls(send)
-    if push_autotune is not None and pop_autotune is not None:
-        separate_autotuning(push_autotune, pop_autotune)
     _installed = True
     return True
