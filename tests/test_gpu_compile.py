@@ -21,6 +21,7 @@ Run with -rP to see what each test prints.
 
 from __future__ import annotations
 
+import collections
 import json
 
 import pytest
@@ -105,3 +106,42 @@ def test_recompiled_triton_kernels_join_their_own_graph(tmp_path):
     flops = {(r["kernel"], r["graph"]): r["flops"] for r in rows}
     for name in {r["kernel"] for r in rows}:
         assert flops[(name, "0/1")] * 2 == flops[(name, "0/0")], name
+    check_autotuning_left_out(out, records, dict_path)
+
+
+def autotuning(record) -> bool:
+    return any(u.startswith("pyprof.autotune:") for u in record.get("user_ranges", ()))
+
+
+def check_autotuning_left_out(out, records, dict_path):
+    """Triton's autotuning (docs/compile.md): the H200 ran hundreds of extra launches in the
+    first backward of this recompile. Each configuration's timing is a pyprof.autotune range
+    named for its kernel; once its records are set apart, the first step after the recompile
+    launches each Triton kernel as often as the next step does, and prof leaves them out."""
+    tuning = [r for r in records if autotuning(r)]
+    print(f"autotuning: {out['pyprof']['compiled_autotune_benchmarks']} configurations timed, "
+          f"{len(tuning)} records")
+    assert out["pyprof"]["compiled_autotune_benchmarks"] > 0 and tuning
+    assert {r["user_ranges"][-1].split(":", 1)[1].split(" ", 1)[0] for r in tuning} <= {
+        r["name"] for r in records if r["name"].startswith("triton_")}
+
+    def launches(step):
+        return collections.Counter(r["name"] for r in records if r.get("step") == step
+                                   and r["name"].startswith("triton_") and not autotuning(r))
+    assert launches(3) == launches(4), (launches(3), launches(4))
+    res = testlib.prof("--iterations", "all", str(dict_path))
+    assert f"{len(tuning)} records of Triton's autotuning" in res.stderr, res.stderr
+
+
+def test_dynamic_recompile_binds_each_calls_sizes(tmp_path):
+    """Batch 64, then 32 with automatic dynamic shapes: Dynamo recompiles with symbolic sizes.
+    Each call of the symbolic graph sends its sizes (pyprof.stats()['compiled_calls']), each of
+    its Triton kernel records carries them (`compiled_symbols`), and prof costs every one."""
+    out, stderr, _, records, dict_path = profiled(tmp_path, "compile", "--recompile", "dynamic")
+    print(f"compiled_calls: {out['pyprof']['compiled_calls']}")
+    assert out["pyprof"]["compiled_calls"] > 0
+    symbolic = [r for r in records if r["name"].startswith("triton_") and "compiled_symbols" in r]
+    assert symbolic and all(r["step"] >= 3 for r in symbolic)
+    rows = prof_records(dict_path)
+    assert all(r["flops"] is not None for r in rows if r["kernel"].startswith("triton_")), [
+        r["kernel"] for r in rows if r["kernel"].startswith("triton_") and r["flops"] is None]
