@@ -129,7 +129,8 @@ int main(int argc, char** argv) {
                  "table cover: A:B, A:, :B or N (step indices, negative from the end, as a Python "
                  "slice), or all (every record); default: all but a warm-up step 0 (over 1.25x "
                  "the median of the others, with 3 steps or more); records outside the selected "
-                 "steps are left out (docs/prof.md, Iterations)");
+                 "steps are left out (docs/prof.md, Iterations); records of Triton's autotuning "
+                 "(pyprof.autotune ranges) are always left out, with a note");
   app.add_flag("--no-tf32", no_tf32, "fp32 GEMMs and convolutions are not Tensor Core eligible");
   std::string explain_tc;
   app.add_option("--explain-tc", explain_tc,
