@@ -618,6 +618,16 @@ def test_nested_ops_with_identical_spans_nest_by_push_order(tmp_path, interned):
     assert addmm["parent_id"] == linear["id"] and copy["parent_id"] == addmm["id"]
 
 
+def mul_exp_kernel(x: dict, out: bool = False) -> dict:
+    """A compiled-kernel object (docs/formats.md §1.5) of `(x * 2).exp()` fused over tensor `x`,
+    reading x and writing its result; with `out`, each node names its output (x's shape)."""
+    nodes = [{"op": "aten::mul", "overload": "Tensor", "args": {"self": x, "other": 2.0}},
+             {"op": "aten::exp", "args": {"self": x}}]
+    if out:
+        nodes = [dict(n, out=x) for n in nodes]
+    return {"nodes": nodes, "reads": [x], "writes": [x], "missing": 0}
+
+
 def test_compiled_kernel_marks_join_their_kernels_and_cost_them(tmp_path):
     """torch.compile's kernel metadata (docs/formats.md §1.5): each compiled_kernel mark
     becomes one `compiled_kernel` line of net.dict, and prof costs the records of that name
@@ -627,10 +637,7 @@ def test_compiled_kernel_marks_join_their_kernels_and_cost_them(tmp_path):
     graph) is ambiguous: no line, a warning, its record not costed. A kernel whose metadata
     lacks a node is not costed either (no partial sums)."""
     x = tensor([4, 8], device="cpu")
-    fused = {"nodes": [{"op": "aten::mul", "overload": "Tensor",
-                        "args": {"self": x, "other": 2.0}, "out": x},
-                       {"op": "aten::exp", "args": {"self": x}, "out": x}],
-             "reads": [x], "writes": [x], "missing": 0}
+    fused = mul_exp_kernel(x, out=True)
     partial = dict(fused, missing=1)
 
     def mark(t, name, kernel):
@@ -741,11 +748,7 @@ def test_triton_names_two_graphs_share_join_by_their_region(tmp_path):
     does, leaves the name ambiguous. By hand: mul and exp over [n, 8] fp32 cost 16n FLOPs and
     move 64n bytes; graph 1/0's kernel is the exp alone over [8, 8]: 64 FLOPs, 512 bytes."""
     def fused(rows):
-        x = tensor([rows, 8])
-        return {"nodes": [{"op": "aten::mul", "overload": "Tensor",
-                           "args": {"self": x, "other": 2.0}},
-                          {"op": "aten::exp", "args": {"self": x}}],
-                "reads": [x], "writes": [x], "missing": 0}
+        return mul_exp_kernel(tensor([rows, 8]))
 
     def mark(t, name, kernel, graph=None):
         body = {"v": 1, "compiled_kernel": name, "kernel": kernel}
@@ -832,11 +835,7 @@ def test_compiled_call_sites_join_each_record_to_its_place(tmp_path):
     calls them in code order), in the forward or the backward graph. By hand: mul and exp over
     [n, 8] fp32 cost 16n FLOPs; forward places 0 and 1 cost 64 and 32, backward place 0 128."""
     def kernel(rows):
-        x = tensor([rows, 8])
-        return {"nodes": [{"op": "aten::mul", "overload": "Tensor",
-                           "args": {"self": x, "other": 2.0}},
-                          {"op": "aten::exp", "args": {"self": x}}],
-                "reads": [x], "writes": [x], "missing": 0}
+        return mul_exp_kernel(tensor([rows, 8]))
 
     shim = "aoti_torch_cpu_mm_out"
     db = SynthDb()
@@ -895,11 +894,7 @@ def test_compiled_triton_kernels_on_a_gpu_profile(tmp_path):
     name; prof gives it the kernel's own cost, not a share of the op instance it launched in
     (the aten::mm launched in the same op keeps its own cost too); `pyprof export` puts the
     kernel's ATen nodes on its GPU slice."""
-    x = tensor([4, 8])
-    fused = {"nodes": [{"op": "aten::mul", "overload": "Tensor",
-                        "args": {"self": x, "other": 2.0}},
-                       {"op": "aten::exp", "args": {"self": x}}],
-             "reads": [x], "writes": [x], "missing": 0}
+    fused = mul_exp_kernel(tensor([4, 8]))
     db = SynthDb()
     t = db.thread(pid=100)
     t.mark(json.dumps({"v": 1, "compiled_kernel": "triton_poi_fused_exp_mul_0",
@@ -948,9 +943,7 @@ def test_dynamic_shape_kernels_take_the_sizes_of_their_graph_call(tmp_path):
     at all leave the record without sizes: `na`."""
     x = {"shape": ["s0", 8], "dtype": "float32", "stride": [8, 1], "device": "cuda:0",
          "symbolic": True}
-    kernel = {"nodes": [{"op": "aten::mul", "overload": "Tensor", "args": {"self": x, "other": 2.0}},
-                        {"op": "aten::exp", "args": {"self": x}}],
-              "reads": [x], "writes": [x], "missing": 0}
+    kernel = mul_exp_kernel(x)
     name = "triton_poi_fused_exp_mul_0"
     db = SynthDb()
     t = db.thread(pid=100)
