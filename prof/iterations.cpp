@@ -223,12 +223,11 @@ int64_t keep_records(ReadResult& data, const Keep& keep) {
 }  // namespace
 
 void leave_out_autotuning(ReadResult& data) {
-  int64_t gpu_time = 0;
-  for (const ProfRecord& r : data.records) {
-    if (r.autotune && is_gpu_activity(r) && !r.bad_time) gpu_time += r.duration;
-  }
-  data.autotune_records += keep_records(data, [](const ProfRecord& r) { return !r.autotune; });
-  data.autotune_gpu_time += gpu_time;
+  data.autotune_records += keep_records(data, [&](const ProfRecord& r) {
+    if (!r.autotune) return true;
+    if (is_gpu_activity(r) && !r.bad_time) data.autotune_gpu_time += r.duration;
+    return false;
+  });
 }
 
 std::string autotuning_note(const ReadResult& data) {
