@@ -113,6 +113,7 @@ RankSummary summarize_rank(const ReadResult& data) {
     double payload = 0;
     int64_t time = 0, start = 0;
     int32_t group = 0;  // the record's process group size; 0: not said
+    int32_t step = -1;
   };
   std::vector<Call> calls;
   std::unordered_map<int64_t, size_t> call_of_instance;
@@ -137,6 +138,7 @@ RankSummary summarize_rank(const ReadResult& data) {
           c.payload = r.op_bytes;
           c.start = r.start;
           c.group = r.comm_group;
+          c.step = its.steps.empty() ? -1 : r.step;
         }
         c.time += r.duration;
       }
@@ -148,7 +150,7 @@ RankSummary summarize_rank(const ReadResult& data) {
     intervals.push_back({r.start, r.start + r.duration, !kind.empty()});
     if (!kind.empty() && kind != "barrier") {
       calls.push_back({kind, std::string(op.empty() ? strings.get(r.name) : op), r.op_bytes,
-                       r.duration, r.start, r.comm_group});
+                       r.duration, r.start, r.comm_group, its.steps.empty() ? -1 : r.step});
     }
   }
   if (data.cpu_only) {
@@ -180,6 +182,9 @@ RankSummary summarize_rank(const ReadResult& data) {
     rc.group = c.group;
     ++rc.calls;
     rc.time += c.time;
+    auto& [step_calls, step_time] = rc.by_step[c.step];
+    ++step_calls;
+    step_time += c.time;
   };
   for (const Call& c : calls) add_call(c);
   for (auto& [key, rc] : by_kind) out.collectives.push_back(std::move(rc));
@@ -249,6 +254,25 @@ std::vector<ReportTable> ranks_report(std::vector<RankSummary> ranks, int64_t wo
     for (RankSummary& r : ranks) {
       if (s < r.steps.size()) r.steps[s].selected = false;
     }
+  }
+  // ... and so are its collective calls: each rank's totals cover the steps its Steps counts.
+  for (RankSummary& r : ranks) {
+    std::vector<RankCollective> kept;
+    for (RankCollective& c : r.collectives) {
+      if (!c.by_step.empty()) {
+        c.calls = 0;
+        c.time = 0;
+        for (const auto& [step, totals] : c.by_step) {
+          const bool selected = step < 0 || (static_cast<size_t>(step) < r.steps.size() &&
+                                             r.steps[static_cast<size_t>(step)].selected);
+          if (!selected) continue;
+          c.calls += totals.first;
+          c.time += totals.second;
+        }
+      }
+      if (c.calls > 0) kept.push_back(std::move(c));
+    }
+    r.collectives = std::move(kept);
   }
   struct StepVerdict {
     int64_t straggler = -1;  // rank

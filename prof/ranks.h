@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,9 @@ struct RankCollective {
   int64_t calls = 0;
   int64_t time = 0;   // ns, all calls: kernels (GPU), the backend's spans (CPU) or the op's own
   int32_t group = 0;  // its process group's size when the records say (torch.profiler); 0: not said
+  // calls and time per step index (-1: the profile has no steps): ranks_report leaves out, on
+  // every rank, a step that any rank left out, and recounts calls and time from these.
+  std::map<int32_t, std::pair<int64_t, int64_t>> by_step;
 };
 
 struct RankSummary {

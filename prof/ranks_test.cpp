@@ -159,6 +159,28 @@ TEST(RanksReport, AStepOneRankLeftOutIsLeftOutOfAll) {
     }
   }
   ranks[0].steps[0].selected = false;  // rank 0's warm-up
+  // One all-reduce a step; rank 0's summary already lacks its warm-up step's call, rank 1's
+  // has it (40 ns in step 0, 10 ns after): its row counts steps 1 and 2 only.
+  for (int r = 0; r < 2; ++r) {
+    RankCollective c;
+    c.kind = "all_reduce";
+    c.op = "c10d::allreduce_";
+    c.payload_bytes = 4000;
+    for (int s = r == 0 ? 1 : 0; s < 3; ++s) {
+      c.by_step[s] = {1, s == 0 ? 40 : 10};
+      c.calls += 1;
+      c.time += s == 0 ? 40 : 10;
+    }
+    ranks[r].collectives.push_back(c);
+  }
+  // A rank whose only call of a kind fell in the left-out step has no row of that kind.
+  RankCollective warm_up_only;
+  warm_up_only.kind = "broadcast";
+  warm_up_only.op = "c10d::broadcast_";
+  warm_up_only.by_step[0] = {1, 30};
+  warm_up_only.calls = 1;
+  warm_up_only.time = 30;
+  ranks[1].collectives.push_back(warm_up_only);
   std::vector<ReportTable> t = ranks_report(ranks);
   ASSERT_EQ(t[0].rows.size(), 2u);
   for (const auto& row : t[0].rows) {
@@ -170,6 +192,13 @@ TEST(RanksReport, AStepOneRankLeftOutIsLeftOutOfAll) {
   EXPECT_EQ(t[1].rows[0][1], "2");  // both ranks
   ASSERT_EQ(t[2].rows.size(), 4u);  // ranks x steps 1, 2
   for (const auto& row : t[2].rows) EXPECT_NE(row[1], "0");
+  ASSERT_EQ(t[3].title, "collectives");
+  ASSERT_EQ(t[3].rows.size(), 2u);  // an all-reduce row per rank, no broadcast row
+  for (const auto& row : t[3].rows) {
+    EXPECT_EQ(row[1], "all_reduce");
+    EXPECT_EQ(row[5], "2");   // calls: steps 1 and 2
+    EXPECT_EQ(row[6], "20");  // time
+  }
 }
 
 // CPU profiles: outermost ops are compute, c10d ops and the backend's comm spans are
