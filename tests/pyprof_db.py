@@ -99,4 +99,5 @@ def profile(tmp_path, script: str, *args: str, name: str = "net", env: dict | No
     cmd = [testlib.PY, "-m", "pyprof", "profile", "-o", str(tmp_path / name),
            *extra_profile_args, "--", testlib.PY, script, *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                          env=testlib.pyprof_env(env), cwd=testlib.ROOT)
+                          env=testlib.pyprof_env(env), cwd=testlib.ROOT,
+                          preexec_fn=testlib.terminal_signals)

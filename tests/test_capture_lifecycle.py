@@ -23,7 +23,7 @@ import pytest
 
 import pyprof_db
 from pyprof_db import MARK, PUSH_POP, START_END, modules, ops, read_ranges, stats
-from testlib import PARSE, PY, ROOT, all_but_one_slow, read_records, script
+from testlib import PARSE, PY, ROOT, all_but_one_slow, read_records, script, terminal_signals
 from testlib import pyprof_env as session_env  # what pyprof_db.profile gives the launcher
 
 pytestmark = pytest.mark.needs_build
@@ -198,14 +198,6 @@ def test_abnormal_end_keeps_ops_recorded_before_it(tmp_path, mode):
 
 # --- 2. SIGTERM / Ctrl-C while the program is running -----------------------------------------
 
-def _hangup_by_default() -> None:
-    # A test run under nohup hands SIG_IGN for SIGHUP down to every child, and a program started
-    # with SIGHUP ignored keeps ignoring it (the collector respects that): the SIGHUP tests would
-    # then wait on a loop that never ends. They test the collector's handler, so the launcher
-    # starts with the default disposition, as under a terminal.
-    signal.signal(signal.SIGHUP, signal.SIG_DFL)
-
-
 def spawn_loop(tmp_path, extra_env=None) -> subprocess.Popen:
     """Starts lifecycle_loop.py under `pyprof profile -o tmp_path/net`, the launcher leading a
     process group of its own (as `setsid pyprof profile ...` does)."""
@@ -213,7 +205,7 @@ def spawn_loop(tmp_path, extra_env=None) -> subprocess.Popen:
            PY, script("lifecycle_loop.py"), str(tmp_path / "loop.pid")]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=session_env(extra_env), cwd=ROOT, start_new_session=True,
-                            preexec_fn=_hangup_by_default)
+                            preexec_fn=terminal_signals)
 
 
 def wait_ready(proc, tmp_path) -> int:
@@ -364,11 +356,14 @@ def test_parse_says_a_killed_capture_is_unfinished(tmp_path):
     db = tmp_path / "net.sqlite"
     deadline = time.monotonic() + TIMEOUT
     committed = 0
-    while committed == 0 and time.monotonic() < deadline:  # the writer commits every 0.5 s
+    # The writer commits every 0.5 s. Ranges, not marks: the settings mark can be committed
+    # alone, before the first thread's buffer of ranges, and then no range has a thread yet.
+    while committed == 0 and time.monotonic() < deadline:
         time.sleep(0.2)
         try:
             with connect(db) as con:
-                committed = con.execute("SELECT COUNT(*) FROM NVTX_EVENTS").fetchone()[0]
+                committed = con.execute(
+                    "SELECT COUNT(*) FROM NVTX_EVENTS WHERE end IS NOT NULL").fetchone()[0]
         except sqlite3.Error:
             pass
     os.kill(program_pid, signal.SIGKILL)

@@ -81,7 +81,8 @@ def profile(args, collector, env=None, cwd=ROOT, **kwargs):
 def start_profile(args, collector, **kwargs):
     return subprocess.Popen([PY, "-m", "pyprof", "profile", *map(str, args)], cwd=ROOT,
                             env=_clean_env(collector), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kwargs)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=testlib.terminal_signals, **kwargs)
 
 
 def single_error(stderr: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -45,6 +46,16 @@ def all_but_one_slow(values, fast) -> list:
     `-m "not slow"` keeps running."""
     assert fast in values, (fast, values)
     return [v if v == fast else pytest.param(v, marks=pytest.mark.slow) for v in values]
+
+
+def terminal_signals() -> None:
+    """preexec_fn for a profiled program: SIGINT and SIGHUP at their default disposition, as
+    under a terminal. A test run started in the background (`cmd &` without job control ignores
+    SIGINT, nohup SIGHUP) hands SIG_IGN down to every child, a program started so keeps ignoring
+    them (Python installs no KeyboardInterrupt handler, and pyprof's collector respects it), and
+    the tests of Ctrl-C and hangup would wait on a program that never gets them."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def pyprof_env(extra: dict | None = None) -> dict:
