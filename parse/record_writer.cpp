@@ -635,10 +635,15 @@ void RecordFormatter::write_activity(size_t k, int32_t index, const Attribution&
     }
     write_step(w, k);
     write_attribution(w, a);
-    write_compiled_graph(w, act.short_name, a, -1);
+    // A kernel no mark names (cuBLAS's, under the C++ wrapper's extern call) takes the graph
+    // key of the call it ran in, and prof costs it from that call's marks.
+    const int32_t call_range = compiled_call_range(act.short_name, a);
+    const uint32_t compiled_name =
+        call_range >= 0 ? trace_.ranges[call_range].name : act.short_name;
+    write_compiled_graph(w, compiled_name, a, call_range);
     if (a.launch >= 0) {
       const ApiCall& call = trace_.api_calls[a.launch];
-      write_compiled_symbols(w, act.short_name, a, call.pid, call.tid, call.start);
+      write_compiled_symbols(w, compiled_name, a, call.pid, call.tid, call.start);
     }
     write_user_ranges(w, a);
     w.end_object();
@@ -655,6 +660,14 @@ std::string_view RecordFormatter::region_graph(const Attribution& a) const {
     if (!id.empty()) return id;
   }
   return {};
+}
+
+int32_t RecordFormatter::compiled_call_range(uint32_t name, const Attribution& a) const {
+  const auto& marked = trace_.compiled_marked;
+  if (marked.empty() || marked.count(name)) return -1;
+  const int32_t call = a.dir == Direction::kBackward ? a.bwd_op : a.op;
+  if (call < 0 || !marked.count(trace_.ranges[call].name)) return -1;
+  return call;
 }
 
 void RecordFormatter::write_compiled_graph(JsonWriter& w, uint32_t name, const Attribution& a,

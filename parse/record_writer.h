@@ -118,6 +118,10 @@ class RecordFormatter {
   // name its graph calls at several places (Trace::compiled_by_site), followed by the place of
   // the record's own op range `site_range` ("0/0#b2"); not written without one (-1).
   void write_compiled_graph(JsonWriter& w, uint32_t name, const Attribution& a, int32_t site_range);
+  // The op range a GPU kernel ran in when the kernel's own name has no compiled mark and the
+  // op's has: the C++ wrapper's extern call (`aoti_torch_cuda_mm_out`, the op for fprop, the op
+  // inside the backward node for bprop), whose cuBLAS kernels are named for neither. -1: none.
+  int32_t compiled_call_range(uint32_t name, const Attribution& a) const;
   // `"compiled_symbols": {"s77": 8}` on a record of a compiled kernel with symbolic sizes
   // (Trace::compiled_symbolic): the sizes of the last call of its region's graph made on the
   // thread (pid, tid) at or before `time` (its launch, or the op's start), when there is one.

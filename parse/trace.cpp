@@ -98,6 +98,7 @@ void merge_compiled_kernels(const Trace& part, Trace& trace) {
 
 void resolve_compiled_kernels(Trace& trace) {
   trace.compiled_names.clear();
+  trace.compiled_marked.clear();
   trace.compiled_by_graph.clear();
   trace.compiled_by_site.clear();
   trace.compiled_symbolic.clear();
@@ -132,6 +133,7 @@ void resolve_compiled_kernels(Trace& trace) {
                                   : by_graph ? Trace::CompiledName::kByGraph
                                              : Trace::CompiledName::kAmbiguous;
     trace.compiled_names.emplace(first.name, verdict);
+    trace.compiled_marked.insert(trace.pool.intern(first.name));
     if (verdict == Trace::CompiledName::kByGraph) {
       trace.compiled_by_graph.insert(trace.pool.intern(first.name));
       for (size_t i : entries) {

@@ -187,6 +187,8 @@ struct Trace {
   // Filled by resolve_compiled_kernels: each name's verdict, and the pool ids of the kByGraph
   // names (the records' names, to look up while writing).
   std::unordered_map<std::string, CompiledName> compiled_names;
+  // The pool ids of every name a compiled mark names, whatever its verdict.
+  std::unordered_set<uint32_t> compiled_marked;
   std::unordered_set<uint32_t> compiled_by_graph;
   // Of those, the names a graph calls at several places (marks with `call_site`): their records'
   // `compiled_graph` adds the place (compiled_site_suffix).

@@ -1073,6 +1073,11 @@ class RecordCoster {
     if (!compiled_.empty() && (r.kind == Kind::kKernel || r.kind == Kind::kOp)) {
       auto it = compiled_.find(f.compiled_graph.empty() ? r.name
                                                         : compiled_key(f.name, f.compiled_graph));
+      // A kernel of the C++ wrapper's extern call (cuBLAS's, under `aoti_torch_cuda_mm_out`):
+      // its name has no mark, the call it ran in has (parse's compiled_call_range).
+      const std::string_view call = r.dir == Dir::kBprop ? f.bwd_op : f.op;
+      const bool by_call = it == compiled_.end() && r.kind == Kind::kKernel && !call.empty();
+      if (by_call) it = compiled_.find(compiled_key(call, f.compiled_graph));
       if (it != compiled_.end()) {
         auto symbolic = f.compiled_symbols.empty() ? symbolic_kernels_.end()
                                                    : symbolic_kernels_.find(it->first);
@@ -1080,6 +1085,15 @@ class RecordCoster {
                           ? it->second
                           : bound_cost(it->first, symbolic->second, f.compiled_symbols),
                       r);
+        if (by_call) {
+          // The call's cost is shared by the kernels it launched, as an eager op's is.
+          r.compiled = false;
+          r.compiled_call = true;
+          r.cost_op = strings_.intern(call);
+          if (r.dir == Dir::kBprop) {
+            r.cost_part = f.bwd_op_id != 0 ? f.bwd_op_id : -static_cast<int64_t>(r.cost_op) - 1;
+          }
+        }
         if (r.kind == Kind::kKernel) r.tc = uses_tensor_cores(r);
         return;
       }

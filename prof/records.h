@@ -44,6 +44,9 @@ struct ProfRecord {
   // An Inductor kernel costed from its own node list (net.dict `"kind":"compiled_kernel"`,
   // docs/compile.md): its cost is its own, not a share of the op instance it launched in.
   bool compiled = false;
+  // A kernel costed from the marks of the compiled call it ran in (the C++ wrapper's extern
+  // call, `aoti_torch_cuda_mm_out`): it shares that call's cost with the call's other kernels.
+  bool compiled_call = false;
   // Launched by a CUDA graph replay (net.dict `graph_node`); parse attributed it to the op
   // that launched it at capture when the database recorded the capture (docs/compile.md).
   bool graph_launched = false;

@@ -568,7 +568,7 @@ ReportTable summary_report(const ReadResult& data) {
   int64_t first = std::numeric_limits<int64_t>::max(), last = 0, total = 0, kernel_time = 0;
   int64_t tc_time = 0, counted_ns = 0, records = 0, timed_records = 0;
   int64_t inductor = 0, inductor_time = 0, inductor_unmodeled_time = 0, inductor_attributed = 0;
-  int64_t graph_kernels = 0, graph_time = 0, graph_attributed = 0;
+  int64_t graph_kernels = 0, graph_time = 0, graph_attributed = 0, compiled_call_kernels = 0;
   double flops = 0, bytes = 0;
   std::vector<std::pair<int64_t, int64_t>> intervals;
   for (const ProfRecord& r : data.records) {
@@ -581,6 +581,7 @@ ReportTable summary_report(const ReadResult& data) {
       if (!r.modeled) inductor_unmodeled_time += time;
       if (r.compiled) ++inductor_attributed;
     }
+    if (r.compiled_call) ++compiled_call_kernels;
     if (r.graph_launched) {
       ++graph_kernels;
       graph_time += time;
@@ -672,6 +673,11 @@ ReportTable summary_report(const ReadResult& data) {
     row("Inductor kernel time without a FLOP model %",
         pct(static_cast<double>(inductor_unmodeled_time), static_cast<double>(inductor_time)),
         Unit::kPercent);
+  }
+  if (compiled_call_kernels > 0) {
+    // Kernels named for no mark, costed from the marks of the extern call they ran in.
+    row("C++ wrapper extern-call kernels costed from the call's marks",
+        std::to_string(compiled_call_kernels), Unit::kCount);
   }
   if (graph_kernels > 0) {
     // CUDA graph replays: how many replayed activities parse traced back to the op that

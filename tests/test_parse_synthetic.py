@@ -888,6 +888,79 @@ def test_compiled_call_sites_join_each_record_to_its_place(tmp_path):
         ("fprop", 64), ("fprop", 32), ("bprop", 128)] * 2 + [("fprop", None)]
 
 
+def test_compiled_call_kernels_on_a_gpu_join_their_calls_place(tmp_path):
+    """On a GPU, the C++ wrapper's extern call (`aoti_torch_cuda_mm_out`, a RecordFunction with
+    the kernels it launched inside) runs cuBLAS kernels, named for neither the shim nor a mark:
+    each kernel takes the graph key of the call it ran in, the op's place for a forward kernel,
+    the op inside the backward node for a backward one, and prof costs the call's marks once per
+    call, shared by its kernels by duration as an eager op's cost is. A call of one place (a
+    name without call_site, `aoti_torch_cuda_bmm_out`) joins by its name alone. A kernel under
+    no marked call keeps its own op's cost; a kernel that is marked itself keeps its own.
+    By hand: mul and exp over [n, 8] fp32 cost 16n FLOPs; places f0 64, f1 32, b0 128; the bmm
+    call 16; forward place 0's gemm (3000 ns) and its split-K reduction (1000 ns) share 64 as
+    48 and 16."""
+    def kernel(rows):
+        return mul_exp_kernel(tensor([rows, 8]))
+
+    shim, single, triton = "aoti_torch_cuda_mm_out", "aoti_torch_cuda_bmm_out", \
+        "triton_poi_fused_exp_mul_0"
+    gemm, splitk = "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32", \
+        "splitKreduce_kernel"
+    db = SynthDb()
+    t = db.thread(pid=100)
+    engine = db.thread(pid=100, tid=101)
+    for site, rows, backward in ((1, 2, False), (0, 4, False), (0, 8, True)):
+        t.mark(json.dumps({"v": 1, "compiled_kernel": shim, "kernel": kernel(rows),
+                           "call_site": site, "backward": backward, "graph": "0/0"}),
+               domain="pyprof")
+    t.mark(json.dumps({"v": 1, "compiled_kernel": single, "kernel": kernel(1), "graph": "0/0"}),
+           domain="pyprof")
+    t.mark(json.dumps({"v": 1, "compiled_kernel": triton, "kernel": kernel(4), "graph": "0/0"}),
+           domain="pyprof")
+    with t.range("step 0"):
+        with t.pyprof_op("Torch-Compiled Region: 0/0", seq=-1):
+            with t.pyprof_op("CompiledFunction", seq=7):
+                with t.pyprof_op(shim):
+                    t.launch(gemm, duration=3000)
+                    t.launch(splitk, duration=1000)
+                with t.pyprof_op(shim):
+                    t.launch(gemm, duration=1000)
+                with t.pyprof_op(single):
+                    t.launch(gemm, duration=1000)
+                with t.pyprof_op(triton):  # a marked kernel under a range of its own name
+                    t.launch(triton, duration=1000)
+        t.advance(1000)
+        engine.wait_until(t.now)
+        with engine.pyprof_op("CompiledFunctionBackward", scope="backward", seq=7,
+                              fwd_tid=t.rf_tid):
+            with engine.pyprof_op(shim):
+                engine.launch(gemm, duration=2000)
+        t.wait_until(engine.now)
+    with t.pyprof_op("aten::mm", args={"self": tensor([4, 8]), "mat2": tensor([8, 8])}):
+        t.launch(gemm, duration=1000)  # eager: under no marked call
+    path = tmp_path / "g.sqlite"
+    db.save(path)
+    res = testlib.run_tool(testlib.PARSE, path, "-o", tmp_path / "g.dict")
+    assert res.returncode == 0, res.stderr
+    assert "several places" not in res.stderr and "ambiguous" not in res.stderr, res.stderr
+    with open(tmp_path / "g.dict") as f:
+        records = [d for d in (json.loads(line) for line in f) if d.get("kind") == "kernel"]
+    assert [(r["name"], r["dir"], r.get("compiled_graph")) for r in records] == [
+        (gemm, "fprop", "0/0#f0"), (splitk, "fprop", "0/0#f0"), (gemm, "fprop", "0/0#f1"),
+        (gemm, "fprop", None), (triton, "fprop", None), (gemm, "bprop", "0/0#b0"),
+        (gemm, "fprop", None)]
+    res = testlib.prof("--json", "-c", "kernel,op,dir,flops", "--iterations", "all",
+                       str(tmp_path / "g.dict"))
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [(r["kernel"], r["dir"], r["flops"]) for r in rows] == [
+        (gemm, "fprop", 48), (splitk, "fprop", 16), (gemm, "fprop", 32), (gemm, "fprop", 16),
+        (triton, "fprop", 64), (gemm, "bprop", 128), (gemm, "fprop", 2 * 4 * 8 * 8)]
+    summary = testlib.prof("--report", "summary", "--formats", "json", "--iterations", "all",
+                           str(tmp_path / "g.dict"))
+    metrics = {r["Metric"]: r["Value"] for r in map(json.loads, summary.stdout.splitlines())}
+    assert int(metrics["C++ wrapper extern-call kernels costed from the call's marks"]) == 5
+
+
 def test_compiled_triton_kernels_on_a_gpu_profile(tmp_path):
     """The GPU side of compiled-kernel marks: a Triton kernel launched inside an op (here
     CompiledFunction, as Inductor's launcher runs under it) joins its compiled_kernel line by
