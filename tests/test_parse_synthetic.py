@@ -628,6 +628,16 @@ def mul_exp_kernel(x: dict, out: bool = False) -> dict:
     return {"nodes": nodes, "reads": [x], "writes": [x], "missing": 0}
 
 
+def mark_call_sites(t, name: str) -> None:
+    """Marks a compiled graph 0/0 that runs `name` at three places (docs/formats.md §1.5
+    `call_site`): forward places 1 and 0 over [2, 8] and [4, 8] (32 and 64 FLOPs), backward
+    place 0 over [8, 8] (128 FLOPs), each the fused mul/exp (16 FLOPs per row)."""
+    for site, rows, backward in ((1, 2, False), (0, 4, False), (0, 8, True)):
+        t.mark(json.dumps({"v": 1, "compiled_kernel": name,
+                           "kernel": mul_exp_kernel(tensor([rows, 8])), "call_site": site,
+                           "backward": backward, "graph": "0/0"}), domain="pyprof")
+
+
 def test_compiled_kernel_marks_join_their_kernels_and_cost_them(tmp_path):
     """torch.compile's kernel metadata (docs/formats.md §1.5): each compiled_kernel mark
     becomes one `compiled_kernel` line of net.dict, and prof costs the records of that name
@@ -841,10 +851,7 @@ def test_compiled_call_sites_join_each_record_to_its_place(tmp_path):
     db = SynthDb()
     t = db.thread(pid=100)
     engine = db.thread(pid=100, tid=101)
-    for site, rows, backward in ((1, 2, False), (0, 4, False), (0, 8, True)):
-        t.mark(json.dumps({"v": 1, "compiled_kernel": shim, "kernel": kernel(rows),
-                           "call_site": site, "backward": backward, "graph": "0/0"}),
-               domain="pyprof")
+    mark_call_sites(t, shim)
     # A place without its pass: not a key (an error, counted as a malformed marker).
     t.mark(json.dumps({"v": 1, "compiled_kernel": "aoti_torch_cpu_bmm_out", "kernel": kernel(1),
                        "call_site": 0, "graph": "0/0"}), domain="pyprof")
@@ -909,10 +916,7 @@ def test_compiled_call_kernels_on_a_gpu_join_their_calls_place(tmp_path):
     db = SynthDb()
     t = db.thread(pid=100)
     engine = db.thread(pid=100, tid=101)
-    for site, rows, backward in ((1, 2, False), (0, 4, False), (0, 8, True)):
-        t.mark(json.dumps({"v": 1, "compiled_kernel": shim, "kernel": kernel(rows),
-                           "call_site": site, "backward": backward, "graph": "0/0"}),
-               domain="pyprof")
+    mark_call_sites(t, shim)
     t.mark(json.dumps({"v": 1, "compiled_kernel": single, "kernel": kernel(1), "graph": "0/0"}),
            domain="pyprof")
     t.mark(json.dumps({"v": 1, "compiled_kernel": triton, "kernel": kernel(4), "graph": "0/0"}),
