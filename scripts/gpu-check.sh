@@ -391,7 +391,7 @@ fi
 if ((HAVE_GPU)); then
   if ! skipped tests; then
     # The capture tests, then CUDA graphs and torch.compile (Triton) end to end (issue 17).
-    run_phase tests 330 $PYTHON -m pytest tests/test_gpu_capture.py tests/test_gpu_compile.py \
+    run_phase tests 450 $PYTHON -m pytest tests/test_gpu_capture.py tests/test_gpu_compile.py \
       -v -rP -p no:cacheprovider --junitxml="$OUT_DIR/tests.xml"
   fi
   if ! skipped overhead; then

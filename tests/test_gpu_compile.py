@@ -16,6 +16,9 @@ and each test checks pyprof's attribution against an independent oracle:
 * torch.compile(mode="reduce-overhead"): the compiled graphs replayed through cudagraph trees
   keep both: graph-launched Triton kernels with their nodes' FLOPs, attributed to their capture.
 
+Then recompiles (static and dynamic shapes, with Triton's autotuning set apart) and the C++
+wrapper, whose extern GEMMs' cuBLAS kernels are costed from their shim calls' marks.
+
 Run with -rP to see what each test prints.
 """
 
@@ -40,9 +43,9 @@ SCRIPT = testlib.script("gpu_graphs_compile.py")
 ENV = {"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"}
 
 
-def profiled(tmp, mode, *args):
+def profiled(tmp, mode, *args, env=None):
     """(the script's JSON line, parse's stderr, header, records, net.dict path)"""
-    res = pyprof_db.profile(tmp, SCRIPT, mode, *args, env=ENV, timeout=600,
+    res = pyprof_db.profile(tmp, SCRIPT, mode, *args, env={**ENV, **(env or {})}, timeout=600,
                             extra_profile_args=("--force",))
     assert res.returncode == 0, f"exit {res.returncode}\n{res.stdout[-2000:]}\n{res.stderr[-6000:]}"
     out = json.loads([line for line in res.stdout.splitlines() if line.startswith("{")][-1])
@@ -145,3 +148,37 @@ def test_dynamic_recompile_binds_each_calls_sizes(tmp_path):
     rows = prof_records(dict_path)
     assert all(r["flops"] is not None for r in rows if r["kernel"].startswith("triton_")), [
         r["kernel"] for r in rows if r["kernel"].startswith("triton_") and r["flops"] is None]
+
+
+def test_cpp_wrapper_extern_kernels_cost_their_shims_marks(tmp_path):
+    """`config.cpp_wrapper` on a GPU (docs/compile.md "The C++ wrapper"): the Linears' GEMMs run
+    through shims (`aoti_torch_cuda_addmm_out`, `aoti_torch_cuda_mm_out`) that launch cuBLAS
+    kernels named for neither the shim nor any mark. With Inductor's kernel profiling on, each
+    shim call is a RecordFunction around its kernels: each kernel joins its call's marks (its
+    place in the graph), and a step's cuBLAS FLOPs, shared among each call's kernels, add up
+    to FlopCounterMode's addmm and mm FLOPs on the eager model."""
+    out, stderr, header, records, dict_path = profiled(
+        tmp_path, "compile", env={"TORCHINDUCTOR_CPP_WRAPPER": "1"})
+    assert "ambiguous compiled kernel" not in stderr, stderr
+
+    def call_of(r):
+        return r.get("bwd_op") if r["dir"] == "bprop" else r.get("op")
+    extern = [r for r in records if r.get("kind") == "kernel"
+              and not r["name"].startswith("triton_")
+              and (call_of(r) or "").startswith("aoti_torch_cuda_")]
+    print(f"extern-call kernels: {collections.Counter((call_of(r), r['name']) for r in extern)}")
+    assert extern, "no kernel ran inside an aoti_torch_cuda_* range"
+    summary = {r["Metric"]: r["Value"] for r in map(json.loads, testlib.prof(
+        "--report", "summary", "--iterations", "all", "--formats", "json",
+        str(dict_path)).stdout.splitlines())}
+    assert int(summary["C++ wrapper extern-call kernels costed from the call's marks"]) == \
+        len(extern), summary
+    steps = header["iterations"]["count"]
+    rows = [json.loads(line) for line in testlib.prof(
+        "--json", "-c", "dir,family,kernel,flops", "--iterations", f"{steps - 1}:{steps}",
+        str(dict_path)).stdout.splitlines() if line.strip()]
+    cublas = sum(r["flops"] or 0 for r in rows
+                 if r["family"] == "compiled" and not r["kernel"].startswith("triton_"))
+    gemm = sum(n for op, n in out["oracle_flops"].items() if op in ("aten.addmm", "aten.mm"))
+    print(f"extern-call FLOPs in step {steps - 1}: {cublas}; FlopCounterMode {gemm}")
+    assert gemm and cublas == pytest.approx(gemm, rel=1e-9)
