@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <initializer_list>
 #include <limits>
 #include <map>
@@ -21,8 +22,8 @@ namespace pyprof::prof {
 
 const std::vector<std::string>& report_names() {
   static const std::vector<std::string> kNames = {
-      "kernel", "op",    "instance", "module",    "summary", "tc",        "family",
-      "phase",  "peaks", "roofline", "iteration", "advice",  "timemodel", "ranks"};
+      "kernel", "op",       "instance",  "module", "summary",   "tc",    "family",  "phase",
+      "peaks",  "roofline", "iteration", "advice", "timemodel", "ranks", "compiled"};
   return kNames;
 }
 
@@ -301,6 +302,100 @@ ReportTable kernel_report(const ReadResult& data, size_t top) {
         .amount(a.flops)
         .amount(a.bytes)
         .flop_rate(a.flops, a.counted_ns)
+        .end();
+  }
+  return t;
+}
+
+// The number after `key=` in a Params text ("nodes=13,fp32,unfused_bytes=181760"); -1: none.
+double params_number(std::string_view params, std::string_view key) {
+  for (size_t at = 0; at < params.size();) {
+    size_t comma = params.find(',', at);
+    if (comma == std::string_view::npos) comma = params.size();
+    const std::string_view item = params.substr(at, comma - at);
+    if (item.size() > key.size() && item.starts_with(key) && item[key.size()] == '=') {
+      const std::string text(item.substr(key.size() + 1));
+      char* end = nullptr;
+      const double v = std::strtod(text.c_str(), &end);
+      return end != text.c_str() && *end == '\0' ? v : -1;
+    }
+    at = comma + 1;
+  }
+  return -1;
+}
+
+ReportTable compiled_report(const ReadResult& data, size_t top) {
+  const bool cpu = data.cpu_only;
+  ReportTable t;
+  t.title = cpu ? "compiled kernels by self time" : "compiled kernels by total time";
+  column(t, "Kernel", Unit::kText);
+  column(t, "Dir", Unit::kText);
+  column(t, "Attributed", Unit::kText);
+  column(t, "Count", Unit::kCount);
+  column(t, cpu ? "Self(ns)" : "Total(ns)", Unit::kTime);
+  column(t, "Time %", Unit::kPercent);
+  column(t, "Nodes", Unit::kCount);
+  column(t, "FLOPs(FMA=2)", Unit::kFlops);
+  column(t, "Bytes(ideal DRAM)", Unit::kBytes);
+  column(t, "Unfused bytes", Unit::kBytes);
+  column(t, "Fusion saved %", Unit::kPercent);
+  column(t, "TFLOP/s", Unit::kFlopRate);
+  column(t, "GB/s", Unit::kByteRate);
+  struct Entry {
+    Agg agg;
+    unsigned dirs = 0;     // 1: fprop, 2: bprop, 4: neither
+    int64_t by_nodes = 0;  // records costed from their own marks
+    int64_t by_call = 0;   // from the marks of the extern call they ran in
+    double unfused = 0;    // the counted records' share of their nodes' unfused bytes
+    double nodes = -1;     // of the first costed record
+  };
+  std::map<uint32_t, Entry> by_name;
+  int64_t all_time = 0;
+  for (const ProfRecord& r : data.records) {
+    const int64_t time = time_of(r, cpu);
+    all_time += time;
+    if (!r.compiled && !r.compiled_call && !is_inductor_kernel(data.strings.get(r.name))) {
+      continue;
+    }
+    Entry& e = by_name[r.name];
+    e.agg.add(r, time);
+    e.dirs |= r.dir == Dir::kFprop ? 1u : r.dir == Dir::kBprop ? 2u : 4u;
+    if (!r.compiled && !r.compiled_call) continue;
+    ++(r.compiled ? e.by_nodes : e.by_call);
+    const std::string_view params = data.strings.get(r.params);
+    if (e.nodes < 0) e.nodes = params_number(params, "nodes");
+    const double unfused = params_number(params, "unfused_bytes");
+    if (r.counted && unfused >= 0 && r.op_bytes > 0) e.unfused += unfused * r.bytes / r.op_bytes;
+  }
+  std::vector<std::pair<uint32_t, Entry>> rows(by_name.begin(), by_name.end());
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    return a.second.agg.total > b.second.agg.total;
+  });
+  if (top > 0 && rows.size() > top) rows.resize(top);
+  for (const auto& [name, e] : rows) {
+    const Agg& a = e.agg;
+    const int64_t attributed = e.by_nodes + e.by_call;
+    std::string how = attributed == 0        ? "opaque"
+                      : attributed < a.count ? fmt::format("{} of {}", attributed, a.count)
+                      : e.by_call == 0       ? "nodes"
+                      : e.by_nodes == 0      ? "extern call"
+                                             : "nodes/extern call";
+    static const char* const kDirs[] = {"-", "fprop",   "bprop",   "fprop/bprop",
+                                        "-", "fprop/-", "bprop/-", "fprop/bprop/-"};
+    Row row(t);
+    row.text(std::string(data.strings.get(name)))
+        .text(kDirs[e.dirs & 7u])
+        .text(std::move(how))
+        .integer(a.count)
+        .integer(a.total)
+        .percent(static_cast<double>(a.total), static_cast<double>(all_time))
+        .text(e.nodes >= 0 ? num(e.nodes) : "na")
+        .text(attributed ? num(a.flops) : "na")
+        .text(attributed ? num(a.bytes) : "na")
+        .text(e.unfused > 0 ? num(e.unfused) : "na")
+        .text(e.unfused > 0 ? pct(e.unfused - a.bytes, e.unfused) : "na")
+        .flop_rate(a.flops, attributed ? a.counted_ns : 0)
+        .byte_rate(a.bytes, attributed ? a.counted_ns : 0)
         .end();
   }
   return t;
@@ -891,6 +986,8 @@ bool build_report(const std::string& name, const ReadResult& data, const ReportO
     out.push_back(advice_report(data));
   } else if (name == "timemodel") {
     for (ReportTable& t : timemodel_report(data, options.top)) out.push_back(std::move(t));
+  } else if (name == "compiled") {
+    out.push_back(compiled_report(data, options.top));
   } else if (name == "ranks") {  // one rank; several come through prof_main's ranks path
     for (ReportTable& t : ranks_report({summarize_rank(data)})) out.push_back(std::move(t));
   } else {

@@ -24,7 +24,7 @@ from pyprof.frames import is_net_dict
 
 # The reports the page is made of, in one prof run.
 PAGE_REPORTS = ["summary", "op", "instance", "kernel", "module", "tc", "family", "phase", "peaks",
-                "roofline", "iteration", "advice", "timemodel"]
+                "roofline", "iteration", "advice", "timemodel", "compiled"]
 # The page holds the op instances and kernels with the most time, at most this many (prof's
 # --top: a million-kernel profile has as many instances); `pyprof prof --report` gives all.
 MAX_TABLE_ROWS = 2000
@@ -443,6 +443,7 @@ def build_page_data(header: dict, tables: dict[str, list[dict]], steps: int,
     ops = table(tables, "ops by", "op types by")
     instances = table(tables, "op instances")
     kernels = table(tables, "kernels")
+    compiled = table(tables, "compiled kernels")
     modules = table(tables, "modules")
     tc = table(tables, "tensor core")
     family = table(tables, "op famil", "famil", "time by op famil")
@@ -550,6 +551,7 @@ def build_page_data(header: dict, tables: dict[str, list[dict]], steps: int,
         "ops": table_spec(ops, "no ops"),
         "instances": table_spec(instances, "no op instances"),
         "kernels": table_spec(kernels, "no kernels"),
+        "compiled": table_spec(compiled, "no torch.compile kernels"),
         "tc": table_spec(tc, "no Tensor Core eligible kernels" if not cpu_only
                          else "not a GPU profile: no kernels to judge"),
         "peaks": table_spec(peaks, "no device peaks"),
@@ -838,7 +840,11 @@ module including its children. Click a module to zoom in.</p>
 counted FLOPs and bytes by the time of exactly the instances that count them (docs/prof.md §3).</p>
 <div id="table-ops"></div></section>
 <section id="instances"><h2>Op instances</h2><div id="table-instances"></div></section>
-<section id="kernels"><h2>Kernels</h2><div id="table-kernels"></div></section>
+<section id="kernels"><h2>Kernels</h2><div id="table-kernels"></div>
+<h3>torch.compile kernels</h3><p class="explain">Each Inductor kernel (and each kernel of the C++
+wrapper's extern calls): how it was attributed (its ATen nodes, its extern call's, or opaque:
+no compile metadata), its FLOPs and bytes, the bytes its nodes would move run one by one, and
+the share of those fusion saved (docs/compile.md).</p><div id="table-compiled"></div></section>
 <section id="tensor-cores"><h2>Tensor Cores</h2><p class="explain">Tensor Core eligible ops
 (dtype and shapes allow them) and whether their kernels used them (judged from kernel names,
 docs/prof.md §4). "eligible, not using TC" is the row to act on.</p>

@@ -178,6 +178,41 @@ def test_fused_kernels_carry_their_aten_nodes_and_exact_costs(compiled, tmp_path
             assert r["bytes"] == unfused
 
 
+def test_compiled_report_lists_each_kernel_with_its_fusion_saving(compiled):
+    """`pyprof prof --report compiled`: one row per Inductor kernel, from prof's own records
+    (the oracle: its per-record JSON summed by kernel, and the nodes of the kernel's
+    compiled_kernel line): how it was attributed, its calls, time and share of the profile's,
+    its node count, FLOPs and bytes, the bytes its nodes would move one by one and the share of
+    them fusion saved."""
+    _, _, _, dict_path = compiled
+    kernels = compiled_kernel_lines(dict_path)
+    records = prof_records(dict_path)
+    res = testlib.prof("--report", "compiled", "--formats", "json", "--iterations", "all",
+                       str(dict_path))
+    rows = {r["Kernel"]: r for r in map(json.loads, res.stdout.splitlines())}
+    assert set(rows) == set(kernels), (set(rows), set(kernels))
+    all_time = sum(r["sil"] for r in records)
+    for name, kernel in kernels.items():
+        mine = [r for r in records if r["kernel"] == name]
+        row = rows[name]
+        assert row["Attributed"] == "nodes" and row["Count"] == len(mine), row
+        assert row["Dir"] == "/".join(sorted({r["dir"] for r in mine}, key="fprop bprop".find))
+        assert row["Self(ns)"] == sum(r["sil"] for r in mine)
+        assert row["Time %"] == pytest.approx(100 * row["Self(ns)"] / all_time, abs=0.05)
+        assert row["Nodes"] == len(kernel["nodes"])
+        assert row["FLOPs(FMA=2)"] == sum(r["flops"] for r in mine)
+        assert row["Bytes(ideal DRAM)"] == sum(r["bytes"] for r in mine)
+        unfused = sum(int(re.search(r"unfused_bytes=(\d+)", r["params"]).group(1))
+                      for r in mine)
+        assert row["Unfused bytes"] == unfused
+        saved = 100 * (unfused - row["Bytes(ideal DRAM)"]) / unfused
+        assert row["Fusion saved %"] == pytest.approx(saved, abs=0.05)
+        if len(kernel["nodes"]) > 1:
+            assert row["Fusion saved %"] > 50, row
+    text = testlib.prof("--report", "compiled", "--iterations", "all", str(dict_path)).stdout
+    assert text.startswith("compiled kernels by self time\n") and "Fusion saved %" in text
+
+
 @pytest.mark.slow
 def test_graph_break_two_compiled_regions(tmp_path):
     out, _, records, _ = profiled_run(tmp_path, "--graph-break")

@@ -825,6 +825,20 @@ def test_triton_names_two_graphs_share_join_by_their_region(tmp_path):
         (name, 32, 128), ("triton_poi_fused_twice_0", None, None),
         ("triton_poi_fused_unsaid_0", None, None), (name, 64, 256), (name, 64, 512),
         (name, 32, 128)]
+    # `--report compiled` names the kernels that stayed opaque. By hand: the fused kernel's
+    # nodes one by one read and write [n, 8] fp32 twice, 128n bytes against its 64n, over
+    # 2 + 4 + 2 rows (graphs 0/1, 0/0, 0/1's backward): 1,024 B against 512; the exp alone
+    # over 8 rows (graph 1/0) moves 512 B either way. 1,536 B unfused, 1,024 moved.
+    report = testlib.prof("--report", "compiled", "--formats", "json", "--iterations", "all",
+                          str(tmp_path / "g.dict"))
+    compiled = {r["Kernel"]: r for r in map(json.loads, report.stdout.splitlines())}
+    assert {k: (r["Attributed"], r["Count"], r["FLOPs(FMA=2)"], r["Nodes"])
+            for k, r in compiled.items()} == {
+        name: ("nodes", 4, 192, 2), "triton_poi_fused_twice_0": ("opaque", 1, None, None),
+        "triton_poi_fused_unsaid_0": ("opaque", 1, None, None)}
+    fused = compiled[name]
+    assert (fused["Bytes(ideal DRAM)"], fused["Unfused bytes"]) == (1024, 1536)
+    assert fused["Fusion saved %"] == pytest.approx(100 / 3, abs=0.05)
     # `pyprof export` gives each slice its own graph's nodes.
     trace = tmp_path / "g.json"
     res = testlib.run_tool(os.path.join(testlib.BIN, "pyprof-export"), tmp_path / "g.dict",
@@ -963,6 +977,14 @@ def test_compiled_call_kernels_on_a_gpu_join_their_calls_place(tmp_path):
                            str(tmp_path / "g.dict"))
     metrics = {r["Metric"]: r["Value"] for r in map(json.loads, summary.stdout.splitlines())}
     assert int(metrics["C++ wrapper extern-call kernels costed from the call's marks"]) == 5
+    # `--report compiled`: one row per kernel name, with how it was attributed.
+    report = testlib.prof("--report", "compiled", "--formats", "json", "--iterations", "all",
+                          str(tmp_path / "g.dict"))
+    rows = {r["Kernel"]: r for r in map(json.loads, report.stdout.splitlines())}
+    assert {k: (r["Dir"], r["Attributed"], r["Count"], r["FLOPs(FMA=2)"])
+            for k, r in rows.items()} == {
+        gemm: ("fprop/bprop", "extern call", 4, 48 + 32 + 16 + 128),
+        splitk: ("fprop", "extern call", 1, 16), triton: ("fprop", "nodes", 1, 64)}
 
 
 def test_compiled_triton_kernels_on_a_gpu_profile(tmp_path):
