@@ -1090,9 +1090,7 @@ class RecordCoster {
           r.compiled = false;
           r.compiled_call = true;
           r.cost_op = strings_.intern(call);
-          if (r.dir == Dir::kBprop) {
-            r.cost_part = f.bwd_op_id != 0 ? f.bwd_op_id : -static_cast<int64_t>(r.cost_op) - 1;
-          }
+          if (r.dir == Dir::kBprop) r.cost_part = backward_cost_part(f, r.cost_op);
         }
         if (r.kind == Kind::kKernel) r.tc = uses_tensor_cores(r);
         return;
@@ -1101,11 +1099,7 @@ class RecordCoster {
     CostSource source = cost_source(f, r);
     r.cost_op = strings_.intern(source.op);
     if (r.kind == Kind::kKernel && r.dir == Dir::kBprop && !f.bwd_op.empty()) {
-      // A backward node's kernels come from several ops (convolution_backward's dgrad and
-      // wgrad, and beside them the gradient accumulation's add): each op's cost is shared by
-      // its own kernels only. Without an op id, the op's name stands in (negative, apart
-      // from ids).
-      r.cost_part = f.bwd_op_id != 0 ? f.bwd_op_id : -static_cast<int64_t>(r.cost_op) - 1;
+      r.cost_part = backward_cost_part(f, r.cost_op);
     }
     if (r.kind == Kind::kMemcpy || r.kind == Kind::kMemset) {
       cost_copy(f, r);
@@ -1116,6 +1110,14 @@ class RecordCoster {
   }
 
  private:
+  // A backward node's kernels come from several ops (convolution_backward's dgrad and wgrad,
+  // and beside them the gradient accumulation's add): each op's cost is shared by its own
+  // kernels only, the kernels of one (instance, cost_part). The part is the op's id (net.dict
+  // `bwd_op_id`); without one, the op's name `cost_op` stands in (negative, apart from ids).
+  static int64_t backward_cost_part(const Fields& f, uint32_t cost_op) {
+    return f.bwd_op_id != 0 ? f.bwd_op_id : -static_cast<int64_t>(cost_op) - 1;
+  }
+
   struct CachedCost {
     models::OpCost cost;
     std::string shapes;
