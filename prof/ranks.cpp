@@ -119,6 +119,7 @@ RankSummary summarize_rank(const ReadResult& data) {
   std::unordered_map<int64_t, size_t> call_of_instance;
   for (const ProfRecord& r : data.records) {
     if (r.bad_time || !step_kept(r.step)) continue;
+    const int32_t step = its.steps.empty() ? -1 : r.step;  // RankCollective::by_step's key
     const std::string_view op = r.op ? strings.get(r.op) : std::string_view();
     if (!data.cpu_only) {
       if (r.kind == Kind::kOp) continue;
@@ -138,7 +139,7 @@ RankSummary summarize_rank(const ReadResult& data) {
           c.payload = r.op_bytes;
           c.start = r.start;
           c.group = r.comm_group;
-          c.step = its.steps.empty() ? -1 : r.step;
+          c.step = step;
         }
         c.time += r.duration;
       }
@@ -150,7 +151,7 @@ RankSummary summarize_rank(const ReadResult& data) {
     intervals.push_back({r.start, r.start + r.duration, !kind.empty()});
     if (!kind.empty() && kind != "barrier") {
       calls.push_back({kind, std::string(op.empty() ? strings.get(r.name) : op), r.op_bytes,
-                       r.duration, r.start, r.comm_group, its.steps.empty() ? -1 : r.step});
+                       r.duration, r.start, r.comm_group, step});
     }
   }
   if (data.cpu_only) {
