@@ -1216,6 +1216,10 @@ TEST(MovementModel, CopiesAndViews) {
           R"([{"name":"","type":"tensor","shape":[2,3],"dtype":"float32"},{"name":"","type":"tuple","value":[6]}])")
           .modeled);
   EXPECT_FALSE(cost("aten::contiguous", R"({"0":{"shape":[64,32]},"1":{"shape":[]}})").modeled);
+  // An indices list with more entries than self has dims (a None counts): not costed.
+  EXPECT_FALSE(cost("aten::index", R"({"self":{"shape":[2,5],"dtype":"float32"},)"
+                                   R"("indices":[null,null,{"shape":[4],"dtype":"int64"}]})")
+                   .modeled);
 }
 
 TEST(MovementModel, CatIndexScatter) {
@@ -1251,6 +1255,28 @@ TEST(MovementModel, CatIndexScatter) {
           {"aten::index",
            R"({"self":{"shape":[3,10,4],"dtype":"float32"},"indices":[null,{"shape":[10,4],"dtype":"bool"}]})",
            0, 1000},
+          // A None keeps its place (pyprof's captures write it as null): x[:, iu0, iu1] on
+          // [8,4,4] (a DLRM interaction) addresses dims 1 and 2: 8*6 = 48 elements, not 4*6;
+          // 96 + 2*48*4
+          {"aten::index",
+           R"({"self":{"shape":[8,4,4],"dtype":"float32"},"indices":[null,{"shape":[6],"dtype":"int64"},{"shape":[6],"dtype":"int64"}]})",
+           0, 480},
+          // x[i, :, j] on [2,3,4,5]: i, j address dims 0 and 2: [7]*3*5 = 105; 112 + 2*105*4
+          {"aten::index",
+           R"({"self":{"shape":[2,3,4,5],"dtype":"float32"},"indices":[{"shape":[7],"dtype":"int64"},null,{"shape":[7],"dtype":"int64"}]})",
+           0, 952},
+          // a trailing None is a whole dim, as an absent entry: [2,3,4][i, None]: 7*3*4 = 84
+          {"aten::index",
+           R"({"self":{"shape":[2,3,4],"dtype":"float32"},"indices":[{"shape":[7],"dtype":"int64"},null]})",
+           0, 56 + 2 * 84 * 4},
+          // two Nones: [4,5,6,7][:, :, ij[2,3]]: 4*5*6*7 = 840; 48 + 2*840*4
+          {"aten::_unsafe_index",
+           R"({"self":{"shape":[4,5,6,7],"dtype":"float32"},"indices":[null,null,{"shape":[2,3],"dtype":"int64"}]})",
+           0, 48 + 2 * 840 * 4},
+          // index shapes [3,1] and [4] broadcast to [3,4] over dims 1, 2 of [2,5,6]: 2*12 = 24
+          {"aten::index",
+           R"({"self":{"shape":[2,5,6],"dtype":"float32"},"indices":[null,{"shape":[3,1],"dtype":"int64"},{"shape":[4],"dtype":"int64"}]})",
+           0, 56 + 2 * 24 * 4},
           // capture: index_select of 24 rows of 32: 192 + 2*768*4
           {"aten::index_select",
            R"({"self":{"shape":[50,32],"dtype":"float32","stride":[32,1],"device":"cpu"},"dim":0,)"
@@ -1266,6 +1292,23 @@ TEST(MovementModel, CatIndexScatter) {
            R"({"self":{"shape":[100,64],"dtype":"float32"},"indices":[{"shape":[32],"dtype":"int64"}],)"
            R"("values":{"shape":[32,64],"dtype":"float32"},"accumulate":true,"unsafe":false})",
            2048, 24832},
+          // IndexBackward0 of x[:, iu0, iu1]: W = 8*6 = 48 adds; 96 + values 192 + 2*48*4
+          {"aten::_index_put_impl_",
+           R"({"self":{"shape":[8,4,4],"dtype":"float32","stride":[16,4,1]},"indices":[null,{"shape":[6],"dtype":"int64"},{"shape":[6],"dtype":"int64"}],)"
+           R"("values":{"shape":[8,6],"dtype":"float32","stride":[0,0]},"accumulate":true,"unsafe":true})",
+           48, 96 + 192 + 384},
+          // a mask after a slice, [2,5,6,3][:, m[5,6]]: the values of the result's rank,
+          // [2,12,3], say 12 elements are true: W = 72 (not the all-true 180);
+          // 30 + 288 + 2*72*4
+          {"aten::_unsafe_index_put",
+           R"({"self":{"shape":[2,5,6,3],"dtype":"float32"},"indices":[null,{"shape":[5,6],"dtype":"bool"}],)"
+           R"("values":{"shape":[2,12,3],"dtype":"float32"},"accumulate":true})",
+           72, 30 + 288 + 576 + 2 * 720},
+          // ... but a broadcast value (x[:, m] = 0) does not: the all-true bound, 180
+          {"aten::index_put_",
+           R"({"self":{"shape":[2,5,6,3],"dtype":"float32"},"indices":[null,{"shape":[5,6],"dtype":"bool"}],)"
+           R"("values":{"shape":[],"dtype":"float32"},"accumulate":false})",
+           0, 30 + 4 + 180 * 4},
           // out of place: self copied first: + 2*25600
           {"aten::index_put",
            R"({"self":{"shape":[100,64],"dtype":"float32"},"indices":[{"shape":[32],"dtype":"int64"}],)"

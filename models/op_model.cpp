@@ -135,6 +135,7 @@ Value read_value(dom::element e) {
       auto add_tensors = [&](auto& self, dom::array items, int depth) -> void {
         for (dom::element item : items) {
           if (!tensors) return;
+          if (depth == 0) ++v.slot_count;
           if (item.type() == dom::element_type::NULL_VALUE) continue;
           if (item.type() == dom::element_type::STRING) {
             std::string_view text = item.get_string().value_unsafe();
@@ -157,12 +158,17 @@ Value read_value(dom::element e) {
             return;
           }
           v.tensors.push_back(std::move(t));
+          v.slots.push_back(v.slot_count - 1);
         }
       };
       add_tensors(add_tensors, a, 0);
       if (v.tensors.empty()) tensors = false;
       v.kind = tensors ? Value::Kind::kTensorList : Value::Kind::kOther;
-      if (!tensors) v.tensors.clear();
+      if (!tensors) {
+        v.tensors.clear();
+        v.slots.clear();
+        v.slot_count = 0;
+      }
       break;
     }
   }
@@ -463,6 +469,7 @@ const Registry& registry() {
     register_dropout(reg);
     register_upsample(reg);
     register_movement(reg);
+    register_indexing(reg);
     return reg;
   }();
   return r;

@@ -69,11 +69,17 @@ struct Value {
   Kind kind = Kind::kNone;
   Tensor tensor;                // kTensor
   std::vector<Tensor> tensors;  // kTensorList (undefined tensors in a list are skipped)
-  int64_t dropped = 0;          // kTensorList: tensors the annotator left out ("...+N")
-  int64_t i = 0;                // kInt; kBool: 0/1
-  std::vector<int64_t> ints;    // kIntList
-  double d = 0;                 // kDouble (also set for kInt)
-  std::string s;                // kString (dtype/layout names, "mean", reduction strings)
+  // kTensorList: for each of `tensors`, its place in the recorded list, and the list's length.
+  // An undefined entry (null: `None` in an optional-tensor list such as index's `indices`, where
+  // a leading None means "every element of dim 0") keeps its place, so a model can tell which
+  // dims the defined entries address.
+  std::vector<int32_t> slots;
+  int32_t slot_count = 0;
+  int64_t dropped = 0;        // kTensorList: tensors the annotator left out ("...+N")
+  int64_t i = 0;              // kInt; kBool: 0/1
+  std::vector<int64_t> ints;  // kIntList
+  double d = 0;               // kDouble (also set for kInt)
+  std::string s;              // kString (dtype/layout names, "mean", reduction strings)
   bool is_tensor() const { return kind == Kind::kTensor; }
   static Value of(Kind k) {
     Value v;
@@ -237,7 +243,9 @@ void register_embedding(Registry& r);    // embedding, embedding_dense_backward,
 void register_pooling(Registry& r);      // max/avg/adaptive pool, fwd + bwd
 void register_dropout(Registry& r);      // dropout, native_dropout(_backward)
 void register_upsample(Registry& r);     // upsample_*, interpolate, fwd + bwd
-void register_movement(Registry& r);     // copy_, _to_copy, cat, stack, index*, gather, scatter,
-                                         // clone, contiguous, fill, zero
+void register_movement(Registry& r);     // copy_, _to_copy, cat, stack, clone, contiguous,
+                                         // views, fill, zero, pad, repeat, random fills
+void register_indexing(Registry& r);     // the movement family's index*, index_put*, gather,
+                                         // scatter*, index_add/copy/fill, masked_*
 
 }  // namespace pyprof::models
