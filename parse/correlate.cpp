@@ -161,7 +161,9 @@ bool nested_before(const std::vector<RangeRecord>& ranges, int32_t a, int32_t b)
 // open at the current time, so each range's parent and each call's innermost range come out
 // in one pass. Ranges ending before the current start are popped; a range that overlaps the
 // top without nesting in it (start/end ranges may) is placed under the nearest range that
-// really contains it.
+// really contains it. A range never closed (end kOpenEnd: no pop was recorded, or only the
+// session's end closed it) has a parent but is no one's: its true extent is unknown, and a
+// leaked push would otherwise claim everything the thread did afterwards.
 // `forward_op` gets 1 for each op range outside backward: the ops a backward node may pair with.
 void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_calls,
            std::vector<int32_t>& innermost_of_call, std::vector<char>& forward_op) {
@@ -267,9 +269,13 @@ void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_ca
       stack.pop_back();
       stack_contexts.pop_back();
     }
-    const ptrdiff_t at = innermost_containing(end_of(item));
-    const int32_t parent = at >= 0 ? stack[static_cast<size_t>(at)] : -1;
     const int32_t index = item.index();
+    // A range never closed encloses nothing (it is not pushed below), and sits in the range
+    // open where it started.
+    const bool unclosed = item.kind() == 0 && trace.ranges[index].end == kOpenEnd;
+    const ptrdiff_t at =
+        unclosed ? static_cast<ptrdiff_t>(stack.size()) - 1 : innermost_containing(end_of(item));
+    const int32_t parent = at >= 0 ? stack[static_cast<size_t>(at)] : -1;
     if (item.kind() == 1) {
       innermost_of_call[index] = parent;
       continue;
@@ -293,6 +299,7 @@ void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_ca
     if (r.kind == MarkerKind::kOp && r.seq >= 0 && made.node < 0 && made.engine_step < 0) {
       forward_op[index] = 1;
     }
+    if (unclosed) continue;
     stack.push_back(index);
     stack_contexts.push_back(made);
   }

@@ -135,6 +135,16 @@ void print_summary(fmt::memory_buffer& out, const std::string& path, const Trace
         by_dialect[static_cast<int>(Dialect::kLegacyPyprof)],
         by_dialect[static_cast<int>(Dialect::kUser)], s.malformed_markers, s.ranges_unclosed);
   }
+  if (s.ranges_unclosed > 0) {
+    fmt::format_to(std::back_inserter(out),
+                   "  note: {} ranges were never closed{}: they enclose nothing, so what ran after "
+                   "their start is attributed to the ranges around it\n",
+                   with_thousands(s.ranges_unclosed),
+                   s.ranges_closed_by_session > 0
+                       ? fmt::format(" ({} of them ended only by the session's end)",
+                                     with_thousands(s.ranges_closed_by_session))
+                       : "");
+  }
   fmt::format_to(std::back_inserter(out), "  iterations: {}\n",
                  terminal_safe(iteration_summary(iterations, step_range)));
   if (!s.capture_stats.empty()) {

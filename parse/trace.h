@@ -105,7 +105,9 @@ inline constexpr uint32_t kArgsInPool = UINT32_MAX;
 // One NVTX range (or mark) with its decoded message.
 struct RangeRecord {
   int64_t start = 0;
-  int64_t end = kOpenEnd;  // kOpenEnd: never closed (program killed, range left open)
+  // kOpenEnd: never closed (program killed, range left open, or closed only by the session's
+  // end): such a range encloses nothing in attribution (correlate.cpp).
+  int64_t end = kOpenEnd;
   int64_t op_id = 0;
   int64_t seq = -1;
   TextRef text;
@@ -137,8 +139,11 @@ struct ReadStats {
   int64_t kernels = 0, memcpys = 0, memsets = 0, api_calls = 0, ranges = 0, marks = 0;
   int64_t malformed_markers = 0;        // decode_marker set `error`
   int64_t ranges_end_before_start = 0;  // kept with end = start
-  int64_t ranges_unclosed = 0;          // end NULL / no END row
-  int64_t rows_skipped = 0;             // rows missing an essential value (each one warned)
+  int64_t ranges_unclosed = 0;          // end NULL / no END row / closed by the session
+  // Of ranges_unclosed: ranges whose end the tool wrote at the session's (or capture's) end
+  // because no pop ever came (Nsight Systems closes them so; nsys_reader finds them).
+  int64_t ranges_closed_by_session = 0;
+  int64_t rows_skipped = 0;  // rows missing an essential value (each one warned)
   // Kept with their start, written with duration null (count_reversed_times).
   int64_t gpu_end_before_start = 0;
   int64_t api_end_before_start = 0;
