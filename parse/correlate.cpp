@@ -459,6 +459,32 @@ std::vector<int32_t> capture_points(Trace& trace, std::vector<int32_t>& needed_c
   return capture_of;
 }
 
+// Per activity: 1 when it was launched before the trace began (Attribution::before_trace).
+std::vector<char> launched_before_trace(const Trace& trace, const std::vector<int32_t>& launch_of) {
+  std::vector<char> before(trace.activities.size(), 0);
+  if (trace.activities.empty() || trace.api_calls.empty()) return before;
+  // Per process: the lowest correlation id and the earliest start of its traced API calls.
+  struct First {
+    int64_t correlation = INT64_MAX;
+    int64_t start = INT64_MAX;
+  };
+  std::unordered_map<uint32_t, First> first;
+  for (const ApiCall& c : trace.api_calls) {
+    First& f = first[c.pid];
+    if (c.correlation_id >= 0) f.correlation = std::min(f.correlation, c.correlation_id);
+    f.start = std::min(f.start, c.start);
+  }
+  for (size_t i = 0; i < trace.activities.size(); ++i) {
+    if (launch_of[i] >= 0) continue;
+    const GpuActivity& act = trace.activities[i];
+    auto it = first.find(act.pid);
+    if (it == first.end()) continue;
+    const bool earlier_id = act.correlation_id >= 0 && act.correlation_id < it->second.correlation;
+    before[i] = earlier_id || act.start < it->second.start;
+  }
+  return before;
+}
+
 }  // namespace
 
 namespace {
@@ -502,6 +528,7 @@ Correlation correlate(Trace& trace) {
   // Launch lookup: correlation ids are unique only within a process (NVIDIA/PyProf#79).
   std::vector<int32_t> launch_of(n_act, -1);
   std::vector<int32_t> capture_of(n_act, -1);  // graph-launched: the node's capture point
+  std::vector<char> before_trace(n_act, 0);    // Attribution::before_trace
   std::vector<int32_t> needed_calls;
   if (!out.cpu_only) {
     CallIndex call_index(trace.api_calls.size());
@@ -537,6 +564,8 @@ Correlation correlate(Trace& trace) {
         needed_calls.push_back(call);
       }
     }
+    // Before capture_points adds its calls: only the trace's own calls say when it began.
+    before_trace = launched_before_trace(trace, launch_of);
     capture_of = capture_points(trace, needed_calls);
   }
   // GPU profiles: the activities in output order (start), and those launched in launch order
@@ -623,6 +652,10 @@ Correlation correlate(Trace& trace) {
     for (size_t i = 0; i < n_act; ++i) {
       Attribution& a = of_activity(static_cast<int32_t>(i));
       a.launch = launch_of[i];
+      if (before_trace[i]) {
+        a.before_trace = true;
+        ++out.stats.before_trace[static_cast<int>(trace.activities[i].kind)];
+      }
       if (trace.activities[i].graph_node_id >= 0) ++out.stats.graph_launched;
       if (a.launch < 0) continue;
       // A kernel a CUDA graph replays belongs to the op that launched it at capture; the

@@ -82,6 +82,14 @@ void print_summary(fmt::memory_buffer& out, const std::string& path, const Trace
         c.attributed, records, percent(c.attributed, records), records - c.attributed,
         c.without_launch, c.outside_ranges, c.no_op);
   }
+  if (const int64_t before = c.before_trace[0] + c.before_trace[1] + c.before_trace[2];
+      before > 0) {
+    fmt::format_to(std::back_inserter(out),
+                   "  launched before the trace began: {} ({} kernels, {} memcpy, {} memset; no "
+                   "launch call, correlation ids below the trace's first): in no step, marked "
+                   "before_trace\n",
+                   before, c.before_trace[0], c.before_trace[1], c.before_trace[2]);
+  }
   if (c.graph_launched > 0) {
     fmt::format_to(std::back_inserter(out),
                    "  CUDA graphs: graph-launched: {}, {} attributed to their capture{}\n",

@@ -432,6 +432,12 @@ void RecordFormatter::write_sync(const Attribution& a) {
 }
 
 void RecordFormatter::write_step(JsonWriter& w, size_t k) {
+  // Launched before the trace began: its launch, and so its step, lies outside the trace.
+  if (!corr_.cpu_only && corr_.attributions[k].before_trace) {
+    w.raw_key("before_trace");
+    w.boolean(true);
+    return;
+  }
   if (!iterations_ || iterations_->steps.empty()) return;
   write_step_at(w, record_time(trace_, corr_, k));
 }
