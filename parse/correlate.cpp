@@ -567,6 +567,11 @@ Correlation correlate(Trace& trace) {
     // Before capture_points adds its calls: only the trace's own calls say when it began.
     before_trace = launched_before_trace(trace, launch_of);
     capture_of = capture_points(trace, needed_calls);
+    // Kernels of graph replays joined to a capture trace (graph_capture.h): their launch there.
+    for (const auto& [activity, call] : trace.graph_capture_calls) {
+      capture_of[activity] = call;
+      needed_calls.push_back(call);
+    }
   }
   // GPU profiles: the activities in output order (start), and those launched in launch order
   // (for `sub`), sorted on a second thread while this one sweeps the ranges; neither reads

@@ -81,7 +81,11 @@ struct ApiCall {
   uint32_t pid = 0;
   uint32_t tid = 0;
   uint32_t name = 0;  // pool id, version suffix stripped ("cudaLaunchKernel")
+  // Pool id of the kernel a launch call names (torch.profiler's ROCm traces: args "kernel");
+  // 0 when the call names none (parse/graph_capture.h checks captured launches by it).
+  uint32_t kernel = 0;
 };
+static_assert(sizeof(ApiCall) == 40);
 
 // Where a range's message can be read again. kPool: `id` is a StringPool id (the message was
 // interned: registered strings, nvprof StringTable, short messages). kRow: `id` is a row
@@ -262,6 +266,15 @@ struct Trace {
   std::vector<GpuActivity> activities;
   std::vector<ApiCall> api_calls;
   std::vector<RangeRecord> ranges;
+  // `--graph-capture` (parse/graph_capture.h): ranges and API calls from the capture trace start
+  // at these indices (SIZE_MAX: none). They give joined replayed kernels their context only:
+  // iteration detection, the trace's bounds and `--ranges` lines leave them out.
+  size_t imported_ranges_begin = SIZE_MAX;
+  size_t imported_calls_begin = SIZE_MAX;
+  bool imported_range(size_t i) const { return i >= imported_ranges_begin; }
+  bool imported_call(size_t i) const { return i >= imported_calls_begin; }
+  // Replayed activity -> the api_calls entry standing for its launch in the capture.
+  std::vector<std::pair<int32_t, int32_t>> graph_capture_calls;
   ReadStats stats;
   // Warnings by category ("malformed marker", "kernel without launch", ...): how many, and the
   // first few messages of each, in the order they were first seen.
