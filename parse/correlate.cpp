@@ -479,7 +479,8 @@ std::vector<char> launched_before_trace(const Trace& trace, const std::vector<in
     const GpuActivity& act = trace.activities[i];
     auto it = first.find(act.pid);
     if (it == first.end()) continue;
-    const bool earlier_id = act.correlation_id >= 0 && act.correlation_id < it->second.correlation;
+    // CUPTI numbers calls from 1; 0 is a row that names no call.
+    const bool earlier_id = act.correlation_id > 0 && act.correlation_id < it->second.correlation;
     before[i] = earlier_id || act.start < it->second.start;
   }
   return before;
