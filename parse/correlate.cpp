@@ -161,7 +161,9 @@ bool nested_before(const std::vector<RangeRecord>& ranges, int32_t a, int32_t b)
 // open at the current time, so each range's parent and each call's innermost range come out
 // in one pass. Ranges ending before the current start are popped; a range that overlaps the
 // top without nesting in it (start/end ranges may) is placed under the nearest range that
-// really contains it.
+// really contains it. A range never closed (end kOpenEnd: no pop was recorded, or only the
+// session's end closed it) has a parent but is no one's: its true extent is unknown, and a
+// leaked push would otherwise claim everything the thread did afterwards.
 // `forward_op` gets 1 for each op range outside backward: the ops a backward node may pair with.
 void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_calls,
            std::vector<int32_t>& innermost_of_call, std::vector<char>& forward_op) {
@@ -267,9 +269,13 @@ void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_ca
       stack.pop_back();
       stack_contexts.pop_back();
     }
-    const ptrdiff_t at = innermost_containing(end_of(item));
-    const int32_t parent = at >= 0 ? stack[static_cast<size_t>(at)] : -1;
     const int32_t index = item.index();
+    // A range never closed encloses nothing (it is not pushed below), and sits in the range
+    // open where it started.
+    const bool unclosed = item.kind() == 0 && trace.ranges[index].end == kOpenEnd;
+    const ptrdiff_t at =
+        unclosed ? static_cast<ptrdiff_t>(stack.size()) - 1 : innermost_containing(end_of(item));
+    const int32_t parent = at >= 0 ? stack[static_cast<size_t>(at)] : -1;
     if (item.kind() == 1) {
       innermost_of_call[index] = parent;
       continue;
@@ -293,6 +299,7 @@ void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_ca
     if (r.kind == MarkerKind::kOp && r.seq >= 0 && made.node < 0 && made.engine_step < 0) {
       forward_op[index] = 1;
     }
+    if (unclosed) continue;
     stack.push_back(index);
     stack_contexts.push_back(made);
   }
@@ -452,6 +459,33 @@ std::vector<int32_t> capture_points(Trace& trace, std::vector<int32_t>& needed_c
   return capture_of;
 }
 
+// Per activity: 1 when it was launched before the trace began (Attribution::before_trace).
+std::vector<char> launched_before_trace(const Trace& trace, const std::vector<int32_t>& launch_of) {
+  std::vector<char> before(trace.activities.size(), 0);
+  if (trace.activities.empty() || trace.api_calls.empty()) return before;
+  // Per process: the lowest correlation id and the earliest start of its traced API calls.
+  struct First {
+    int64_t correlation = INT64_MAX;
+    int64_t start = INT64_MAX;
+  };
+  std::unordered_map<uint32_t, First> first;
+  for (const ApiCall& c : trace.api_calls) {
+    First& f = first[c.pid];
+    if (c.correlation_id >= 0) f.correlation = std::min(f.correlation, c.correlation_id);
+    f.start = std::min(f.start, c.start);
+  }
+  for (size_t i = 0; i < trace.activities.size(); ++i) {
+    if (launch_of[i] >= 0) continue;
+    const GpuActivity& act = trace.activities[i];
+    auto it = first.find(act.pid);
+    if (it == first.end()) continue;
+    // CUPTI numbers calls from 1; 0 is a row that names no call.
+    const bool earlier_id = act.correlation_id > 0 && act.correlation_id < it->second.correlation;
+    before[i] = earlier_id || act.start < it->second.start;
+  }
+  return before;
+}
+
 }  // namespace
 
 namespace {
@@ -495,6 +529,7 @@ Correlation correlate(Trace& trace) {
   // Launch lookup: correlation ids are unique only within a process (NVIDIA/PyProf#79).
   std::vector<int32_t> launch_of(n_act, -1);
   std::vector<int32_t> capture_of(n_act, -1);  // graph-launched: the node's capture point
+  std::vector<char> before_trace(n_act, 0);    // Attribution::before_trace
   std::vector<int32_t> needed_calls;
   if (!out.cpu_only) {
     CallIndex call_index(trace.api_calls.size());
@@ -530,7 +565,14 @@ Correlation correlate(Trace& trace) {
         needed_calls.push_back(call);
       }
     }
+    // Before capture_points adds its calls: only the trace's own calls say when it began.
+    before_trace = launched_before_trace(trace, launch_of);
     capture_of = capture_points(trace, needed_calls);
+    // Kernels of graph replays joined to a capture trace (graph_capture.h): their launch there.
+    for (const auto& [activity, call] : trace.graph_capture_calls) {
+      capture_of[activity] = call;
+      needed_calls.push_back(call);
+    }
   }
   // GPU profiles: the activities in output order (start), and those launched in launch order
   // (for `sub`), sorted on a second thread while this one sweeps the ranges; neither reads
@@ -616,6 +658,10 @@ Correlation correlate(Trace& trace) {
     for (size_t i = 0; i < n_act; ++i) {
       Attribution& a = of_activity(static_cast<int32_t>(i));
       a.launch = launch_of[i];
+      if (before_trace[i]) {
+        a.before_trace = true;
+        ++out.stats.before_trace[static_cast<int>(trace.activities[i].kind)];
+      }
       if (trace.activities[i].graph_node_id >= 0) ++out.stats.graph_launched;
       if (a.launch < 0) continue;
       // A kernel a CUDA graph replays belongs to the op that launched it at capture; the

@@ -58,6 +58,11 @@ struct Attribution {
   int32_t sub = 0;  // index of this activity among those of the same op instance
   Direction dir = Direction::kNone;
   bool paired = false;  // bprop and its forward op was found
+  // A GPU activity launched before the trace began: no launch call in the trace, and its
+  // correlation id below every API call's of its process (CUPTI's and roctracer's ids rise with
+  // each call) or its start before the process's first traced API call. It ran while the trace
+  // was recorded, but its launch (and its step) came earlier: it belongs to no step.
+  bool before_trace = false;
 };
 
 struct CorrelationStats {
@@ -72,6 +77,8 @@ struct CorrelationStats {
   int64_t declared_pairs_disagree = 0;  // of those, paired otherwise by sequence number
   int64_t graph_launched = 0;  // GPU activities run by a CUDA graph node (graph_node_id set)
   int64_t graph_captured = 0;  // of those, attributed at the node's capture (Trace::graph_nodes)
+  // Attribution::before_trace activities, by ActivityKind (kernels, memcpys, memsets).
+  int64_t before_trace[3] = {0, 0, 0};
 };
 
 struct Correlation {

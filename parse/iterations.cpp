@@ -75,6 +75,12 @@ std::string_view default_step_base(std::string_view name) {
   return {};
 }
 
+// The trace's own ranges: those a `--graph-capture` join brought in (Trace::imported_ranges_begin
+// on) are the capture's, not the replay's iterations.
+size_t own_ranges(const Trace& trace) {
+  return std::min(trace.ranges.size(), trace.imported_ranges_begin);
+}
+
 struct Bounds {
   int64_t first_record = std::numeric_limits<int64_t>::max();  // earliest record time
   int64_t end = std::numeric_limits<int64_t>::min();           // end of the trace (CPU side)
@@ -88,12 +94,16 @@ Bounds trace_bounds(const Trace& trace, const Correlation& corr) {
     if (t < std::numeric_limits<int64_t>::max()) b.end = std::max(b.end, t + 1);
   }
   const bool no_records = corr.order.empty();
-  for (const RangeRecord& r : trace.ranges) {
+  for (size_t i = 0; i < own_ranges(trace); ++i) {
+    const RangeRecord& r = trace.ranges[i];
     if (no_records) b.first_record = std::min(b.first_record, r.start);
     if (r.end != kOpenEnd) b.end = std::max(b.end, r.end);
     b.end = std::max(b.end, r.start + 1);
   }
-  for (const ApiCall& c : trace.api_calls) b.end = std::max(b.end, std::max(c.end, c.start + 1));
+  for (size_t i = 0; i < trace.api_calls.size() && !trace.imported_call(i); ++i) {
+    const ApiCall& c = trace.api_calls[i];
+    b.end = std::max(b.end, std::max(c.end, c.start + 1));
+  }
   return b;
 }
 
@@ -166,7 +176,7 @@ Iterations from_ranges(const Trace& trace, IterationRule rule, std::string range
 
 Iterations step_range_rule(const Trace& trace, std::string_view name, int64_t trace_end) {
   std::vector<int32_t> candidates;
-  for (size_t i = 0; i < trace.ranges.size(); ++i) {
+  for (size_t i = 0; i < own_ranges(trace); ++i) {
     const RangeRecord& r = trace.ranges[i];
     if (is_range(r) && is_numbered_name(trace.pool.get(r.name), name, false)) {
       candidates.push_back(static_cast<int32_t>(i));
@@ -178,7 +188,7 @@ Iterations step_range_rule(const Trace& trace, std::string_view name, int64_t tr
 
 Iterations profiler_step_rule(const Trace& trace, int64_t trace_end) {
   std::vector<int32_t> candidates;
-  for (size_t i = 0; i < trace.ranges.size(); ++i) {
+  for (size_t i = 0; i < own_ranges(trace); ++i) {
     const RangeRecord& r = trace.ranges[i];
     if (!is_range(r) || r.kind == MarkerKind::kModule) continue;
     std::string_view name = trace.pool.get(r.name);
@@ -200,7 +210,7 @@ Iterations user_range_rule(const Trace& trace, int64_t trace_end) {
     int64_t covered = 0;
   };
   std::unordered_map<uint64_t, std::unordered_map<std::string_view, Group>> groups;
-  for (size_t i = 0; i < trace.ranges.size(); ++i) {
+  for (size_t i = 0; i < own_ranges(trace); ++i) {
     const RangeRecord& r = trace.ranges[i];
     if (!is_range(r) || r.kind != MarkerKind::kUser) continue;
     std::string_view base = default_step_base(trace.pool.get(r.name));
@@ -230,7 +240,7 @@ Iterations user_range_rule(const Trace& trace, int64_t trace_end) {
 
 Iterations optimizer_rule(const Trace& trace, const Bounds& bounds) {
   std::vector<int32_t> candidates;
-  for (size_t i = 0; i < trace.ranges.size(); ++i) {
+  for (size_t i = 0; i < own_ranges(trace); ++i) {
     const RangeRecord& r = trace.ranges[i];
     if (is_range(r) && r.kind == MarkerKind::kUser &&
         trace.pool.get(r.name).starts_with("Optimizer.step#")) {
@@ -253,7 +263,8 @@ Iterations optimizer_rule(const Trace& trace, const Bounds& bounds) {
 
 Iterations module_rule(const Trace& trace, const Bounds& bounds) {
   std::unordered_map<uint64_t, int64_t> ops_per_thread;
-  for (const RangeRecord& r : trace.ranges) {
+  for (size_t i = 0; i < own_ranges(trace); ++i) {
+    const RangeRecord& r = trace.ranges[i];
     if (r.kind == MarkerKind::kOp) ++ops_per_thread[thread_key(r.pid, r.tid)];
   }
   if (ops_per_thread.empty()) return {};
@@ -268,7 +279,7 @@ Iterations module_rule(const Trace& trace, const Bounds& bounds) {
     int64_t covered = 0;
   };
   std::unordered_map<uint32_t, Group> by_name;
-  for (size_t i = 0; i < trace.ranges.size(); ++i) {
+  for (size_t i = 0; i < own_ranges(trace); ++i) {
     const RangeRecord& r = trace.ranges[i];
     if (r.kind != MarkerKind::kModule || !is_range(r) || thread_key(r.pid, r.tid) != thread) {
       continue;

@@ -627,7 +627,8 @@ class KinetoReader::EventReader : public ChromeTraceVisitor {
     int64_t external_id = -1, seq = -1, fwd_tid = -1, correlation = -1;
     int64_t device = -1, context = -1, stream = -1, registers = -1, shared = -1, bytes = -1;
     int64_t python_id = -1, python_parent = -1;
-    int64_t size = -1;  // ROCm copy calls: "size" (a string)
+    int64_t size = -1;        // ROCm copy calls: "size" (a string)
+    std::string_view kernel;  // ROCm launch calls: the kernel they launch
     // An exported pyprof trace's args.pyprof object (docs/formats.md §4.1), as its JSON text.
     std::string_view pyprof;
     CommMeta comm;  // record_param_comms: the collective's counts, dtype and group
@@ -798,6 +799,7 @@ error_code KinetoReader::EventReader::read_args(od::object args, Event& e) {
         break;
       case 6:
         if (is(key, "device")) target = &e.device;
+        if (is(key, "kernel")) text_target = &e.kernel;
         if (is(key, "stream")) target = &e.stream;
         if (is(key, "pyprof")) {
           od::object object;
@@ -1240,6 +1242,7 @@ void KinetoReader::EventReader::add_api_call(const Event& e, int64_t start, int6
   call.pid = dense_id(e.pid);
   call.tid = dense_id(e.tid);
   call.name = intern_name(e.name);
+  if (!e.kernel.empty()) call.kernel = intern_bounded(trace_, e.kernel);
   od::object pyprof;
   if (!e.pyprof.empty() && iterate_pyprof(e, pyprof)) {
     for (auto field_result : pyprof) {

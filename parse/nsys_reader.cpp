@@ -1,7 +1,9 @@
 #include "parse/nsys_reader.h"
 
+#include <algorithm>
 #include <array>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <future>
@@ -103,6 +105,55 @@ uint32_t StringIdCache::get(Trace& trace, int64_t id) {
   return pool_id;
 }
 
+void reopen_ranges_closed_by_session(Trace& trace, std::optional<int64_t> stop_time) {
+  // The last thing the file shows happening outside NVTX; the session ended after it.
+  int64_t last_activity = INT64_MIN;
+  for (const ApiCall& call : trace.api_calls) last_activity = std::max(last_activity, call.end);
+  for (const GpuActivity& act : trace.activities) last_activity = std::max(last_activity, act.end);
+  int64_t last_end = INT64_MIN;
+  for (const RangeRecord& r : trace.ranges) {
+    if (r.shape != RangeShape::kMark && r.end != kOpenEnd) last_end = std::max(last_end, r.end);
+  }
+  if (last_end == INT64_MIN || last_end < last_activity) return;
+  // The ends the session wrote: at or past its stop time (when that lies after everything else,
+  // i.e. is on the events' clock), else the latest end when two ranges of one thread share it
+  // (two pops are two calls: on a nanosecond clock they never end at the same instant).
+  int64_t closed_at = INT64_MAX;
+  if (stop_time && *stop_time >= last_activity && last_end >= *stop_time) {
+    closed_at = *stop_time;
+  } else {
+    std::set<uint64_t> threads;
+    for (const RangeRecord& r : trace.ranges) {
+      if (r.shape == RangeShape::kMark || r.end != last_end) continue;
+      if (!threads.insert(thread_key(r.pid, r.tid)).second) {
+        closed_at = last_end;
+        break;
+      }
+    }
+  }
+  if (closed_at == INT64_MAX) return;
+  for (RangeRecord& r : trace.ranges) {
+    if (r.shape == RangeShape::kMark || r.end == kOpenEnd || r.end < closed_at) continue;
+    trace.warn("range never closed (ended by the session's end)",
+               "\"" + std::string(trace.pool.get(r.name).substr(0, 60)) + "\" started at " +
+                   std::to_string(r.start) + " on thread " + std::to_string(r.tid) +
+                   ", ends at the session's end " + std::to_string(r.end) +
+                   ": kept as unclosed, enclosing nothing");
+    r.end = kOpenEnd;
+    ++trace.stats.ranges_unclosed;
+    ++trace.stats.ranges_closed_by_session;
+  }
+}
+
+bool NsysReader::read_session_stop(std::optional<int64_t>& stop_time, std::string& error) {
+  const std::string table = "ANALYSIS_DETAILS";
+  if (!db_.has_table(table) || !db_.columns(table).count("stopTime")) return true;
+  Statement s = db_.prepare("SELECT max(stopTime) FROM ANALYSIS_DETAILS", error);
+  if (!s.valid()) return false;
+  if (s.step() == SQLITE_ROW && !s.is_null(0)) stop_time = s.int64(0);
+  return true;
+}
+
 bool NsysReader::read(Trace& trace, std::string& error) {
   trace.format = "nsys";
   if (!strings_.open(db_, error)) return false;
@@ -112,6 +163,11 @@ bool NsysReader::read(Trace& trace, std::string& error) {
         return read_kernels(trace, error) && read_copies(trace, error) &&
                read_api_calls(trace, error) && read_graph_nodes(trace, error);
       });
+  if (ok && trace.format == "nsys") {
+    std::optional<int64_t> stop_time;
+    if (!read_session_stop(stop_time, error)) return false;
+    reopen_ranges_closed_by_session(trace, stop_time);
+  }
   if (ok && trace.unfinished_capture) {
     // Each thread that recorded may have lost its last buffer: count them.
     std::set<std::pair<uint32_t, uint32_t>> threads;

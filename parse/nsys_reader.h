@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -24,6 +25,13 @@ class StringIdCache {
   std::unordered_map<int64_t, uint32_t> ids_;
 };
 
+// Nsight Systems writes a push/pop or start/end range that was never popped (ended) with the
+// session's end (or the capture's: --duration, a capture range) as its end. Such ranges are
+// found (end at or past ANALYSIS_DETAILS.stopTime when that lies after every other row; without
+// it, the latest end when two ranges of one thread share it), reopened (end kOpenEnd), counted
+// (ReadStats::ranges_closed_by_session) and named in a warning.
+void reopen_ranges_closed_by_session(Trace& trace, std::optional<int64_t> stop_time);
+
 class NsysReader : public TraceReader {
  public:
   explicit NsysReader(const SqliteDb& db) : db_(db) {}
@@ -35,6 +43,8 @@ class NsysReader : public TraceReader {
   bool read_name_value_table(Trace& trace, const std::string& table, std::string& error,
                              const std::function<void(std::string_view, const Statement&)>& row);
   bool read_devices(Trace& trace, std::string& error);
+  // ANALYSIS_DETAILS.stopTime (nsys >= 2022.1), when the file has it.
+  bool read_session_stop(std::optional<int64_t>& stop_time, std::string& error);
   bool read_cuda_gpus(Trace& trace, std::string& error);
   bool read_kernels(Trace& trace, std::string& error);
   bool read_copies(Trace& trace, std::string& error);

@@ -23,6 +23,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -31,6 +32,7 @@
 #include "common/phase_timer.h"
 #include "common/terminal_text.h"
 #include "parse/correlate.h"
+#include "parse/graph_capture.h"
 #include "parse/iterations.h"
 #include "parse/json_stream.h"
 #include "parse/kineto_reader.h"
@@ -82,6 +84,14 @@ void print_summary(fmt::memory_buffer& out, const std::string& path, const Trace
         c.attributed, records, percent(c.attributed, records), records - c.attributed,
         c.without_launch, c.outside_ranges, c.no_op);
   }
+  if (const int64_t before = c.before_trace[0] + c.before_trace[1] + c.before_trace[2];
+      before > 0) {
+    fmt::format_to(std::back_inserter(out),
+                   "  launched before the trace began: {} ({} kernels, {} memcpy, {} memset; no "
+                   "launch call, correlation ids below the trace's first): in no step, marked "
+                   "before_trace\n",
+                   before, c.before_trace[0], c.before_trace[1], c.before_trace[2]);
+  }
   if (c.graph_launched > 0) {
     fmt::format_to(std::back_inserter(out),
                    "  CUDA graphs: graph-launched: {}, {} attributed to their capture{}\n",
@@ -100,8 +110,10 @@ void print_summary(fmt::memory_buffer& out, const std::string& path, const Trace
                    "  fwdbwd flows: {} checked against the pairing, {} disagree\n",
                    c.declared_pairs, c.declared_pairs_disagree);
   }
+  // The file's own ranges: a --graph-capture join appends the capture's (graph_capture.h).
+  const size_t own_ranges = std::min(trace.ranges.size(), trace.imported_ranges_begin);
   int64_t by_dialect[5] = {0, 0, 0, 0, 0};
-  for (const auto& r : trace.ranges) ++by_dialect[static_cast<int>(r.dialect)];
+  for (size_t i = 0; i < own_ranges; ++i) ++by_dialect[static_cast<int>(trace.ranges[i].dialect)];
   if (trace.format == "kineto") {
     std::string line;
     for (const auto& [category, n] : trace.event_counts) {
@@ -118,7 +130,8 @@ void print_summary(fmt::memory_buffer& out, const std::string& path, const Trace
     }
     // Kineto ranges are ops, backward nodes and modules; the rest are user ranges.
     int64_t ops_and_nodes = 0;
-    for (const RangeRecord& r : trace.ranges) {
+    for (size_t i = 0; i < own_ranges; ++i) {
+      const RangeRecord& r = trace.ranges[i];
       ops_and_nodes += r.kind == MarkerKind::kOp || r.kind == MarkerKind::kBackwardNode;
     }
     fmt::format_to(std::back_inserter(out),
@@ -134,6 +147,16 @@ void print_summary(fmt::memory_buffer& out, const std::string& path, const Trace
         by_dialect[static_cast<int>(Dialect::kEmitNvtx)],
         by_dialect[static_cast<int>(Dialect::kLegacyPyprof)],
         by_dialect[static_cast<int>(Dialect::kUser)], s.malformed_markers, s.ranges_unclosed);
+  }
+  if (s.ranges_unclosed > 0) {
+    fmt::format_to(std::back_inserter(out),
+                   "  note: {} ranges were never closed{}: they enclose nothing, so what ran after "
+                   "their start is attributed to the ranges around it\n",
+                   with_thousands(s.ranges_unclosed),
+                   s.ranges_closed_by_session > 0
+                       ? fmt::format(" ({} of them ended only by the session's end)",
+                                     with_thousands(s.ranges_closed_by_session))
+                       : "");
   }
   fmt::format_to(std::back_inserter(out), "  iterations: {}\n",
                  terminal_safe(iteration_summary(iterations, step_range)));
@@ -204,7 +227,46 @@ struct ParseOptions {
   bool ranges = false;
   bool full_records = false;
   std::string step_range;
+  std::string graph_capture;  // --graph-capture: the trace of the graphs' capture
 };
+
+// The reader for the file at `path` (a database opened in `db`, or a torch.profiler trace);
+// null with `error` when it is neither. `json`: it is a trace, not a database.
+std::unique_ptr<TraceReader> open_reader(const std::string& path, SqliteDb& db, bool& json,
+                                         std::string& error) {
+  const std::string head = file_head(path);
+  json =
+      !head.starts_with(std::string_view("SQLite format 3\0", 16)) && looks_like_json_or_gzip(head);
+  if (json) return std::make_unique<KinetoReader>(path);
+  if (!db.open(path, error)) {
+    if (error.find("not an SQLite") != std::string::npos) {
+      error += " nor a torch.profiler JSON trace (plain or gzip)";
+    }
+    return nullptr;
+  }
+  if (db.has_table("StringTable")) return std::make_unique<NvprofReader>(db);
+  if (db.has_table("NVTX_EVENTS") || db.has_table("CUPTI_ACTIVITY_KIND_KERNEL") ||
+      db.has_table("CUPTI_ACTIVITY_KIND_RUNTIME") || db.has_table("StringIds") ||
+      db.has_table("META_DATA_EXPORT") || db.has_table("EXPORT_META_DATA")) {
+    return std::make_unique<NsysReader>(db);
+  }
+  error = path +
+          ": no profile tables (expected an Nsight Systems or pyprof export with "
+          "NVTX_EVENTS / CUPTI_ACTIVITY_KIND_*, or an nvprof database with StringTable)";
+  return nullptr;
+}
+
+// --graph-capture: reads the capture trace and joins `trace`'s graph replays to it.
+bool join_capture_trace(const std::string& path, Trace& trace, GraphJoinStats& stats,
+                        std::string& error) {
+  SqliteDb db;
+  bool json = false;
+  std::unique_ptr<TraceReader> reader = open_reader(path, db, json, error);
+  if (!reader) return false;
+  Trace capture;
+  if (!reader->read(capture, error)) return false;
+  return join_graph_capture(trace, capture, *reader, stats, error);
+}
 
 // "net.rank3.sqlite", "net.rank3.pid77.sqlite" -> 3; -1 when the name says no rank.
 int64_t rank_of_file_name(const std::string& path) {
@@ -233,29 +295,9 @@ int run(const std::string& path, const std::string& output, const ParseOptions& 
   PhaseTimer timer("pyprof parse", "PYPROF_PARSE_TIMING");
   SqliteDb db;
   std::string error;
-  std::unique_ptr<TraceReader> reader;
-  const std::string head = file_head(path);
-  const bool json =
-      !head.starts_with(std::string_view("SQLite format 3\0", 16)) && looks_like_json_or_gzip(head);
-  if (json) {
-    reader = std::make_unique<KinetoReader>(path);
-  } else if (!db.open(path, error)) {
-    if (error.find("not an SQLite") != std::string::npos) {
-      error += " nor a torch.profiler JSON trace (plain or gzip)";
-    }
-    return error_line(error);
-  } else if (db.has_table("StringTable")) {
-    reader = std::make_unique<NvprofReader>(db);
-  } else if (db.has_table("NVTX_EVENTS") || db.has_table("CUPTI_ACTIVITY_KIND_KERNEL") ||
-             db.has_table("CUPTI_ACTIVITY_KIND_RUNTIME") || db.has_table("StringIds") ||
-             db.has_table("META_DATA_EXPORT") || db.has_table("EXPORT_META_DATA")) {
-    reader = std::make_unique<NsysReader>(db);
-  } else {
-    return error_line(path +
-                      ": no profile tables (expected an Nsight Systems or pyprof export with "
-                      "NVTX_EVENTS / CUPTI_ACTIVITY_KIND_*, or an nvprof database with "
-                      "StringTable)");
-  }
+  bool json = false;
+  std::unique_ptr<TraceReader> reader = open_reader(path, db, json, error);
+  if (!reader) return error_line(error);
   std::unique_ptr<Trace> trace_owner = std::make_unique<Trace>();
   Trace& trace = *trace_owner;
   if (keep_in_memory) trace_owner.release();
@@ -276,6 +318,14 @@ int run(const std::string& path, const std::string& output, const ParseOptions& 
     }
   }
   timer.lap("read");
+  std::optional<GraphJoinStats> graph_join;
+  if (!options.graph_capture.empty()) {
+    graph_join.emplace();
+    if (!join_capture_trace(options.graph_capture, trace, *graph_join, error)) {
+      return error_line("--graph-capture " + options.graph_capture + ": " + terminal_safe(error));
+    }
+    timer.lap("graph capture");
+  }
   std::unique_ptr<Correlation> corr_owner = std::make_unique<Correlation>(correlate(trace));
   Correlation& corr = *corr_owner;
   if (keep_in_memory) corr_owner.release();
@@ -302,6 +352,10 @@ int run(const std::string& path, const std::string& output, const ParseOptions& 
   timer.lap("write");
   if (!options.quiet) {
     print_summary(messages, path, trace, corr, writer, iterations, options.step_range);
+    if (graph_join) {
+      fmt::format_to(std::back_inserter(messages), "  graph capture {}: {}\n",
+                     terminal_safe(options.graph_capture), graph_join_summary(*graph_join));
+    }
   }
   return 0;
 }
@@ -472,6 +526,15 @@ int main(int argc, char** argv) {
                  "iteration / iter / train_step (numbered or not), else Optimizer.step# scopes, "
                  "else the repeating outermost module forward (docs/formats.md §3)")
       ->option_text("NAME");
+  std::string graph_capture;
+  app.add_option("--graph-capture", graph_capture,
+                 "the trace of the CUDA/HIP graphs' capture, when INPUT traced their replay "
+                 "apart (serving engines: capture once, replay; the replay shows only "
+                 "cudaGraphLaunch/hipGraphLaunch): each replay's kernels are joined, by order "
+                 "and checked by name, to the kernels launched inside their ops at capture, and "
+                 "get their op, module and shapes; every mismatch is counted in the summary "
+                 "(docs/formats.md §4.2)")
+      ->option_text("CAPTURE");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -493,6 +556,7 @@ int main(int argc, char** argv) {
     options.ranges = ranges;
     options.full_records = full_records;
     options.step_range = step_range;
+    options.graph_capture = graph_capture;
     code = pyprof::parse::run_all(inputs, output, options, jobs);
   } catch (const std::bad_alloc&) {
     // A trace whose records do not fit the memory the process may use (ulimit -v, a cgroup).

@@ -432,6 +432,12 @@ void RecordFormatter::write_sync(const Attribution& a) {
 }
 
 void RecordFormatter::write_step(JsonWriter& w, size_t k) {
+  // Launched before the trace began: its launch, and so its step, lies outside the trace.
+  if (!corr_.cpu_only && corr_.attributions[k].before_trace) {
+    w.raw_key("before_trace");
+    w.boolean(true);
+    return;
+  }
   if (!iterations_ || iterations_->steps.empty()) return;
   write_step_at(w, record_time(trace_, corr_, k));
 }
@@ -928,7 +934,9 @@ bool RecordWriter::write_range_lines(RecordFormatter& f) {
   }
   // In the trace's own order, which a reader of the exported trace keeps (its ranks, and so
   // the records' `instance` numbers, then come out the same).
-  for (size_t i = 0; i < trace_.ranges.size(); ++i) {
+  // Ranges a --graph-capture join copied from the capture trace are left out: they are the
+  // capture's, at its times (parse/graph_capture.h).
+  for (size_t i = 0; i < trace_.ranges.size() && !trace_.imported_range(i); ++i) {
     if (trace_.ranges[i].shape == RangeShape::kMark) continue;
     f.write_range(static_cast<int32_t>(i), forward_of_node[i]);
     if (buffer_.size() >= kFlushBytes && !flush()) return false;

@@ -81,7 +81,11 @@ struct ApiCall {
   uint32_t pid = 0;
   uint32_t tid = 0;
   uint32_t name = 0;  // pool id, version suffix stripped ("cudaLaunchKernel")
+  // Pool id of the kernel a launch call names (torch.profiler's ROCm traces: args "kernel");
+  // 0 when the call names none (parse/graph_capture.h checks captured launches by it).
+  uint32_t kernel = 0;
 };
+static_assert(sizeof(ApiCall) == 40);
 
 // Where a range's message can be read again. kPool: `id` is a StringPool id (the message was
 // interned: registered strings, nvprof StringTable, short messages). kRow: `id` is a row
@@ -105,7 +109,9 @@ inline constexpr uint32_t kArgsInPool = UINT32_MAX;
 // One NVTX range (or mark) with its decoded message.
 struct RangeRecord {
   int64_t start = 0;
-  int64_t end = kOpenEnd;  // kOpenEnd: never closed (program killed, range left open)
+  // kOpenEnd: never closed (program killed, range left open, or closed only by the session's
+  // end): such a range encloses nothing in attribution (correlate.cpp).
+  int64_t end = kOpenEnd;
   int64_t op_id = 0;
   int64_t seq = -1;
   TextRef text;
@@ -137,8 +143,11 @@ struct ReadStats {
   int64_t kernels = 0, memcpys = 0, memsets = 0, api_calls = 0, ranges = 0, marks = 0;
   int64_t malformed_markers = 0;        // decode_marker set `error`
   int64_t ranges_end_before_start = 0;  // kept with end = start
-  int64_t ranges_unclosed = 0;          // end NULL / no END row
-  int64_t rows_skipped = 0;             // rows missing an essential value (each one warned)
+  int64_t ranges_unclosed = 0;          // end NULL / no END row / closed by the session
+  // Of ranges_unclosed: ranges whose end the tool wrote at the session's (or capture's) end
+  // because no pop ever came (Nsight Systems closes them so; nsys_reader finds them).
+  int64_t ranges_closed_by_session = 0;
+  int64_t rows_skipped = 0;  // rows missing an essential value (each one warned)
   // Kept with their start, written with duration null (count_reversed_times).
   int64_t gpu_end_before_start = 0;
   int64_t api_end_before_start = 0;
@@ -257,6 +266,15 @@ struct Trace {
   std::vector<GpuActivity> activities;
   std::vector<ApiCall> api_calls;
   std::vector<RangeRecord> ranges;
+  // `--graph-capture` (parse/graph_capture.h): ranges and API calls from the capture trace start
+  // at these indices (SIZE_MAX: none). They give joined replayed kernels their context only:
+  // iteration detection, the trace's bounds and `--ranges` lines leave them out.
+  size_t imported_ranges_begin = SIZE_MAX;
+  size_t imported_calls_begin = SIZE_MAX;
+  bool imported_range(size_t i) const { return i >= imported_ranges_begin; }
+  bool imported_call(size_t i) const { return i >= imported_calls_begin; }
+  // Replayed activity -> the api_calls entry standing for its launch in the capture.
+  std::vector<std::pair<int32_t, int32_t>> graph_capture_calls;
   ReadStats stats;
   // Warnings by category ("malformed marker", "kernel without launch", ...): how many, and the
   // first few messages of each, in the order they were first seen.

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 #include <string_view>
 
 #include "prof/device_peaks.h"
@@ -202,8 +203,18 @@ class Advisor {
            shape_stake = 0;
     std::map<std::string, double> fp32_ev, low_ev, shape_ev;
     double fp32_speedup = tc_speedup(data_, "float32");
+    // An op instance one of whose kernels ran on Tensor Cores did use them: its other kernels
+    // are the helpers around the MMA kernel (MIOpen's and cuDNN's layout transposes, split-K
+    // reductions), which no setting would move onto Tensor Cores.
+    std::set<std::pair<int64_t, int64_t>> on_tensor_cores;  // (instance, cost part)
+    for (const ProfRecord& r : data_.records) {
+      if (r.kind == Kind::kKernel && r.tc == 1 && r.instance != 0) {
+        on_tensor_cores.emplace(r.instance, r.cost_part);
+      }
+    }
     for (const ProfRecord& r : data_.records) {
       if (r.kind != Kind::kKernel || !r.tc_eligible || r.tc == 1) continue;
+      if (r.instance != 0 && on_tensor_cores.count({r.instance, r.cost_part})) continue;
       std::string_view family = data_.strings.get(r.family);
       if (!is_gemm_family(family)) continue;
       std::string_view dtype = data_.strings.get(r.dtype);

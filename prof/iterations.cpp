@@ -244,6 +244,14 @@ std::string autotuning_note(const ReadResult& data) {
 bool select_iterations(ReadResult& data, const IterationRequest& request, std::string& error) {
   leave_out_autotuning(data);
   Iterations& it = data.iterations;
+  // Work launched before the trace began ran in it, but in no step: counted apart, before a
+  // selection leaves it out with everything else outside the selected steps.
+  it.before_trace_records = it.before_trace_time = 0;
+  for (const ProfRecord& r : data.records) {
+    if (!r.before_trace) continue;
+    ++it.before_trace_records;
+    it.before_trace_time += r.bad_time ? 0 : r.duration;
+  }
   const int64_t count = static_cast<int64_t>(it.steps.size());
   it.state.assign(it.steps.size(), StepState::kSelected);
   it.selection_active = false;
@@ -304,6 +312,9 @@ std::string iteration_note(const ReadResult& data) {
   }
   note += fmt::format("; {} record{} outside them left out", it.records_left_out,
                       it.records_left_out == 1 ? "" : "s");
+  if (it.before_trace_records > 0) {
+    note += fmt::format(" ({} launched before the trace began)", it.before_trace_records);
+  }
   return note;
 }
 
@@ -421,6 +432,12 @@ std::vector<ReportTable> iteration_report(const ReadResult& data) {
 std::vector<SummaryRow> iteration_summary_rows(const ReadResult& data) {
   const Iterations& it = data.iterations;
   std::vector<SummaryRow> rows;
+  if (it.before_trace_records > 0) {
+    rows.push_back({"records launched before the trace began (in no step)",
+                    std::to_string(it.before_trace_records), Unit::kCount, ""});
+    rows.push_back({"GPU time launched before the trace began (ns)",
+                    std::to_string(it.before_trace_time), Unit::kTime, ""});
+  }
   if (it.steps.empty()) return rows;
   rows.push_back({"iterations", fmt::format("{} by {} ({})", it.steps.size(), it.rule, it.range),
                   Unit::kText, ""});

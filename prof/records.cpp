@@ -154,6 +154,7 @@ struct Fields {
   bool has_self_duration = false;  // absent or null: the record's duration stands in
   bool graph_launched = false;     // a `graph_node` key: launched by a CUDA graph replay
   bool autotune = false;           // a user range of the pyprof.autotune domain around it
+  bool before_trace = false;       // launched before the trace began (in no step)
   // The first of start, duration, self_duration that holds a value but not an integer int64
   // holds (a fraction, a number past 2^63): the record's time is unknown. null is parse's
   // "unknown" (a GPU row that ends before it starts, an op range never closed) and reads as 0.
@@ -444,6 +445,10 @@ bool read_object_fields(od::object o, Fields& f, std::deque<std::string>& unesca
           read_xyz(v, f.block);
         else if (key == "bytes")
           num(f.bytes);
+        else if (key == "before_trace") {
+          bool b = false;
+          f.before_trace = v.get_bool().get(b) == simdjson::SUCCESS && b;
+        }
         break;
       case 'd':
         if (key == "dir")
@@ -897,6 +902,7 @@ ProfRecord make_record(const Fields& f, size_t index, Strings& s) {
   r.launch_start = f.launch_start;
   r.graph_launched = f.graph_launched;
   r.autotune = f.autotune;
+  r.before_trace = f.before_trace;
   r.src_memory = memory_kind_of(f.src_kind);
   r.dst_memory = memory_kind_of(f.dst_kind);
   r.self_duration = f.has_self_duration ? f.self_duration : f.duration;

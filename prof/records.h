@@ -53,6 +53,9 @@ struct ProfRecord {
   // Launched (or run) inside a `pyprof.autotune` range: one of the launches Triton's autotuner
   // makes to time a launch configuration, not the program's work (leave_out_autotuning).
   bool autotune = false;
+  // Launched before the trace began (net.dict `before_trace`, docs/formats.md §3): it ran
+  // during the trace, but no step holds it (prof/iterations.h counts such records apart).
+  bool before_trace = false;
   int32_t device = -1;
   int64_t stream = -1;
   int32_t grid[3] = {0, 0, 0};
@@ -177,6 +180,10 @@ struct Iterations {
   std::string selection;          // what the reports cover: "1:6", "all", "2"
   int64_t records_left_out = 0;   // records outside the selected steps (or outside every step)
   int64_t warm_up_wall = 0, warm_up_median = 0;  // the warm-up rule's figures, when it fired
+  // Records launched before the trace began (ProfRecord::before_trace), counted before any
+  // selection: in no step, so a selection leaves them out with the records between steps.
+  int64_t before_trace_records = 0;
+  int64_t before_trace_time = 0;  // their GPU time (ns)
 };
 
 // A synchronizing API call (net.dict kind `sync`, docs/formats.md §3): the host waited in it

@@ -665,7 +665,8 @@ ReportTable summary_report(const ReadResult& data) {
   int64_t inductor = 0, inductor_time = 0, inductor_unmodeled_time = 0, inductor_attributed = 0;
   int64_t graph_kernels = 0, graph_time = 0, graph_attributed = 0, compiled_call_kernels = 0;
   double flops = 0, bytes = 0;
-  std::vector<std::pair<int64_t, int64_t>> intervals;
+  // GPU records' intervals by device: busy time is a device's own (streams overlap).
+  std::map<int32_t, std::vector<std::pair<int64_t, int64_t>>> intervals;
   for (const ProfRecord& r : data.records) {
     ++records;
     int64_t time = time_of(r, data.cpu_only);
@@ -698,22 +699,16 @@ ReportTable summary_report(const ReadResult& data) {
     ++timed_records;
     first = std::min(first, r.start);
     last = std::max(last, r.start + r.duration);
-    if (!data.cpu_only) intervals.emplace_back(r.start, r.start + r.duration);
+    if (!data.cpu_only) intervals[r.device].emplace_back(r.start, r.start + r.duration);
   }
   int64_t wall = timed_records ? last - first : 0;
-  // GPU busy: the union of activity intervals (streams overlap).
-  std::sort(intervals.begin(), intervals.end());
-  int64_t busy = 0, cur_start = 0, cur_end = -1;
-  for (const auto& [s, e] : intervals) {
-    if (s > cur_end) {
-      if (cur_end >= cur_start) busy += cur_end - cur_start;
-      cur_start = s;
-      cur_end = e;
-    } else {
-      cur_end = std::max(cur_end, e);
-    }
+  // Each device's busy time: the union of its activity intervals.
+  std::vector<std::pair<int32_t, int64_t>> busy_by_device;
+  std::vector<std::pair<int64_t, int64_t>> all_intervals;
+  for (auto& [device, spans] : intervals) {
+    busy_by_device.emplace_back(device, union_length(spans));
+    if (intervals.size() > 1) all_intervals.insert(all_intervals.end(), spans.begin(), spans.end());
   }
-  if (cur_end >= cur_start && !intervals.empty()) busy += cur_end - cur_start;
   // GPU: the counted kernels and copies; CPU: the counted ops' call trees, in self time.
   int64_t covered = data.cpu_only ? cpu_time_under_counted_ops(data.records) : counted_ns;
   auto row = [&](std::string metric, std::string value, Unit unit) {
@@ -723,9 +718,34 @@ ReportTable summary_report(const ReadResult& data) {
   row("records", std::to_string(records), Unit::kCount);
   row("profile", data.cpu_only ? "CPU only (op records)" : "GPU", Unit::kText);
   row("wall time (ns)", std::to_string(wall), Unit::kTime);
-  if (!data.cpu_only) {
+  if (!data.cpu_only && busy_by_device.size() <= 1) {
+    const int64_t busy = busy_by_device.empty() ? 0 : busy_by_device[0].second;
     row("GPU busy (ns)", std::to_string(busy), Unit::kTime);
     row("GPU busy %", pct(static_cast<double>(busy), static_cast<double>(wall)), Unit::kPercent);
+  } else if (!data.cpu_only) {
+    // Several GPUs: each one's busy and idle time over the profile's wall time, and totals that
+    // say what they add up (the union of all devices' intervals would count two GPUs busy at
+    // once as one).
+    const size_t n = busy_by_device.size();
+    int64_t sum = 0;
+    for (const auto& [device, busy] : busy_by_device) sum += busy;
+    row(fmt::format("GPU busy, sum over {} GPUs (ns)", n), std::to_string(sum), Unit::kTime);
+    row(fmt::format("GPU busy %, mean over {} GPUs", n),
+        pct(static_cast<double>(sum), static_cast<double>(wall) * static_cast<double>(n)),
+        Unit::kPercent);
+    row("time with any GPU busy (ns)", std::to_string(union_length(all_intervals)), Unit::kTime);
+    for (const auto& [device, busy] : busy_by_device) {
+      const std::string gpu = device >= 0 ? fmt::format("GPU {}", device) : "GPU ?";
+      const int64_t idle = std::max<int64_t>(0, wall - busy);
+      row(gpu + " busy (ns)", std::to_string(busy), Unit::kTime);
+      row(gpu + " busy %", pct(static_cast<double>(busy), static_cast<double>(wall)),
+          Unit::kPercent);
+      row(gpu + " idle (ns)", std::to_string(idle), Unit::kTime);
+      row(gpu + " idle %", pct(static_cast<double>(idle), static_cast<double>(wall)),
+          Unit::kPercent);
+    }
+  }
+  if (!data.cpu_only) {
     row("kernel time (ns)", std::to_string(kernel_time), Unit::kTime);
     row("Tensor Core kernel time %",
         pct(static_cast<double>(tc_time), static_cast<double>(kernel_time)), Unit::kPercent);

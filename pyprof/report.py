@@ -174,6 +174,25 @@ def table(tables: dict[str, list[dict]], *prefixes: str) -> list[dict] | None:
     return None
 
 
+def gpu_busy_headline(summary: list[dict], cpu_only: bool) -> dict:
+    """The GPU busy card: prof's summary gives one GPU's busy % ("GPU busy %"), or with several
+    GPUs their mean ("GPU busy %, mean over N GPUs") beside each one's."""
+    card = {"id": "gpu_busy", "label": "GPU busy", "unit": "pct",
+            "value": summary_value(summary, "GPU busy %"),
+            "sub": "union of kernel, copy and memset time" if not cpu_only else "not a GPU profile"}
+    for row in summary:
+        metric = str(row.get("Metric", ""))
+        if metric.startswith("GPU busy %, mean over "):
+            gpus = metric[len("GPU busy %, mean over "):]
+            per_gpu = [f"{str(r.get('Metric'))[:-len(' busy %')]} {_number(r.get('Value')):.1f}%"
+                       for r in summary if str(r.get("Metric", "")).startswith("GPU ")
+                       and str(r.get("Metric", "")).endswith(" busy %")
+                       and _number(r.get("Value")) is not None]
+            card["label"] = f"GPU busy (mean of {gpus})"
+            card["sub"] = "each GPU's kernel, copy and memset time: " + ", ".join(per_gpu)
+    return card
+
+
 def summary_value(summary: list[dict], *prefixes: str):
     for row in summary:
         metric = str(row.get("Metric", ""))
@@ -492,9 +511,7 @@ def build_page_data(header: dict, tables: dict[str, list[dict]], steps: int,
         {"id": "wall_time", "label": "wall time", "unit": "ns", "value": wall,
          "sub": "first record's start to last record's end"},
         step_headline(steady, iterations, wall, steps),
-        {"id": "gpu_busy", "label": "GPU busy", "unit": "pct",
-         "value": summary_value(summary, "GPU busy %"),
-         "sub": "union of kernel, copy and memset time" if not cpu_only else "not a GPU profile"},
+        gpu_busy_headline(summary, cpu_only),
         {"id": "achieved_tflops", "label": "achieved FLOP/s", "unit": "tflops",
          "value": achieved, "sub": "counted FLOPs / their time"},
         {"id": "pct_of_peak", "label": "% of peak", "unit": "pct", "value": pct_peak,

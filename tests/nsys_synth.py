@@ -23,7 +23,8 @@ Model
   `globalPid` condition of the kernel/API join then mixes processes up). Every API call, not only
   launches, takes the next id (as CUPTI does).
 * NVTX rows are appended when a range ends (push/pop: at the pop; start/end: at `end()`), as
-  nsys and pyprof's collector write them; ranges still open at `save()` get `end` NULL.
+  nsys and pyprof's collector write them; ranges still open at `save()` get `end` NULL
+  (pyprof's collector), or the session's end after `end_session(at)` (Nsight Systems).
 * Strings used by id (kernel names, API names, registered NVTX strings, thread names) go to
   `StringIds`, deduplicated, ids from 1 in order of first use.
 * Tables are created only when they get a row, like nsys; `create_tables=` forces empty ones.
@@ -180,6 +181,11 @@ _TABLES: dict[str, _Table] = {t.name: t for t in [
         utcEpochNs {_I}
         utcTime {_T}
         localTime {_T}"""), since="2022.1"),
+    _Table("ANALYSIS_DETAILS", _cols(f"""
+        globalVid {_INN}
+        duration {_INN}
+        startTime {_INN}
+        stopTime {_INN}"""), since="2022.1"),
     _Table("EXPORT_META_DATA", _cols(f"""
         name {_TNN}
         value {_T}"""), since="2022.1", until="2023.1"),
@@ -1019,6 +1025,7 @@ class SynthDb:
         self._writer: RowWriter | None = None
         self._finished = False
         self._saved = False
+        self._session_end: int | None = None
         nvtx_cols = table_columns("NVTX_EVENTS", "2024.6")
         self._nvtx_index = {c: i for i, c in enumerate(nvtx_cols)}
         self._nvtx_width = len(nvtx_cols)
@@ -1193,9 +1200,10 @@ class SynthDb:
         for t in self._threads.values():
             while t._stack:
                 row = t._stack.pop(0)  # outermost first, like an exit-time flush
-                row["end"] = None
+                row["end"] = self._session_end
                 self._nvtx(row)
         for h in list(self._open_start_end):
+            h._row["end"] = self._session_end
             self._nvtx(h._row)
         self._open_start_end.clear()
         v = _v(self.layout)
@@ -1207,6 +1215,9 @@ class SynthDb:
                 self._add("PROCESSES", (global_pid(p.pid, self.hw_id), p.pid, p.name))
             self._add("TARGET_INFO_SESSION_START_TIME",
                       (1_763_800_000_000_000_000, "2025-11-22T08:26:40", "2025-11-22T08:26:40"))
+        if self._session_end is not None and self._analysis_details and v >= (2022, 1):
+            self._add("ANALYSIS_DETAILS", (self.hw_id << 48, self._session_end - self.start,
+                                           self.start, self._session_end))
         if self.write_gpus:
             for d in sorted(self._devices_used):
                 if d not in self._gpus:
@@ -1250,6 +1261,14 @@ class SynthDb:
                     self._add(table, r)
         for value, sid in self._strings.items():
             self._add("StringIds", (sid, value))
+
+    def end_session(self, at: int, *, analysis_details: bool = True) -> None:
+        """Ends the capture session at `at` ns, as Nsight Systems does when the program ends
+        (or --duration / a capture range stops it) with ranges still open: save() writes
+        them with `end` = `at` instead of NULL. `analysis_details`: also write the
+        ANALYSIS_DETAILS row (stopTime = `at`; layouts >= 2022.1)."""
+        self._session_end = at
+        self._analysis_details = analysis_details
 
     def save(self, path: str | os.PathLike | None = None) -> str:
         """Writes the database (replacing `path`) and returns its path. A builder is saved

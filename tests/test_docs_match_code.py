@@ -109,9 +109,11 @@ def gpu_synth_db():
     its arguments), a copy, a memset, a CUDA graph launch, a kernel ending before it starts, and
     a Triton kernel whose name two compiled graphs share (compiled-kernel marks with their
     graph, and Dynamo's region ranges), and one of a graph with symbolic sizes (a compiled-call
-    mark)."""
+    mark); first, a kernel launched before the trace began (its launch call not recorded, its
+    correlation id the process's lowest)."""
     db = SynthDb()
     main = db.thread(pid=100)
+    main.launch(GEMM, record_api=False)
     x, w, b = tensor([8, 64]), tensor([32, 64]), tensor([32])
     with main.pyprof_module("Net.fc", "Linear"):
         with main.pyprof_op("aten::addmm", seq=3, args={"self": b, "mat1": x, "mat2": w},

@@ -306,3 +306,71 @@ def test_top_keeps_the_rows_with_the_most_time(tmp_path):
             assert top[title] == rows, title
     bad = testlib.run_tool(testlib.PROF, "--report", "instance", "--top", "-1", dict_path)
     assert bad.returncode == 2
+
+
+def union_ns(spans):
+    """The length of the union of [start, end) spans: the oracle, by hand."""
+    total, end = 0, None
+    for s, e in sorted(spans):
+        if end is None or s > end:
+            total += e - s
+            end = e
+        elif e > end:
+            total += e - end
+            end = e
+    return total
+
+
+def test_gpu_busy_is_per_device_on_several_gpus(tmp_path):
+    """Two GPUs driven by two threads (a 2-GPU Nsight Systems export's shape): each GPU is busy
+    most of the time, but not at the same moments. The union over both devices (what the summary
+    used to call "GPU busy") says nothing about either; each device's busy and idle time, and
+    totals that name what they add up, do (issue 30, item 8)."""
+    from nsys_synth import SynthDb
+    db = SynthDb()
+    for device in (0, 1):
+        db.gpu(device)
+        t = db.thread(pid=100, tid=100 + device)
+        t.wait_until(20_000_000 + device * 30_000)  # GPU 1 starts and ends later
+        for i in range(20):
+            t.launch("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor"
+                     "<float>>(int)", device=device, duration=20_000 + 1_000 * device)
+            t.advance(2_000 if i % 5 else 40_000)  # a gap now and then
+    path = tmp_path / "x.sqlite"
+    db.save(path)
+    parse_to(path, tmp_path / "net.dict", timeout=60)
+    _, records = testlib.read_dict(tmp_path / "net.dict")
+    first = min(r["start"] for r in records)
+    wall = max(r["start"] + r["duration"] for r in records) - first
+    busy = {d: union_ns([(r["start"], r["start"] + r["duration"]) for r in records
+                         if r["device"] == d]) for d in (0, 1)}
+    any_busy = union_ns([(r["start"], r["start"] + r["duration"]) for r in records])
+    assert busy[0] + busy[1] > any_busy > max(busy.values())  # the union was neither
+    s = summary(tmp_path / "net.dict")
+    assert "GPU busy (ns)" not in s and "GPU busy %" not in s
+    assert s["wall time (ns)"] == str(wall)
+    assert s["GPU busy, sum over 2 GPUs (ns)"] == str(busy[0] + busy[1])
+    assert float(s["GPU busy %, mean over 2 GPUs"]) == pytest.approx(
+        100 * (busy[0] + busy[1]) / (2 * wall), abs=0.05)
+    assert s["time with any GPU busy (ns)"] == str(any_busy)
+    for d in (0, 1):
+        assert s[f"GPU {d} busy (ns)"] == str(busy[d])
+        assert float(s[f"GPU {d} busy %"]) == pytest.approx(100 * busy[d] / wall, abs=0.05)
+        assert s[f"GPU {d} idle (ns)"] == str(wall - busy[d])
+        assert float(s[f"GPU {d} idle %"]) == pytest.approx(100 * (wall - busy[d]) / wall,
+                                                           abs=0.05)
+    # The HTML report's card shows the mean and says so, with each GPU's share under it.
+    from pyprof.report import gpu_busy_headline
+    card = gpu_busy_headline(report("summary", tmp_path / "net.dict"), cpu_only=False)
+    assert card["label"] == "GPU busy (mean of 2 GPUs)"
+    assert card["value"] == pytest.approx(float(s["GPU busy %, mean over 2 GPUs"]))
+    assert f"GPU 0 {float(s['GPU 0 busy %']):.1f}%" in card["sub"]
+    assert f"GPU 1 {float(s['GPU 1 busy %']):.1f}%" in card["sub"]
+    # One GPU: the rows stay what they were.
+    one = tmp_path / "one.dict"
+    with open(tmp_path / "net.dict") as f, open(one, "w") as out:
+        for line in f:
+            if '"device": 1' not in line and '"device":1' not in line:
+                out.write(line)
+    s1 = summary(one)
+    assert s1["GPU busy (ns)"] == str(busy[0]) and "GPU 0 busy (ns)" not in s1
