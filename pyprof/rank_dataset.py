@@ -57,8 +57,10 @@ def expand_inputs(inputs: list[str]) -> list[str]:
             names = sorted(os.listdir(path))
         except OSError as exc:
             raise DatasetError(f"cannot list {path}: {exc.strerror or exc}") from exc
+        # Every entry but a folder: a broken link among the ranks fails as an input (its
+        # header cannot be read), never silently left out.
         found = [os.path.join(path, n) for n in names
-                 if n.endswith(".dict") and os.path.isfile(os.path.join(path, n))]
+                 if n.endswith(".dict") and not os.path.isdir(os.path.join(path, n))]
         if not found:
             raise DatasetError(f"{path} holds no *.dict files (pyprof parse -o DIR writes them)")
         files += found
@@ -67,6 +69,13 @@ def expand_inputs(inputs: list[str]) -> list[str]:
 
 def header_of(path: str) -> dict:
     """A net.dict's header line (docs/formats.md §3), or DatasetError naming what is wrong."""
+    from pyprof import _files
+
+    try:
+        _files.check_regular_input(path, "each rank is read more than once (save it to a file "
+                                         "first)")
+    except _files.FileError as exc:
+        raise DatasetError(str(exc)) from None
     try:
         with open(path, "rb") as f:
             line = f.readline(16 << 20)  # a header lists every step: long, but not unbounded
