@@ -466,3 +466,34 @@ def check_ended(returncode: int, err: str, signum: int, command: str) -> None:
         assert err.strip().splitlines()[-1] == f"pyprof {command}: interrupted", err
     else:
         assert returncode == -signum, (returncode, err)
+
+
+# --- also seen ---------------------------------------------------------------------------------
+
+def test_report_bounds_a_huge_name(inputs, tmp_path):
+    """A name parse would never write (it cuts names at 4 KiB), made by hand: the page holds it
+    cut to 10,000 characters, saying how much is left out, in every table and figure, instead of
+    copying all of it (a 52 MB name once took 25x its input in memory)."""
+    name = "conv2d_" + "x" * 200_000
+    with open(inputs[0]) as f:
+        header, *lines = f.read().splitlines()
+    first = next(i for i, line in enumerate(lines) if json.loads(line).get("op") == "conv2d")
+    lines[first] = json.dumps({**json.loads(lines[first]), "op": name})
+    huge = tmp_path / "huge.dict"
+    huge.write_text("\n".join([header, *lines]) + "\n")
+    res = pyprof("report", huge, "-o", tmp_path / "huge.html")
+    assert_clean(res, 0)
+    page = (tmp_path / "huge.html").read_text()
+    cut = name[:10_000] + f"…(+{len(name) - 10_000} characters)"
+    assert json.dumps(cut)[1:-1] in page or cut in page
+    assert "x" * 10_001 not in page
+
+
+def test_report_error_is_one_line(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"traceEvents": 3}')
+    res = pyprof("report", bad, "-o", tmp_path / "bad.html")
+    assert_clean(res, 1)
+    assert res.stderr.count("\n") == 1, res.stderr
+    assert res.stderr.startswith(f"pyprof report: error: pyprof parse {bad} failed: {bad}: "), \
+        res.stderr
