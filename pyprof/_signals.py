@@ -20,6 +20,7 @@ import threading
 ENDING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _children: set[subprocess.Popen] = set()
 _children_lock = threading.Lock()
+_ending = False  # a signal is being handled: later ones only reach the children
 
 
 class Ended(BaseException):
@@ -31,6 +32,7 @@ class Ended(BaseException):
 
 
 def _on_signal(signum, frame):
+    global _ending
     with _children_lock:
         children = list(_children)
     for child in children:
@@ -38,6 +40,9 @@ def _on_signal(signum, frame):
             child.send_signal(signum)
         except OSError:
             pass
+    if _ending:
+        return  # a second Ctrl-C does not interrupt the cleanup the first one started
+    _ending = True
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
     raise Ended(signum)

@@ -213,6 +213,11 @@ def main(argv: list[str] | None = None) -> int:
     except _files.FileError as exc:
         print(f"pyprof {command}: error: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # Standard output's reader went away (`pyprof report ... | head -0`): end quietly, with
+        # the status the C++ tools give (128 + SIGPIPE), and nothing left to flush at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + 13
 
 
 def _command(command: str, rest: list[str]) -> int:

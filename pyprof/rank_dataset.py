@@ -209,9 +209,13 @@ def write(inputs: list[str], output: str, options: list[str], columns: list[str]
         report_rows: dict[str, dict[int, list[dict]]] = {r: {} for r in reports}
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             futures = {rank: pool.submit(one_rank, rank) for rank in by_rank}
-            for rank, future in futures.items():
-                for report, rows in future.result().items():
-                    report_rows[report][rank] = rows
+            try:
+                for rank, future in futures.items():
+                    for report, rows in future.result().items():
+                        report_rows[report][rank] = rows
+            except BaseException:  # a failed rank, or a signal: no rank not yet started starts
+                pool.shutdown(cancel_futures=True)
+                raise
 
         # The cross-rank report, over the same files (one run; pyprof-prof reads them in
         # parallel itself).

@@ -497,3 +497,19 @@ def test_report_error_is_one_line(tmp_path):
     assert res.stderr.count("\n") == 1, res.stderr
     assert res.stderr.startswith(f"pyprof report: error: pyprof parse {bad} failed: {bad}: "), \
         res.stderr
+
+
+def test_report_into_a_closed_pipe_ends_quietly(inputs, tmp_path):
+    """`pyprof report ... | head -0`: the page is written, the line saying so meets a closed
+    pipe; the status is the C++ tools' (141), without a BrokenPipeError traceback."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        res = subprocess.run([PY, "-m", "pyprof", "report", inputs[0], "-o", tmp_path / "p.html"],
+                             stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=300,
+                             env=pyprof_env())
+    finally:
+        os.close(write_end)
+    assert_clean(res, 128 + signal.SIGPIPE)
+    assert "BrokenPipeError" not in res.stderr and "Exception ignored" not in res.stderr
+    assert (tmp_path / "p.html").stat().st_size > 0
