@@ -18,9 +18,13 @@ import sys
 import threading
 
 ENDING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-_children: set[subprocess.Popen] = set()
-_children_lock = threading.Lock()
-_ending = False  # a signal is being handled: later ones only reach the children
+_lock = threading.Lock()
+_children: set[subprocess.Popen] = set()  # the running children, told of an ending signal
+_ended_by: int | None = None  # the first ending signal: later ones only reach the children
+# The main thread is starting a child: an exception raised there now would lose the child (it
+# runs on, unknown, holding the command's pipes), so the handler leaves it to run().
+_starting_in_main = False
+_deferred: int | None = None
 
 
 class Ended(BaseException):
@@ -31,21 +35,30 @@ class Ended(BaseException):
         self.signum = signum
 
 
+def _raise_for(signum: int):
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise Ended(signum)
+
+
 def _on_signal(signum, frame):
-    global _ending
-    with _children_lock:
+    global _ended_by, _deferred
+    with _lock:
+        first = _ended_by is None
+        if first:
+            _ended_by = signum
         children = list(_children)
     for child in children:
         try:
             child.send_signal(signum)
         except OSError:
             pass
-    if _ending:
+    if not first:
         return  # a second Ctrl-C does not interrupt the cleanup the first one started
-    _ending = True
-    if signum == signal.SIGINT:
-        raise KeyboardInterrupt
-    raise Ended(signum)
+    if _starting_in_main:
+        _deferred = signum
+        return
+    _raise_for(signum)
 
 
 def end_on_signals() -> None:
@@ -65,16 +78,40 @@ def end_by(signum: int) -> None:
     os._exit(128 + signum)  # not reached
 
 
+def _raise_deferred(main: bool) -> None:
+    global _deferred
+    if main and _deferred is not None:
+        signum, _deferred = _deferred, None
+        _raise_for(signum)
+
+
 def run(args: list[str], **kwargs) -> subprocess.CompletedProcess:
-    """subprocess.run(args, **kwargs), its child told of an ending signal (end_on_signals()) and,
-    on any exception here, ended by SIGTERM rather than SIGKILL, so that it removes its
-    temporaries first. Takes subprocess.run's capture_output as well as Popen's arguments."""
+    """subprocess.run(args, **kwargs), its child told of an ending signal (end_on_signals()),
+    also of one that came while it was starting, and, on any exception here, ended by SIGTERM
+    rather than SIGKILL, so that it removes its temporaries first. Takes subprocess.run's
+    capture_output as well as Popen's arguments."""
+    global _starting_in_main
     if kwargs.pop("capture_output", False):
         kwargs["stdout"] = kwargs["stderr"] = subprocess.PIPE
-    with subprocess.Popen(args, **kwargs) as child:
-        with _children_lock:
+    main = threading.current_thread() is threading.main_thread()
+    if main:
+        _starting_in_main = True
+    try:
+        child = subprocess.Popen(args, **kwargs)
+    except BaseException:
+        _starting_in_main = False if main else _starting_in_main
+        _raise_deferred(main)
+        raise
+    if main:
+        _starting_in_main = False
+    with child:
+        with _lock:
             _children.add(child)
+            ended = _ended_by
         try:
+            if ended is not None:
+                child.send_signal(ended)  # it came while the child was starting
+            _raise_deferred(main)
             out, err = child.communicate()
         except BaseException:
             child.terminate()
@@ -84,6 +121,6 @@ def run(args: list[str], **kwargs) -> subprocess.CompletedProcess:
                 child.kill()
             raise
         finally:
-            with _children_lock:
+            with _lock:
                 _children.discard(child)
     return subprocess.CompletedProcess(args, child.returncode, out, err)
