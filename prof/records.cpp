@@ -109,6 +109,15 @@ class BlockReader {
       block.reserve(old + kBlockBytes);
       const size_t n = std::fread(block.data.get() + old, 1, kBlockBytes, in_);
       block.size = old + n;
+      // Only the block's first line, begun before this read (what came before has no line
+      // end), can be longer than a read: it must not grow without bound (/dev/zero).
+      if (block.size > kMaxDictLineBytes) {
+        const auto* first_end =
+            static_cast<const char*>(std::memchr(block.data.get() + old, '\n', n));
+        const size_t first_line =
+            first_end != nullptr ? static_cast<size_t>(first_end - block.data.get()) : block.size;
+        if (first_line > kMaxDictLineBytes) throw LineTooLong();
+      }
       if (n < kBlockBytes) {
         eof_ = true;
         failed_ = std::ferror(in_) != 0;
@@ -122,8 +131,6 @@ class BlockReader {
         block.size = kept;
         break;
       }
-      // No line end yet: the block is one line, which must not grow without bound (/dev/zero).
-      if (block.size > kMaxDictLineBytes) throw LineTooLong();
     }
     return block.size > 0;
   }
