@@ -679,6 +679,7 @@ class Scanner {
       if (key == "traceEvents" && buffer_[pos_] == '[') {
         ++pos_;
         result_.has_trace_events = true;
+        ++result_.trace_events_arrays;
         if (!scan_events()) return false;
         continue;
       }

@@ -61,14 +61,15 @@ struct ChromeTraceScan {
   bool ok = false;    // false: `error` says why nothing (more) could be read
   std::string error;  // one line, with the byte offset
   bool has_trace_events = false;
-  bool truncated = false;         // the document ended inside traceEvents (events so far kept)
-  int64_t bytes = 0;              // decompressed bytes read
-  int64_t events = 0;             // elements of traceEvents (handed to on_event, or dropped)
-  std::vector<int64_t> dropped;   // by drop_unparsed's number
-  int64_t oversized_events = 0;   // elements larger than the limit, skipped
-  int64_t oversized_values = 0;   // top-level values larger than the limit, skipped
-  int64_t largest_skipped = 0;    // bytes of the largest skipped element or value
-  bool trailing_garbage = false;  // bytes after the document's end
+  int64_t trace_events_arrays = 0;  // "traceEvents" keys with an array (one, in a sound trace)
+  bool truncated = false;           // the document ended inside traceEvents (events so far kept)
+  int64_t bytes = 0;                // decompressed bytes read
+  int64_t events = 0;               // elements of traceEvents (handed to on_event, or dropped)
+  std::vector<int64_t> dropped;     // by drop_unparsed's number
+  int64_t oversized_events = 0;     // elements larger than the limit, skipped
+  int64_t oversized_values = 0;     // top-level values larger than the limit, skipped
+  int64_t largest_skipped = 0;      // bytes of the largest skipped element or value
+  bool trailing_garbage = false;    // bytes after the document's end
 };
 
 struct ChromeTraceLimits {

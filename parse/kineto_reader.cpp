@@ -606,6 +606,10 @@ class KinetoReader::EventReader : public ChromeTraceVisitor {
 
   void on_top_level(std::string_view key, std::string_view json) override;
   void on_event(std::string_view json, int64_t offset) override;
+  // Whether the document's top-level keys are a net.dict's header (`pyprof parse` output, not
+  // a trace) or a record line's (a net.dict whose header line is missing), for the message.
+  bool net_dict_header() const { return net_dict_header_; }
+  bool net_dict_record() const { return net_dict_record_; }
   // Launch flows (ac2g; "async_cpu_to_gpu" in 2022) are a fifth or more of a trace's events and
   // say nothing correlation ids do not: counted on the scanner's thread, never parsed.
   int drop_unparsed(std::string_view json) const override;
@@ -678,6 +682,7 @@ class KinetoReader::EventReader : public ChromeTraceVisitor {
   Trace& trace_;
   od::parser parser_;
   simdjson::padded_string top_level_;  // top-level values are copied: they are few and small
+  bool net_dict_header_ = false, net_dict_record_ = false;
   InputLists inputs_;
   std::string args_text_;
   std::map<std::string, int64_t, std::less<>> category_counts_;
@@ -1456,6 +1461,8 @@ void KinetoReader::EventReader::add_flow_point(const Event& e, bool start) {
 }
 
 void KinetoReader::EventReader::on_top_level(std::string_view key, std::string_view json) {
+  net_dict_header_ = net_dict_header_ || key == "pyprof_dict";
+  net_dict_record_ = net_dict_record_ || key == "kind";
   if (key == "deviceProperties") {
     read_devices(json);
   } else if (key == "distributedInfo") {
@@ -1777,10 +1784,22 @@ bool KinetoReader::read(Trace& trace, std::string& error) {
     return false;
   }
   if (!scan.has_trace_events) {
-    error =
-        "no \"traceEvents\" array: this JSON is not a Chrome trace (torch.profiler "
-        "export_chrome_trace / tensorboard_trace_handler)";
+    error = events.net_dict_header()
+                ? "this is a net.dict, `pyprof parse` output already: give it to pyprof prof, "
+                  "diff, export or report"
+            : events.net_dict_record()
+                ? "this is JSON Lines like a net.dict (`pyprof parse` output) whose first line is "
+                  "not its header (\"pyprof_dict\"): a net.dict cut at its start or damaged, "
+                  "not a trace to parse"
+                : "no \"traceEvents\" array: this JSON is not a Chrome trace (torch.profiler "
+                  "export_chrome_trace / tensorboard_trace_handler)";
     return false;
+  }
+  if (scan.trace_events_arrays > 1) {
+    trace.warn("several traceEvents arrays",
+               "the document has " + std::to_string(scan.trace_events_arrays) +
+                   " \"traceEvents\" keys: the events of all of them are read (a JSON reader "
+                   "keeps one; a trace written twice into one file?)");
   }
   trace.trace_events = scan.events + scan.oversized_events;
   if (scan.truncated) {

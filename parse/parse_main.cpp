@@ -234,6 +234,13 @@ struct ParseOptions {
 // null with `error` when it is neither. `json`: it is a trace, not a database.
 std::unique_ptr<TraceReader> open_reader(const std::string& path, SqliteDb& db, bool& json,
                                          std::string& error) {
+  // SQLite reads at random, and a trace's first bytes are read before the whole of it: a FIFO
+  // or a device is refused rather than waited on.
+  if (!is_regular_input(path, "parse reads a database or trace file (save it to a file first)",
+                        error)) {
+    error = terminal_safe(error);
+    return nullptr;
+  }
   const std::string head = file_head(path);
   json =
       !head.starts_with(std::string_view("SQLite format 3\0", 16)) && looks_like_json_or_gzip(head);
@@ -385,16 +392,19 @@ std::string stem_of_input(const std::string& name) {
 int run_all(const std::vector<std::string>& inputs, const std::string& output,
             const ParseOptions& options, int jobs) {
   namespace fs = std::filesystem;
-  std::vector<std::string> files;
-  std::string error;
-  if (!pyprof::expand_input_folders(inputs, is_input_file_name,
-                                    "trace files (*.sqlite, *.json, *.json.gz; "
-                                    "tensorboard_trace_handler writes *.pt.trace.json)",
-                                    files, error)) {
-    fmt::print(stderr, "pyprof parse: error: {}\n", error);
-    return 1;
+  std::vector<std::string> files, failed_inputs;
+  // An input that fails (a folder that holds no trace, a file that cannot be read) does not
+  // stop the others: each is said and counted.
+  pyprof::expand_input_folders(inputs, is_input_file_name,
+                               "trace files (*.sqlite, *.json, *.json.gz; "
+                               "tensorboard_trace_handler writes *.pt.trace.json)",
+                               files, failed_inputs);
+  for (const std::string& failure : failed_inputs) {
+    fmt::print(stderr, "pyprof parse: error: {}\n", terminal_safe(failure));
   }
-  if (files.size() == 1 && !(inputs.size() == 1 && fs::is_directory(inputs[0]))) {
+  if (files.empty()) return 1;
+  pyprof::protect_inputs(files);
+  if (inputs.size() == 1 && !pyprof::is_input_folder(inputs[0])) {
     fmt::memory_buffer messages;
     int code = run(files[0], output, options, /*keep_in_memory=*/true, messages);
     std::fwrite(messages.data(), 1, messages.size(), stderr);
@@ -409,7 +419,7 @@ int run_all(const std::vector<std::string>& inputs, const std::string& output,
   }
   std::error_code ec;
   fs::create_directories(output, ec);
-  if (ec || !fs::is_directory(output)) {
+  if (ec || !pyprof::is_input_folder(output)) {
     fmt::print(stderr, "pyprof parse: error: cannot create the output folder {}: {}\n", output,
                ec ? ec.message() : "a file of that name exists");
     return 1;
@@ -463,18 +473,19 @@ int run_all(const std::vector<std::string>& inputs, const std::string& output,
   worker();
   for (std::thread& t : pool) t.join();
   if (broken_pipe) return pyprof::kBrokenPipeExitStatus;
-  if (!options.quiet && work.size() > 1) {
+  if (!options.quiet && work.size() + failed_inputs.size() > 1) {
     fmt::print(stderr, "pyprof parse: {} of {} inputs parsed into {}\n",
-               work.size() - static_cast<size_t>(failed.load()), files.size(), output);
+               work.size() - static_cast<size_t>(failed.load()),
+               files.size() + failed_inputs.size(), output);
   }
-  return failed > 0 ? 1 : status;
+  return failed > 0 || !failed_inputs.empty() ? 1 : status;
 }
 
 }  // namespace
 }  // namespace pyprof::parse
 
 int main(int argc, char** argv) {
-  pyprof::ignore_sigpipe();
+  pyprof::guard_outputs();
 #ifdef __GLIBC__
   // glibc raises its mmap threshold to the size of each large block freed, up to 32 MiB; from
   // then on the arrays below that size (a chunk's ranges, the sweep's buffers) come from the

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/input_files.h"
 #include "common/output_file.h"
 #include "common/terminal_text.h"
 #include "prof/diff.h"
@@ -35,13 +36,13 @@ bool load(const std::string& path, const std::string& label, const char* side,
           const ReadOptions& options, const IterationRequest& request, ReadResult& data,
           int& code) {
   std::string error;
-  std::FILE* in = std::fopen(path.c_str(), "rb");
+  std::FILE* in = pyprof::open_input_stream(path, error);
   if (!in) {
-    code = fail(fmt::format("{} {}: cannot open: {}", side, path, std::strerror(errno)), 1);
+    code = fail(fmt::format("{}: {}", side, error), 1);
     return false;
   }
   bool ok = read_dict(in, options, data, error);
-  std::fclose(in);
+  if (in != stdin) std::fclose(in);
   if (!ok) {
     code = fail(fmt::format("{} {}: {}", side, path, error), 1);
     return false;
@@ -76,7 +77,7 @@ bool load(const std::string& path, const std::string& label, const char* side,
 }  // namespace
 
 int main(int argc, char** argv) {
-  pyprof::ignore_sigpipe();
+  pyprof::guard_outputs();
   CLI::App app{
       "Compares two profiles of one workload (net.dicts; `pyprof diff` parses databases and "
       "traces first): per iteration, op (matched by op, direction, module and input shapes), op "
@@ -189,6 +190,7 @@ int main(int argc, char** argv) {
   read_options.allow_tf32 = !no_tf32;
   ReadResult base, next;
   int code = 0;
+  pyprof::protect_inputs({base_path, new_path});
   if (!load(base_path, base_label, "base", read_options, base_request, base, code)) return code;
   if (!load(new_path, new_label, "new", read_options, new_request, next, code)) return code;
 

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "common/input_files.h"
 #include "common/output_file.h"
 #include "common/terminal_text.h"
 #include "prof/trace_export.h"
@@ -54,7 +55,7 @@ class GzipStream {
 }  // namespace
 
 int main(int argc, char** argv) {
-  pyprof::ignore_sigpipe();
+  pyprof::guard_outputs();
   CLI::App app{
       "Write a net.dict (pyprof parse's output; with --ranges for op, module and user ranges) "
       "as a Chrome trace that Perfetto (ui.perfetto.dev) and chrome://tracing load: ranges on "
@@ -93,6 +94,12 @@ int main(int argc, char** argv) {
   options.allow_tf32 = !no_tf32;
 
   std::string error;
+  // The dict is read twice (prof's costs, then the trace): a FIFO or a device cannot be.
+  if (!pyprof::is_regular_input(input, "export reads it twice (save it to a file first)", error)) {
+    fmt::print(stderr, "pyprof export: error: {}\n", pyprof::terminal_safe(error));
+    return 1;
+  }
+  pyprof::protect_inputs({input});
   pyprof::OutputFile out;
   if (!out.open(output, error)) {
     fmt::print(stderr, "pyprof export: error: {}\n", error);

@@ -57,17 +57,20 @@ ReadOptions options_of(bool no_tf32) {
 // records are freed before the next rank is read.
 bool summarize_file(const std::string& path, const ReadOptions& options,
                     const IterationRequest& request, RankSummary& summary, std::string& error) {
-  std::FILE* in = std::fopen(path.c_str(), "rb");
-  if (!in) {
-    error = std::string("cannot open: ") + std::strerror(errno);
-    return false;
-  }
+  std::FILE* in = pyprof::open_input_stream(path, error);
+  if (!in) return false;
   ReadResult data;
   bool ok = read_dict(in, options, data, error);
-  std::fclose(in);
-  if (!ok) return false;
+  if (in != stdin) std::fclose(in);
+  if (!ok) {
+    error = path + ": " + error;
+    return false;
+  }
   assign_costs(data);
-  if (!select_iterations(data, request, error)) return false;
+  if (!select_iterations(data, request, error)) {
+    error = path + ": " + error;
+    return false;
+  }
   for (const std::string& w : data.warnings) {
     fmt::print(stderr, "pyprof prof: warning: {}: {}\n", pyprof::terminal_safe(path),
                pyprof::terminal_safe(w));
@@ -82,7 +85,7 @@ bool summarize_file(const std::string& path, const ReadOptions& options,
 
 int main(int argc, char** argv) {
   using namespace pyprof::prof;
-  pyprof::ignore_sigpipe();
+  pyprof::guard_outputs();
   CLI::App app{
       "FLOPs, bytes, arithmetic intensity and Tensor Core use per kernel (or per op on a "
       "CPU-only profile) from `pyprof parse` output, as PyProf's columns or DLProf-style "
@@ -208,16 +211,18 @@ int main(int argc, char** argv) {
   }
 
   const bool ranks_only = report_list.size() == 1 && report_list[0] == "ranks";
-  if (inputs.size() > 1 || (inputs.size() == 1 && std::filesystem::is_directory(inputs[0]))) {
+  if (inputs.size() > 1 || (inputs.size() == 1 && pyprof::is_input_folder(inputs[0]))) {
     if (!ranks_only) {
       return fail("several inputs (or a folder) go with --report ranks alone", 2);
     }
-    std::vector<std::string> files;
-    if (!pyprof::expand_input_folders(
-            inputs, [](const std::string& name) { return name.ends_with(".dict"); },
-            "*.dict files (pyprof parse -o DIR writes them)", files, error)) {
-      return fail(error, 1);
-    }
+    // The ranks report compares the whole job: a rank that cannot be read fails it.
+    std::vector<std::string> files, failed;
+    pyprof::expand_input_folders(
+        inputs, [](const std::string& name) { return name.ends_with(".dict"); },
+        "*.dict files (pyprof parse -o DIR writes them)", files, failed);
+    if (!failed.empty()) return fail(failed.front(), 1);
+    pyprof::protect_inputs(files);
+    pyprof::protect_inputs({peaks_path});
     // Read `cores` at a time, each on its own thread; each is reduced to its summary and its
     // records freed before that thread reads another.
     std::vector<RankSummary> read(files.size());
@@ -225,8 +230,9 @@ int main(int argc, char** argv) {
     std::atomic<size_t> next{0};
     auto worker = [&] {
       for (size_t k = next++; k < files.size(); k = next++) {
-        if (!summarize_file(files[k], options_of(no_tf32), iteration_request, read[k], errors[k])) {
-          errors[k] = files[k] + ": " + (errors[k].empty() ? "unreadable" : errors[k]);
+        if (!summarize_file(files[k], options_of(no_tf32), iteration_request, read[k], errors[k]) &&
+            errors[k].empty()) {
+          errors[k] = files[k] + ": unreadable";
         }
       }
     };
@@ -265,11 +271,9 @@ int main(int argc, char** argv) {
     std::exit(finish_outputs(outputs));
   }
   const std::string input = inputs.empty() ? std::string("-") : inputs[0];
-  std::FILE* in = stdin;
-  if (input != "-") {
-    in = std::fopen(input.c_str(), "rb");
-    if (!in) return fail("cannot open " + input + ": " + std::strerror(errno), 1);
-  }
+  pyprof::protect_inputs({input, peaks_path});
+  std::FILE* in = pyprof::open_input_stream(input, error);
+  if (!in) return fail(error, 1);
   ReadOptions options = options_of(no_tf32);
   ReadResult data;
   pyprof::PhaseTimer timer("pyprof prof", "PYPROF_PROF_TIMING");

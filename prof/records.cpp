@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <stdexcept>
 #include <thread>
 #include <unordered_set>
 
@@ -81,6 +82,15 @@ struct Block {
   }
 };
 
+// A line past kMaxDictLineBytes: the read stops there.
+struct LineTooLong : std::length_error {
+  LineTooLong()
+      : std::length_error(fmt::format(
+            "longer than {} MiB, the most a net.dict line may hold (pyprof parse writes none that "
+            "long: not a net.dict?)",
+            kMaxDictLineBytes >> 20)) {}
+};
+
 // The input in blocks of whole lines.
 class BlockReader {
  public:
@@ -99,6 +109,15 @@ class BlockReader {
       block.reserve(old + kBlockBytes);
       const size_t n = std::fread(block.data.get() + old, 1, kBlockBytes, in_);
       block.size = old + n;
+      // Only the block's first line, begun before this read (what came before has no line
+      // end), can be longer than a read: it must not grow without bound (/dev/zero).
+      if (block.size > kMaxDictLineBytes) {
+        const auto* first_end =
+            static_cast<const char*>(std::memchr(block.data.get() + old, '\n', n));
+        const size_t first_line =
+            first_end != nullptr ? static_cast<size_t>(first_end - block.data.get()) : block.size;
+        if (first_line > kMaxDictLineBytes) throw LineTooLong();
+      }
       if (n < kBlockBytes) {
         eof_ = true;
         failed_ = std::ferror(in_) != 0;
@@ -666,6 +685,8 @@ class FieldReader {
   int64_t lines() const { return lines_; }
   // After next_line() returned nullptr: why reading stopped early ("" at the end of the input).
   const std::string& failure() const { return failure_; }
+  // Whether it stopped at a line too long (the line after lines()).
+  bool line_too_long() const { return line_too_long_; }
 
  private:
   // The next batch in input order, valid until the next call; nullptr after the last one.
@@ -695,7 +716,7 @@ class FieldReader {
       }
       // Blocks are read one thread at a time, and numbered in the order they were read.
       int64_t sequence;
-      bool more = false;
+      bool more = false, too_long = false;
       std::string failure;
       {
         std::lock_guard<std::mutex> lock(read_mutex_);
@@ -703,6 +724,9 @@ class FieldReader {
         try {
           more = blocks_.next(batch->text);
           if (!more && blocks_.failed()) failure = "read error";
+        } catch (const LineTooLong& e) {
+          failure = e.what();
+          too_long = true;
         } catch (const std::exception& e) {
           failure = e.what();
         }
@@ -725,6 +749,7 @@ class FieldReader {
           if (sequence < end_) {
             end_ = sequence;
             failure_ = failure;
+            line_too_long_ = too_long;
           }
         }
       }
@@ -777,6 +802,7 @@ class FieldReader {
   int64_t end_ = std::numeric_limits<int64_t>::max();     // the first block past the input
   bool stop_ = false, exhausted_ = false;
   std::string failure_;
+  bool line_too_long_ = false;
   FieldBatch* batch_ = nullptr;       // the caller's: the batch next_line() is in
   size_t index_ = 0;                  // its next line
   int64_t lines_ = 0;                 // the input's lines before it
@@ -1464,7 +1490,9 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
   }
   out.lines = reader.lines();
   if (!reader.failure().empty()) {
-    error = fmt::format("{} after line {} of the input", reader.failure(), out.lines);
+    error = reader.line_too_long()
+                ? fmt::format("line {}: {}", out.lines + 1, reader.failure())
+                : fmt::format("{} after line {} of the input", reader.failure(), out.lines);
     return false;
   }
   link_cpu_parents(cpu_ops, out.records);

@@ -144,6 +144,11 @@ inline constexpr int64_t kMaxRecordDuration = int64_t{1} << 50;
 inline constexpr int64_t kMaxRecordStart = int64_t{1} << 62;
 inline constexpr int64_t kMaxTotalTime = int64_t{1} << 62;
 
+// The longest net.dict line read_dict takes (its line end aside): parse writes none near it (names are cut at 4 KiB,
+// a profile's distinct arguments are kept to 64 MiB), and a longer one (/dev/zero, a file that
+// is no net.dict) ends the read with an error instead of growing one line without bound.
+inline constexpr size_t kMaxDictLineBytes = size_t{64} << 20;
+
 // One iteration of the header's `iterations` (docs/formats.md §3): its span [start, end) in the
 // records' timebase (ns).
 struct Step {

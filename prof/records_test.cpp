@@ -118,5 +118,28 @@ TEST(ReadDictInput, AnErrorStopsTheReadersEarly) {
   EXPECT_EQ(error, "line 3: args id 1 is defined twice");
 }
 
+// A line may hold kMaxDictLineBytes (its line end aside); one byte more, with or without a line
+// end after it, stops the read with an error naming the line instead of growing without bound.
+TEST(ReadDictInput, ALineOverTheLimitIsAnErrorNamingIt) {
+  const std::string before = kHeader + op_line("before", 1);
+  const size_t overhead = op_line("long", 2).size() - 1;  // without the line end
+  const std::string at_limit = op_line("long", 2, kMaxDictLineBytes - overhead);
+  ASSERT_EQ(at_limit.size(), kMaxDictLineBytes + 1);
+  ReadResult out;
+  std::string error;
+  ASSERT_TRUE(read_text(before + at_limit + op_line("after", 3), out, error)) << error;
+  EXPECT_EQ(out.records.size(), 3u);
+  for (const char* end : {"", "\n"}) {
+    ReadResult over;
+    std::string line = op_line("long", 2, kMaxDictLineBytes - overhead + 1);
+    line.pop_back();  // its line end
+    const std::string text = before + line + end;
+    EXPECT_FALSE(read_text(text, over, error));
+    EXPECT_EQ(error,
+              "line 3: longer than 64 MiB, the most a net.dict line may hold (pyprof parse "
+              "writes none that long: not a net.dict?)");
+  }
+}
+
 }  // namespace
 }  // namespace pyprof::prof

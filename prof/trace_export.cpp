@@ -437,13 +437,21 @@ void Exporter::header(const Line& l, std::string_view raw_line) {
 // A synchronizing API call: a cuda_runtime slice on its CPU thread, as Kineto draws one (parse
 // reads it back as a `sync` record).
 void Exporter::sync_call(const Line& l) {
-  if (l.pid == kNone || l.tid == kNone || l.start == kNone || l.name.empty()) return;
+  if (l.name.empty()) {
+    ++result_.unnamed;
+    return;
+  }
+  if (l.pid == kNone || l.tid == kNone || l.start == kNone) return;
   note_cpu_thread(l.pid, l.tid);
   begin_cpu_slice("cuda_runtime", l.name, l.pid, l.tid, l.start, l.duration);
   end_event();
 }
 
 void Exporter::gpu_record(const Line& l, size_t index) {
+  if (l.name.empty()) {
+    ++result_.unnamed;
+    return;
+  }
   const ProfRecord& r = costs_.records[index];
   const bool perfetto = options_.format == TraceFormat::kPerfetto;
   const int64_t start = l.start == kNone ? 0 : l.start;
@@ -637,6 +645,10 @@ void Exporter::cpu_record(const Line& l, size_t index) {
   }
   // A dict without range lines: the op record itself is the op's range.
   const ProfRecord& r = costs_.records[index];
+  if (l.name.empty()) {
+    ++result_.unnamed;
+    return;
+  }
   if (l.pid == kNone || l.tid == kNone || l.start == kNone) return;
   note_cpu_thread(l.pid, l.tid);
   JsonWriter& w = begin_cpu_slice("cpu_op", l.name, l.pid, l.tid, l.start, l.duration);
@@ -668,6 +680,10 @@ void Exporter::cpu_record(const Line& l, size_t index) {
 }
 
 void Exporter::range(const Line& l) {
+  if (l.name.empty() || l.range_kind.empty()) {
+    ++result_.unnamed;
+    return;
+  }
   ++result_.ranges;
   if (l.pid == kNone || l.tid == kNone || l.start == kNone) return;
   note_cpu_thread(l.pid, l.tid);
@@ -942,6 +958,9 @@ void Exporter::finish_document(std::string_view header_line) {
 bool Exporter::run(std::FILE* in, std::string& error) {
   out_ = "{\"schemaVersion\":1,\n\"traceEvents\":[";
   od::parser parser;
+  // On-Demand reads only the fields it is asked for; the DOM parser checks every byte of the
+  // line, since values are copied into the trace as the dict holds them.
+  simdjson::dom::parser validator;
   std::string padded;
   char* line = nullptr;
   size_t capacity = 0;
@@ -960,6 +979,12 @@ bool Exporter::run(std::FILE* in, std::string& error) {
     if (text.empty()) continue;
     padded.assign(text);
     padded.append(simdjson::SIMDJSON_PADDING, '\0');
+    if (auto invalid = validator.parse(padded.data(), text.size(), false).error()) {
+      error = fmt::format("line {}: not valid JSON ({}; a damaged net.dict?)", line_number,
+                          simdjson::error_message(invalid));
+      ok = false;
+      break;
+    }
     if (read_line(parser, padded, l) != simdjson::SUCCESS) {
       error =
           fmt::format("line {}: not a JSON object (a truncated or damaged net.dict?)", line_number);
@@ -1063,6 +1088,12 @@ bool export_trace(const std::string& dict_path, const ExportOptions& options, co
   if (!ok) {
     if (!error.empty()) error = dict_path + ": " + error;
     return false;
+  }
+  if (result.unnamed > 0) {
+    result.notes.push_back(fmt::format(
+        "{} lines left out: a record or range line without its name, or a range line without "
+        "its kind (`range`); a damaged net.dict?",
+        result.unnamed));
   }
   if (!result.had_ranges) {
     result.notes.push_back(

@@ -37,6 +37,9 @@ struct ExportResult {
   int64_t records = 0;
   int64_t ranges = 0;  // range lines drawn
   int64_t events = 0;  // trace events written
+  // Lines the trace cannot draw, left out (noted): a record or range without its name, a range
+  // without its kind (`range`); only a damaged net.dict has them.
+  int64_t unnamed = 0;
   bool had_ranges = false;
   bool cpu_only = false;
   std::vector<std::string> notes;  // for standard error (quoting the dict: terminal_safe them)
@@ -46,8 +49,10 @@ struct ExportResult {
 // atomically); false stops the export (a failed write).
 using TraceSink = std::function<bool(std::string_view)>;
 
-// Exports the dict at `dict_path` into `sink`. False with `error` for an input that is not a
-// readable net.dict (no header, unreadable or truncated lines) or a failed write (`error`
+// Exports the dict at `dict_path` into `sink`. Every line is checked to be strict JSON (a
+// token prof's reader would let pass unread, `00012`, `nan`, `0x10`, would otherwise be copied
+// into the trace), so the trace is always valid JSON. False with `error` for an input that is not a
+// readable net.dict (no header, unreadable, invalid or truncated lines) or a failed write (`error`
 // empty: the sink knows why).
 bool export_trace(const std::string& dict_path, const ExportOptions& options, const TraceSink& sink,
                   ExportResult& result, std::string& error);

@@ -1,6 +1,7 @@
 """The `pyprof` command: a thin front that hands each subcommand to its C++ tool."""
 
 import os
+import stat
 import sys
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -55,19 +56,42 @@ def run_tool(name: str, args: list[str]) -> int:
     if why := missing_tool(path):
         print(f"pyprof: error: {why}", file=sys.stderr)
         return 1
-    sys.stdout.flush()
-    sys.stderr.flush()
+    flush_standard_streams()
     os.execv(path, [f"pyprof {name.removeprefix('pyprof-')}"] + args)
     return 1  # not reached
 
 
+def flush_standard_streams() -> None:
+    """Flushes standard output and error before a child writes to them; a closed one
+    (`pyprof prof net.dict >&-`: Python makes it None) is left to the child to report."""
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.flush()
+
+
 def _is_dict(path: str) -> bool:
-    """Whether `path` is a net.dict (its first line is parse's header), not a DB or a trace."""
+    """Whether `path` is a net.dict (its first line is parse's header), not a DB or a trace.
+    A FIFO or a device is not opened here (that would consume it, or wait for a writer): it is
+    taken for a net.dict, read once by the dict's tool, which says what is wrong with it."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return not stat.S_ISDIR(os.stat(path).st_mode)
         with open(path, "rb") as f:
             return f.read(16).startswith(b'{"pyprof_dict"')
-    except OSError:
+    except (OSError, ValueError):
         return False  # pyprof-parse names the problem
+
+
+def _output_of(args: list[str]) -> str | None:
+    """The value of -o / --output among a command's arguments, or None."""
+    for i, arg in enumerate(args):
+        if arg in ("-o", "--output") and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--output="):
+            return arg[len("--output="):]
+        if arg.startswith("-o") and len(arg) > 2:
+            return arg[2:]
+    return None
 
 
 def _input_positions(args: list[str], takes_value: set[str]) -> list[int]:
@@ -88,8 +112,9 @@ def _run_missing_tool(*names: str) -> int | None:
 def export(args: list[str]) -> int:
     """`pyprof export`: pyprof-export on a net.dict; anything else is parsed (with --ranges)
     into a temporary net.dict first (docs/export.md)."""
-    import subprocess
     import tempfile
+
+    from pyprof import _files, _signals
 
     takes_value = {"-o", "--output", "--format"}
     inputs = [args[i] for i in _input_positions(args, takes_value)]
@@ -97,21 +122,24 @@ def export(args: list[str]) -> int:
         return run_tool("pyprof-export", args)
     if (status := _run_missing_tool("pyprof-parse", "pyprof-export")) is not None:
         return status
+    # pyprof-export sees only the temporary net.dict: the input is protected here.
+    _files.check_not_an_input(_output_of(args) or "", inputs)
     with tempfile.TemporaryDirectory(prefix="pyprof-export-") as tmp:
         dict_path = os.path.join(tmp, "net.dict")
-        parsed = subprocess.run([tool_path("pyprof-parse"), "--ranges", "-q", inputs[0],
-                                 "-o", dict_path])
+        parsed = _signals.run([tool_path("pyprof-parse"), "--ranges", "-q", inputs[0],
+                               "-o", dict_path])
         if parsed.returncode != 0:
             return 1 if parsed.returncode != 2 else 2
         rest = [dict_path if a == inputs[0] else a for a in args]
-        return subprocess.run([tool_path("pyprof-export")] + rest).returncode
+        return _signals.run([tool_path("pyprof-export")] + rest).returncode
 
 
 def diff(args: list[str]) -> int:
     """`pyprof diff BASE NEW`: pyprof-diff on two net.dicts; a database or trace given instead is
     parsed into a temporary net.dict first (docs/diff.md)."""
-    import subprocess
     import tempfile
+
+    from pyprof import _files, _signals
 
     takes_value = {"-o", "--output", "--report", "--formats", "--top", "--iterations",
                    "--base-iterations", "--new-iterations", "--alpha", "--min-change",
@@ -123,20 +151,22 @@ def diff(args: list[str]) -> int:
         return run_tool("pyprof-diff", args)
     if (status := _run_missing_tool("pyprof-parse", "pyprof-diff")) is not None:
         return status
+    # pyprof-diff sees only the temporary net.dicts: the inputs are protected here.
+    _files.check_not_an_input(_output_of(args) or "", [args[i] for i in positions])
     rest = list(args)
     with tempfile.TemporaryDirectory(prefix="pyprof-diff-") as tmp:
         for side, i in zip(("base", "new"), positions):
             if _is_dict(args[i]):
                 continue
             dict_path = os.path.join(tmp, f"{side}.dict")
-            parsed = subprocess.run([tool_path("pyprof-parse"), "-q", args[i], "-o", dict_path])
+            parsed = _signals.run([tool_path("pyprof-parse"), "-q", args[i], "-o", dict_path])
             if parsed.returncode != 0:
                 print(f"pyprof diff: error: {side} {args[i]}: pyprof parse failed",
                       file=sys.stderr)
                 return 1 if parsed.returncode != 2 else 2
             rest[i] = dict_path
             rest += [f"--{side}-label", args[i]]
-        return subprocess.run([tool_path("pyprof-diff")] + rest).returncode
+        return _signals.run([tool_path("pyprof-diff")] + rest).returncode
 
 
 def version_text() -> str:
@@ -167,6 +197,30 @@ def main(argv: list[str] | None = None) -> int:
         print(version_text(), end="")
         return 0
     command, rest = argv[0], argv[1:]
+    from pyprof import _files, _signals
+
+    # What runs in Python below ends on a signal without a traceback or a file left behind
+    # (pyprof/_signals.py); the commands exec'ed to a C++ tool get their handlers reset by exec.
+    _signals.end_on_signals()
+    try:
+        return _command(command, rest)
+    except KeyboardInterrupt:
+        print(f"pyprof {command}: interrupted", file=sys.stderr)
+        return 128 + 2
+    except _signals.Ended as ended:
+        _signals.end_by(ended.signum)
+        return 128 + ended.signum  # not reached
+    except _files.FileError as exc:
+        print(f"pyprof {command}: error: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        # Standard output's reader went away (`pyprof report ... | head -0`): end quietly, with
+        # the status the C++ tools give (128 + SIGPIPE), and nothing left to flush at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + 13
+
+
+def _command(command: str, rest: list[str]) -> int:
     if command == "profile":
         return run_tool("pyprof-profile", rest)
     if command == "parse":

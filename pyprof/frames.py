@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import tempfile
 import warnings
@@ -105,8 +106,10 @@ def run_checked(tool: str, args: list[str]) -> str:
     if why := missing_tool(path):
         raise ProfError(why, 1, [path, *args])
     command = [path, *args]
-    res = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE)
+    from pyprof import _signals
+
+    res = _signals.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE)
     err = res.stderr.decode("utf-8", "replace")
     if res.returncode != 0:
         if res.returncode < 0:
@@ -120,8 +123,12 @@ def run_checked(tool: str, args: list[str]) -> str:
 
 
 def is_net_dict(path: str) -> bool:
-    """True when the file starts like parse's output (its header line, docs/formats.md §3)."""
+    """True when the file starts like parse's output (its header line, docs/formats.md §3).
+    False for what is not a regular file (a FIFO is not opened: that would wait for a writer,
+    and what was read of it would be lost to the tool that reads it next)."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
         with open(path, "rb") as f:
             head = f.read(64)
     except OSError:

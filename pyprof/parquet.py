@@ -115,10 +115,12 @@ class _Args:
 
 
 class _Staging:
-    """Files written under a hidden temporary folder beside their destination, renamed into
-    place together by commit(); abort() (or an exception) leaves nothing."""
+    """Files written under a hidden temporary folder beside their destination, put into place
+    together by commit() (pyprof/_files.py: renamed over regular files, written into devices and
+    FIFOs); abort() (or an exception) leaves nothing."""
 
-    def __init__(self, destination: str):
+    def __init__(self, destination: str, inputs: list[str]):
+        self.inputs = inputs  # what no destination may be
         import tempfile
 
         folder = os.path.dirname(os.path.realpath(destination)) or "."
@@ -136,13 +138,12 @@ class _Staging:
         self.moves.append((staged, destination))
 
     def commit(self) -> None:
+        from pyprof import _files
+
+        for _, destination in self.moves:  # every one checked before any is moved
+            _files.check_not_an_input(destination, self.inputs)
         for staged, destination in self.moves:
-            target = os.path.realpath(destination)  # a symbolic link stays, its file is replaced
-            try:
-                os.chmod(staged, os.stat(target).st_mode & 0o7777)  # an overwritten file keeps
-            except FileNotFoundError:                                # its permissions
-                os.chmod(staged, 0o666 & ~_umask())
-            os.replace(staged, target)
+            _files.place(staged, destination)
 
     def abort(self) -> None:
         import shutil
@@ -150,24 +151,16 @@ class _Staging:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def _run_prof(args: list[str]) -> int:
-    import subprocess
-
-    from pyprof.cli import missing_tool, tool_path
+    from pyprof import _signals
+    from pyprof.cli import flush_standard_streams, missing_tool, tool_path
 
     path = tool_path("pyprof-prof")
     if why := missing_tool(path):
         print(f"pyprof: error: {why}", file=sys.stderr)
         return 1
-    sys.stdout.flush()
-    sys.stderr.flush()
-    res = subprocess.run([path, *args], stdin=None)
+    flush_standard_streams()
+    res = _signals.run([path, *args])
     if res.returncode < 0:
         print(f"pyprof prof: error: pyprof-prof was killed by signal {-res.returncode}",
               file=sys.stderr)
@@ -340,8 +333,12 @@ def prof_command(args: list[str]) -> int:
               "pip install 'pyprof[report]' (docs/install.md)", file=sys.stderr)
         return 1
     output = opts.values["output"]
+    from pyprof import _files
+
+    inputs = [*opts.inputs, opts.values.get("peaks")]
+    _files.check_not_an_input(output, inputs)  # raised to the front: `pyprof prof: error: ...`
     try:
-        staging = _Staging(output)
+        staging = _Staging(output, inputs)
     except OSError as exc:
         print(f"pyprof prof: error: writing {output} failed: {exc}", file=sys.stderr)
         return 1
@@ -353,6 +350,9 @@ def prof_command(args: list[str]) -> int:
     except UsageError as exc:
         print(f"pyprof prof: error: {exc}\nRun with --help for usage.", file=sys.stderr)
         return 2
+    except _files.FileError as exc:
+        print(f"pyprof prof: error: {exc}", file=sys.stderr)
+        return 1
     except (OSError, ValueError, ImportError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         print(f"pyprof prof: error: writing {output} failed: {reason}", file=sys.stderr)

@@ -57,8 +57,10 @@ def expand_inputs(inputs: list[str]) -> list[str]:
             names = sorted(os.listdir(path))
         except OSError as exc:
             raise DatasetError(f"cannot list {path}: {exc.strerror or exc}") from exc
+        # Every entry but a folder: a broken link among the ranks fails as an input (its
+        # header cannot be read), never silently left out.
         found = [os.path.join(path, n) for n in names
-                 if n.endswith(".dict") and os.path.isfile(os.path.join(path, n))]
+                 if n.endswith(".dict") and not os.path.isdir(os.path.join(path, n))]
         if not found:
             raise DatasetError(f"{path} holds no *.dict files (pyprof parse -o DIR writes them)")
         files += found
@@ -67,6 +69,13 @@ def expand_inputs(inputs: list[str]) -> list[str]:
 
 def header_of(path: str) -> dict:
     """A net.dict's header line (docs/formats.md §3), or DatasetError naming what is wrong."""
+    from pyprof import _files
+
+    try:
+        _files.check_regular_input(path, "each rank is read more than once (save it to a file "
+                                         "first)")
+    except _files.FileError as exc:
+        raise DatasetError(str(exc)) from None
     try:
         with open(path, "rb") as f:
             line = f.readline(16 << 20)  # a header lists every step: long, but not unbounded
@@ -200,9 +209,13 @@ def write(inputs: list[str], output: str, options: list[str], columns: list[str]
         report_rows: dict[str, dict[int, list[dict]]] = {r: {} for r in reports}
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             futures = {rank: pool.submit(one_rank, rank) for rank in by_rank}
-            for rank, future in futures.items():
-                for report, rows in future.result().items():
-                    report_rows[report][rank] = rows
+            try:
+                for rank, future in futures.items():
+                    for report, rows in future.result().items():
+                        report_rows[report][rank] = rows
+            except BaseException:  # a failed rank, or a signal: no rank not yet started starts
+                pool.shutdown(cancel_futures=True)
+                raise
 
         # The cross-rank report, over the same files (one run; pyprof-prof reads them in
         # parallel itself).

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 
+from pyprof import _files, _signals
 from pyprof.cli import missing_tool, tool_path
 from pyprof.frames import is_net_dict
 
@@ -28,6 +29,13 @@ PAGE_REPORTS = ["summary", "op", "instance", "kernel", "module", "tc", "family",
 # The page holds the op instances and kernels with the most time, at most this many (prof's
 # --top: a million-kernel profile has as many instances); `pyprof prof --report` gives all.
 MAX_TABLE_ROWS = 2000
+# The longest net.dict line prof reads (prof/records.h kMaxDictLineBytes): the header is read
+# here too, never further than that.
+MAX_DICT_LINE_BYTES = 64 << 20
+# The most characters of one text (a name, a cell, a warning) the page holds: parse cuts names
+# at 4 KiB, so only a hand-made or damaged net.dict reaches it, where one 52 MB name, copied
+# into several tables, the figures and the page's data, once took 25x its input in memory.
+MAX_CELL_CHARS = 10_000
 ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report_assets")
 
 
@@ -42,18 +50,25 @@ class ReportError(Exception):
 def _run(args: list[str], what: str) -> subprocess.CompletedProcess:
     if why := missing_tool(args[0]):
         raise ReportError(why)
-    res = subprocess.run(args, capture_output=True, text=True, errors="replace")
+    res = _signals.run(args, capture_output=True, text=True, errors="replace")
     if res.returncode != 0:
-        msg = res.stderr.strip().splitlines()
-        tail = "\n  ".join(msg[-6:]) if msg else f"exit status {res.returncode}"
-        raise ReportError(f"{what} failed:\n  {tail}")
+        raise ReportError(f"{what} failed: {_tool_error(res)}")
     return res
+
+
+def _tool_error(res: subprocess.CompletedProcess) -> str:
+    """What a failed tool said, on one line: its error lines without their `pyprof X: error:`
+    prefix (the report's own says `pyprof report: error:` once), else its last line."""
+    lines = [ln.strip() for ln in res.stderr.splitlines() if ln.strip()]
+    errors = [re.sub(r"^pyprof[ -]\w+: error: ", "", ln) for ln in lines if " error: " in ln]
+    if res.returncode < 0:
+        errors.append(f"killed by signal {-res.returncode}")
+    return "; ".join(errors[-3:] or lines[-1:]) or f"exit status {res.returncode}"
 
 
 def ensure_dict(path: str, workdir: str) -> tuple[str, list[str]]:
     """net.dict for `path`: itself, or parse's output for a trace. Also parse's warnings."""
-    if not os.path.exists(path):
-        raise ReportError(f"{path}: no such file")
+    _check_input(path)
     if os.path.isdir(path):
         raise ReportError(f"{path} is a folder: give one trace or net.dict")
     try:
@@ -64,13 +79,30 @@ def ensure_dict(path: str, workdir: str) -> tuple[str, list[str]]:
         return path, []
     out = os.path.join(workdir, "input.dict")
     res = _run([tool_path("pyprof-parse"), path, "-o", out], f"pyprof parse {path}")
-    warnings = [ln.strip() for ln in res.stderr.splitlines() if "warning" in ln]
+    warnings = [bounded(ln.strip()) for ln in res.stderr.splitlines() if "warning" in ln]
     return out, warnings
+
+
+def _check_input(path: str) -> None:
+    """ReportError unless `path` is a folder (a job's ranks) or a regular file: the input is
+    read several times (the header, parse, prof's runs), which a FIFO or a device cannot be."""
+    try:
+        if os.path.isdir(path):
+            return
+        _files.check_regular_input(path, "report reads its input several times (save it to a "
+                                         "file first)")
+    except _files.FileError as e:
+        if not os.path.lexists(path):
+            raise ReportError(f"{path}: no such file") from None
+        raise ReportError(str(e)) from None
 
 
 def read_header(dict_path: str) -> dict:
     with open(dict_path, "rb") as f:
-        line = f.readline()
+        line = f.readline(MAX_DICT_LINE_BYTES + 1)  # bounded: a file of one endless line
+    if len(line) > MAX_DICT_LINE_BYTES:
+        raise ReportError(f"{dict_path}: the first line is longer than "
+                          f"{MAX_DICT_LINE_BYTES >> 20} MiB: not a net.dict header")
     try:
         header = json.loads(line)
     except ValueError:
@@ -86,9 +118,17 @@ def tables_by_title(json_path: str) -> dict[str, list[dict]]:
     tables: dict[str, list[dict]] = {}
     with open(json_path, encoding="utf-8") as f:
         for line in f:
-            row = json.loads(line)
+            row = {key: bounded(value) for key, value in json.loads(line).items()}
             tables.setdefault(row.pop("report"), []).append(row)
     return tables
+
+
+def bounded(value):
+    """A text cut to MAX_CELL_CHARS characters, saying how much is left out; other values as
+    they are."""
+    if isinstance(value, str) and len(value) > MAX_CELL_CHARS:
+        return f"{value[:MAX_CELL_CHARS]}…(+{len(value) - MAX_CELL_CHARS} characters)"
+    return value
 
 
 def run_prof_reports(dict_path: str, workdir: str, peaks: str | None, no_tf32: bool
@@ -102,7 +142,7 @@ def run_prof_reports(dict_path: str, workdir: str, peaks: str | None, no_tf32: b
     if no_tf32:
         args.insert(1, "--no-tf32")
     res = _run(args, "pyprof prof")
-    warnings = [ln.strip() for ln in res.stderr.splitlines() if ln.strip()]
+    warnings = [bounded(ln.strip()) for ln in res.stderr.splitlines() if ln.strip()]
     return tables_by_title(out), warnings
 
 
@@ -115,7 +155,7 @@ def run_diff(base_dict: str, new_dict: str, workdir: str, no_tf32: bool
     if no_tf32:
         args.append("--no-tf32")
     res = _run(args, "pyprof diff")
-    notes = [ln.strip() for ln in res.stderr.splitlines() if "warning" in ln]
+    notes = [bounded(ln.strip()) for ln in res.stderr.splitlines() if "warning" in ln]
     return tables_by_title(out), notes
 
 
@@ -139,13 +179,14 @@ def run_ranks_report(ranks: list[str], workdir: str, no_tf32: bool
     for path in ranks:
         if not os.path.exists(path):
             raise ReportError(f"--ranks {path}: no such file")
+        _check_input(path)
     out = os.path.join(workdir, "ranks.json")
     args = [tool_path("pyprof-prof"), "--report", "ranks", "--formats", "json", "-o", out,
             *ranks]
     if no_tf32:
         args.insert(1, "--no-tf32")
     res = _run(args, "pyprof prof --report ranks")
-    notes = [f"ranks: {ln.strip()}" for ln in res.stderr.splitlines() if "warning" in ln]
+    notes = [bounded(f"ranks: {ln.strip()}") for ln in res.stderr.splitlines() if "warning" in ln]
     return tables_by_title(out), notes
 
 
@@ -904,23 +945,6 @@ sources (docs/peaks.md).</p><div id="table-peaks"></div>
 """
 
 
-def write_atomic(path: str, text: str) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        mode = os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o644
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def make_report(input_path: str, output: str, peaks: str | None = None, title: str | None = None,
                 no_tf32: bool = False, diff_base: str | None = None,
                 ranks: list[str] | None = None) -> dict:
@@ -930,8 +954,13 @@ def make_report(input_path: str, output: str, peaks: str | None = None, title: s
     `input_path` is a job's ranks: the page is about its lowest rank."""
     if peaks and not os.path.isfile(peaks):
         raise ReportError(f"--peaks {peaks}: no such file")
-    if not os.path.exists(input_path):
-        raise ReportError(f"{input_path}: no such file")
+    _check_input(input_path)
+    if diff_base:
+        _check_input(diff_base)
+    try:
+        _files.check_not_an_input(output, [input_path, diff_base, peaks, *(ranks or [])])
+    except _files.FileError as e:
+        raise ReportError(str(e)) from None
     input_path, ranks = rank_inputs(input_path, ranks)
     rank_tables = None
     with tempfile.TemporaryDirectory(prefix="pyprof-report-") as work:
@@ -959,7 +988,7 @@ def make_report(input_path: str, output: str, peaks: str | None = None, title: s
                                 f"({input_path}).")
     page = render_html(data, title or f"pyprof report: {os.path.basename(input_path)}")
     try:
-        write_atomic(output, page)
+        _files.write_atomic(output, page)
     except OSError as e:
         raise ReportError(f"writing {output} failed: {e.strerror}") from None
     return data
@@ -1010,4 +1039,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from pyprof.cli import main as cli_main  # the front: signals end it cleanly
+
+    sys.exit(cli_main(["report", *sys.argv[1:]]))

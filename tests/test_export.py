@@ -234,6 +234,67 @@ def test_bad_input(case, tmp_path):
     assert os.listdir(tmp_path) == [p for p in os.listdir(tmp_path) if not p.startswith(".")]
 
 
+def strict_json(text: str):
+    """json.loads without Python's extensions (NaN, Infinity): what any JSON parser accepts."""
+    def refuse(token):
+        raise ValueError(f"{token} is not JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+def first_line(lines, kind, key="kind"):
+    return next(i for i, line in enumerate(lines) if f'"{key}":"{kind}"' in line)
+
+
+# One flipped bit or hand edit of a real dict each (issue 31): a missing name, a range without
+# its kind, tokens prof's reader lets pass unread (a leading zero, nan, hex) in the header, which
+# the trace copies, and in a record's field prof never reads. (line, text, replacement)
+MUTATIONS = {
+    "kernel without name": ("kernel", '"name"', '"naee"'),
+    "range without name": ("range", '"name"', '"naee"'),
+    "range without kind": ("range", '"range":"', '"rangx":"'),
+    "header rank 00012": ("header", "}", ',"rank":00012}'),
+    "header nan": ("header", "}", ',"base_time_ns":nan}'),
+    "header hex": ("header", "}", ',"world_size":0x10}'),
+    "record field nan": ("kernel", "}", ',"unread":nan}'),
+}
+
+
+def mutate(lines: list[str], mutation: str) -> int:
+    """Applies one of MUTATIONS to the dict's lines; returns the line's number (from 1)."""
+    where, text, replacement = MUTATIONS[mutation]
+    i = 0 if where == "header" else first_line(lines, where)
+    if text == "}":
+        lines[i] = lines[i][:-1] + replacement
+    else:
+        lines[i] = lines[i].replace(text, replacement, 1)
+    return i + 1
+
+
+@pytest.mark.parametrize("mutation", MUTATIONS)
+def test_every_export_is_strict_json_or_a_clear_error(mutation, tmp_path):
+    """The trace is either valid JSON for any parser, what was left out said, or no trace and
+    an error naming the line."""
+    parse_ranges(os.path.join(DATA, INPUTS["synthetic_mlp"]), tmp_path / "net.dict")
+    lines = (tmp_path / "net.dict").read_text().splitlines()
+    line = mutate(lines, mutation)
+    bad = tmp_path / "bad.dict"
+    bad.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "t.json"
+    res = run_tool(EXPORT, bad, "-o", out)
+    if "without" in mutation:
+        assert res.returncode == 0, res.stderr
+        assert "1 lines left out: a record or range line without its name" in res.stderr
+        events = strict_json(out.read_text())["traceEvents"]
+        assert all(isinstance(e.get("name"), str) for e in events)
+    else:
+        assert res.returncode == 1, res.stderr
+        assert res.stderr.startswith(f"pyprof export: error: {bad}: line {line}: not valid JSON"), \
+            res.stderr
+        assert not out.exists()
+    assert sorted(os.listdir(tmp_path)) == sorted(["net.dict", "bad.dict"] +
+                                                  (["t.json"] if out.exists() else []))
+
+
 def test_microsecond_text_is_exact(tmp_path):
     """Times survive to the nanosecond: ts/dur written with three decimals."""
     source = os.path.join(DATA, INPUTS["synthetic_mlp"])

@@ -945,6 +945,34 @@ def test_no_trace_events(tmp_path):
     assert_error(run_parse(path), "traceEvents")
 
 
+def test_net_dicts_given_to_parse_are_said_to_be_net_dicts(tmp_path):
+    """A net.dict is parse's output, not its input; one whose header line is gone (cut at its
+    start, or a flipped bit) was taken for a trace without events (issue 31)."""
+    records = [{"kind": "op", "name": "aten::mm", "start": 1000, "duration": 5000, "pid": 1,
+                "tid": 1}] * 2
+    header = {"pyprof_dict": 2, "source": "x", "format": "kineto", "records": "op"}
+    whole = tmp_path / "net.dict"
+    whole.write_text("".join(json.dumps(line) + "\n" for line in [header, *records]))
+    assert_error(run_parse(whole), "this is a net.dict, `pyprof parse` output already")
+    headless = tmp_path / "headless.dict"
+    headless.write_text("".join(json.dumps(line) + "\n" for line in records))
+    assert_error(run_parse(headless), "whose first line is not its header (\"pyprof_dict\")")
+
+
+def test_two_trace_event_arrays_are_both_read_and_said(tmp_path):
+    event = {"ph": "X", "cat": "cpu_op", "pid": 1, "tid": 1, "dur": 2}
+    text = ('{"traceEvents": [%s], "traceEvents": [%s]}'
+            % (json.dumps({**event, "name": "a", "ts": 1}), json.dumps({**event, "name": "b",
+                                                                       "ts": 5})))
+    res = run_parse(write_trace(tmp_path / "two.json", text))
+    assert res.returncode == 0, res.stderr
+    _, records = read_records(res.stdout)
+    assert [r["name"] for r in records] == ["a", "b"]
+    assert "warning: several traceEvents arrays (1x)" in res.stderr
+    assert 'the document has 2 "traceEvents" keys: the events of all of them are read' in \
+        res.stderr
+
+
 def test_empty_file(tmp_path):
     for name in ("empty.json", "empty.json.gz"):
         path = tmp_path / name

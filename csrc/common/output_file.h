@@ -9,6 +9,11 @@
 // Every write is checked; the first failure is kept with its errno, later writes are skipped
 // (a tool writing a million rows to a full disk stops at the first error), and close() reports
 // it in the user's terms: "writing net.dict failed: No space left on device".
+//
+// Two things no output may do: replace one of the tool's inputs (`pyprof parse net.sqlite -o
+// net.sqlite`, or the same file through a link: refused, see protect_inputs), and outlive an
+// interrupted tool as a hidden temporary (SIGINT, SIGTERM and SIGHUP remove every temporary not
+// yet committed before the signal ends the tool: guard_outputs).
 #pragma once
 
 #include <cstdio>
@@ -26,6 +31,21 @@ inline constexpr int kBrokenPipeExitStatus = 141;
 // kills them: the same behaviour whether or not the parent (Python ignores SIGPIPE and exec
 // hands that on) left the signal ignored.
 void ignore_sigpipe();
+
+// What every tool that writes outputs calls first: ignore_sigpipe(); a standard stream that
+// was closed (`pyprof prof net.dict >&-`) is reopened on /dev/null, so that no file opened
+// later takes its descriptor, and writing to it is then an error ("standard output is closed")
+// rather than bytes lost; SIGINT, SIGTERM and SIGHUP remove the temporaries of the outputs not
+// yet committed, then end the tool as the signal would have.
+void guard_outputs();
+// Whether guard_outputs() found standard descriptor `fd` (0, 1 or 2) closed.
+bool standard_stream_was_closed(int fd);
+
+// Files the tool reads: an output that is one of them (the same path, or the same file through
+// a symbolic or hard link) is refused by OutputFile::open ("cannot write X: it is the input Y").
+// Devices and FIFOs are not inputs' contents and stay writable. Call before opening outputs;
+// later calls add to the set.
+void protect_inputs(const std::vector<std::string>& paths);
 
 class OutputFile {
  public:
@@ -65,9 +85,10 @@ class OutputFile {
   void discard();
 
  private:
-  std::string name_;       // as the user gave it
-  std::string target_;     // what the temporary is renamed to (a symlink resolved)
-  std::string temporary_;  // empty when written in place
+  std::string name_;         // as the user gave it
+  std::string target_;       // what the temporary is renamed to (a symlink resolved)
+  std::string temporary_;    // empty when written in place
+  int temporary_slot_ = -1;  // its entry in the list a signal's handler removes, or -1
   std::FILE* stream_ = nullptr;
   int error_number_ = 0;
 };
