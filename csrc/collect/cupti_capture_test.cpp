@@ -1189,9 +1189,11 @@ TEST_F(CuptiCaptureTest, MissingCuptiLibraryLeavesNvtxRecording) {
 }
 
 TEST_F(CuptiCaptureTest, TooOldCuptiIsRefused) {
-  const AppRun run = run_app("basic", {{"FAKE_CUPTI_VERSION", "120000"}}, "init-first");
+  // CUPTI API version 17 is CUDA 11.6's libcupti.
+  const AppRun run = run_app("basic", {{"FAKE_CUPTI_VERSION", "17"}}, "init-first");
   ASSERT_TRUE(run.exited_ok()) << run.describe();
-  EXPECT_EQ(lines_containing(run.err, "120000"), 1u) << run.err;
+  EXPECT_EQ(lines_containing(run.err, "CUPTI API version 17, CUDA 11 or older) is CUDA 11's"), 1u)
+      << run.err;
   const Facts facts = facts_of(run.out);
   expect_no_violation(run, facts);
   EXPECT_EQ(facts.number("fake.subscribe_calls"), 0);
@@ -1199,7 +1201,8 @@ TEST_F(CuptiCaptureTest, TooOldCuptiIsRefused) {
   expect_nvtx_without_cuda(db);
   const std::string status = capture(db, "PYPROF_CUDA_TRACE");
   EXPECT_NE(status.rfind("on", 0), 0u) << status;
-  EXPECT_NE(status.find("120000"), std::string::npos) << status;
+  EXPECT_NE(status.find("CUPTI API version 17"), std::string::npos) << status;
+  EXPECT_NE(status.find("run a torch built for CUDA 12 or 13"), std::string::npos) << status;
 }
 
 TEST_F(CuptiCaptureTest, CudaTraceOffByEnvironment) {
