@@ -94,10 +94,13 @@ std::string refusal(CuptiApi& api, const ProcessCuda& process) {
            " runtime (" + process.cudart + "); " + what_to_install(process.runtime_major) +
            ", or name it in " + env::kCuptiLibrary;
   }
-  if (process.driver_version > 0 && cupti_major > process.driver_version / 1000) {
+  if (const int driver_major = process.driver_version / 1000;
+      driver_major > 0 && cupti_major > driver_major) {
     return found + " needs a driver for CUDA " + std::to_string(cupti_major) +
            ", and this driver runs " + cuda_of_driver(process.driver_version) + ": " +
-           what_to_install(process.driver_version / 1000) + " or update the NVIDIA driver";
+           (driver_major >= 12 ? what_to_install(driver_major) + ", or update the NVIDIA driver"
+                               : std::string("update the NVIDIA driver (CUDA 12 needs r525 or "
+                                             "newer, CUDA 13 r580 or newer)"));
   }
   return {};
 }

@@ -126,19 +126,19 @@ std::vector<std::string> cupti_candidates(const ProcessCuda& process) {
       const std::string root = dir.substr(0, dir.rfind("/nvidia/") + 8);
       add(root + "cuda_cupti/lib/" + soname);  // pip's CUDA 12 wheels: one folder per library
     }
-    add(soname);  // LD_LIBRARY_PATH, ld.so.cache
-    std::vector<std::string> roots;
-    for (const char* variable : {"CUDA_HOME", "CUDA_PATH"}) {
-      if (const char* root = std::getenv(variable); root != nullptr && *root) roots.push_back(root);
-    }
-    roots.push_back("/usr/local/cuda");
-    for (std::string& root : versioned_toolkits(major)) roots.push_back(std::move(root));
-    for (const std::string& root : roots) {
+    const auto add_toolkit = [&](const std::string& root) {
       for (const char* sub : {"/extras/CUPTI/lib64/", "/lib64/", "/lib/",
                               "/targets/x86_64-linux/lib/", "/targets/sbsa-linux/lib/"}) {
         add(root + sub + soname);
       }
+    };
+    // The toolkit the user names before the loader's path, which may hold another install.
+    for (const char* variable : {"CUDA_HOME", "CUDA_PATH"}) {
+      if (const char* root = std::getenv(variable); root != nullptr && *root) add_toolkit(root);
     }
+    add(soname);  // LD_LIBRARY_PATH, ld.so.cache
+    add_toolkit("/usr/local/cuda");
+    for (const std::string& root : versioned_toolkits(major)) add_toolkit(root);
   }
   return paths;
 }

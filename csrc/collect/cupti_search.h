@@ -9,9 +9,9 @@
 //      linked statically: then 13 and 12 as far as the driver supports them), libcupti.so.N:
 //      beside the loaded runtime and the other loaded CUDA libraries (pip's nvidia/cu13/lib, a
 //      toolkit's lib64), in pip's CUDA 12 layout (nvidia/cuda_runtime/lib ->
-//      nvidia/cuda_cupti/lib), by its soname (LD_LIBRARY_PATH, ld.so.cache), then under
-//      $CUDA_HOME, $CUDA_PATH, /usr/local/cuda and /usr/local/cuda-N.* (extras/CUPTI/lib64,
-//      lib64, lib, targets/<arch>/lib).
+//      nvidia/cuda_cupti/lib), under $CUDA_HOME and $CUDA_PATH, by its soname
+//      (LD_LIBRARY_PATH, ld.so.cache), then under /usr/local/cuda and /usr/local/cuda-N.*
+//      (a toolkit's extras/CUPTI/lib64, lib64, lib, targets/<arch>/lib).
 #pragma once
 
 #include <string>

@@ -280,6 +280,44 @@ inline void expect_no_violation(const AppRun& run, const Facts& facts) {
   EXPECT_EQ(facts.number("fake.contract_violations"), 0) << run.describe();
 }
 
+// Kernel and API row of every launch, the API row inside the NVTX range the app had open
+// (same thread, same clock), kernels after their launch call.
+inline void expect_launches_in_ranges(const TestDb& db, const Facts& facts,
+                                      const std::vector<Launch>& launches) {
+  const int64_t pid = facts.number("pid");
+  const auto api = by_correlation(rows_of(db, "CUPTI_ACTIVITY_KIND_RUNTIME"));
+  const auto kernels = by_correlation(rows_of(db, "CUPTI_ACTIVITY_KIND_KERNEL"));
+  const auto ranges = ranges_of(db);
+  for (const Launch& launch : launches) {
+    SCOPED_TRACE("launch " + std::to_string(launch.correlation) + " " + launch.what + " in '" +
+                 launch.range + "'");
+    const auto call = api.find(launch.correlation);
+    ASSERT_NE(call, api.end()) << "no CUPTI_ACTIVITY_KIND_RUNTIME row";
+    const NamedRow& row = call->second;
+    EXPECT_EQ(static_cast<uint64_t>(num(row, "globalTid")), gtid(pid, launch.tid));
+    EXPECT_LT(num(row, "start"), num(row, "end"));
+    EXPECT_EQ(num(row, "returnValue"), 0);
+    if (launch.range != "-") {
+      bool inside = false;
+      for (auto [it, end] = ranges.equal_range(launch.range); it != end; ++it) {
+        const Range& range = it->second;
+        inside = inside ||
+                 (range.global_tid == gtid(pid, launch.tid) && range.start <= num(row, "start") &&
+                  range.end && num(row, "end") <= *range.end);
+      }
+      EXPECT_TRUE(inside) << "API call [" << num(row, "start") << ", " << num(row, "end")
+                          << "] is not inside NVTX range '" << launch.range << "' of its thread";
+    }
+    if (launch.what == "kernel") {
+      const auto kernel = kernels.find(launch.correlation);
+      ASSERT_NE(kernel, kernels.end()) << "no CUPTI_ACTIVITY_KIND_KERNEL row";
+      EXPECT_EQ(static_cast<uint64_t>(num(kernel->second, "globalPid")), gpid(pid));
+      EXPECT_GT(num(kernel->second, "start"), num(row, "end"));
+      EXPECT_GT(num(kernel->second, "end"), num(kernel->second, "start"));
+    }
+  }
+}
+
 // A CUPTI release the fake libcupti plays (FAKE_CUPTI_VERSION): what its libcupti's
 // cuptiGetVersion() returns, and so which records it writes (fake_cupti_records.h).
 struct CuptiRelease {
