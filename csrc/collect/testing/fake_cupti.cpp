@@ -2,7 +2,8 @@
 // collector depends on CUPTI's behaviour, so its CUPTI backend can be tested without a GPU.
 // See fake_cupti.h for the control functions and the environment.
 //
-// What is modelled as CUPTI does it (cupti_activity.h, cupti_callbacks.h, CUDA 13.0):
+// What is modelled as CUPTI does it (cupti_activity.h, cupti_callbacks.h, CUDA 13.0 and the CUDA
+// 12 releases; the records of the release FAKE_CUPTI_VERSION names, fake_cupti_records.h):
 //   - records only for enabled kinds (and API records only for API cbids not disabled with
 //     cuptiActivityEnableRuntimeApi/DriverApi);
 //   - records laid back to back, each padded to 8 bytes, in buffers the client's request
