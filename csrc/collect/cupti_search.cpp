@@ -123,8 +123,10 @@ std::vector<std::string> cupti_candidates(const ProcessCuda& process) {
     if (!process.cudart.empty()) add(std::string(directory(process.cudart)) + "/" + soname);
     for (const std::string& dir : process.nvidia_lib_dirs) {
       add(dir + "/" + soname);  // pip's CUDA 13 wheels: everything in nvidia/cu13/lib
-      const std::string root = dir.substr(0, dir.rfind("/nvidia/") + 8);
-      add(root + "cuda_cupti/lib/" + soname);  // pip's CUDA 12 wheels: one folder per library
+      if (const size_t at = dir.rfind("/nvidia/"); at != std::string::npos) {
+        // pip's CUDA 12 wheels: one folder per library, nvidia/<library>/lib
+        add(dir.substr(0, at + 8) + "cuda_cupti/lib/" + soname);
+      }
     }
     const auto add_toolkit = [&](const std::string& root) {
       for (const char* sub : {"/extras/CUPTI/lib64/", "/lib64/", "/lib/",
