@@ -69,7 +69,7 @@ int main() {
   std::vector<double> write_ns;
   for (int run = 0; run < kRuns; ++run) {
     StringTable strings;
-    ActivityConverter converter(strings, callback_name, 1000);
+    ActivityConverter converter(strings, callback_name, 1000, CuptiLayout::kCuda13);
     std::vector<GpuBatch> batches(kLaunches / kLaunchesPerBuffer);
     ConversionCounters counters;
     const auto t0 = Clock::now();

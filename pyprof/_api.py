@@ -95,6 +95,9 @@ def init(model: torch.nn.Module | None = None, *, with_stack: bool = False) -> b
         _install_module_ranges()
         _prepare_for_torch_compile()
         _wrap_os_exit()
+        # torch.profiler asking for CUDA activity while pyprof holds CUPTI: one line says so.
+        from . import _torch_profiler
+        _torch_profiler.watch_torch_profiler()
         if not _shutdown_registered:
             # A KeyboardInterrupt that ends the program makes Python kill itself with SIGINT
             # after finalizing, which skips the collector's C atexit handler: finish the

@@ -6,6 +6,7 @@
 #   bash scripts/gpu-check.sh --deps DIR      # on the GPU machine: build, smoke-test, check report,
 #                                             # export and peaks on the smoke capture, run
 #                                             # tests/test_gpu_capture.py, test_gpu_compile.py and the overhead benchmark,
+#                                             # capture a CUDA 12 program (tests/test_gpu_cuda12.py),
 #                                             # print the rows for docs/gpu-validation.md
 #
 # The GPU machines have Python, torch, CMake, ninja, nvcc, pytest and the nvidia-* wheels, but no
@@ -13,7 +14,11 @@
 # packages of those and unpacks them into DIR/prefix (plus the Python headers of a local
 # python3.12, in case the machine's interpreter has none), and the pure-Python wheels `pyprof
 # report` needs into DIR/wheels; --deps points the build at them and installs the wheels whose
-# packages the machine lacks into OUT/wheels-site. Nothing is fetched at run time. Each phase has
+# packages the machine lacks into OUT/wheels-site. Their torch is built for CUDA 13, so --pack
+# also brings CUDA 12 along (DIR/cuda12, about 17 MB): libcudart.so.12 and libcupti.so.12 of
+# CUDA 12.0 and 12.9 from NVIDIA's pip wheels, in pip's layout, and cuda12_capture_app, a CUDA 12
+# program compiled here with g++ (csrc/collect/testing/cuda12_capture_app.cpp; PYPROF_PACK_CUDA12=0
+# leaves all that out). Nothing is fetched at run time. Each phase has
 # a time cap inside --budget, writes its output under --out as it goes, and a phase that fails or
 # runs out of time is reported while the later phases still run.
 #
@@ -26,7 +31,7 @@
 #                  smoke.html (pyprof report of the smoke capture) and peaks.json (pyprof peak)
 #   --budget S     seconds for everything (default 540: one device call is at most 600)
 #   --runs N       overhead benchmark runs per mode (default 3)
-#   --skip LIST    comma-separated phases to skip: build,smoke,report,tests,overhead
+#   --skip LIST    comma-separated phases to skip: build,smoke,report,tests,cuda12,overhead
 #   --cpu-ok       exit 0 when no CUDA device is visible (the offline dry run on a CPU machine)
 # Exit status: 0 when every phase that ran passed, 1 otherwise, 2 for usage errors.
 set -uo pipefail
@@ -41,6 +46,10 @@ PACK_DEBS=(libsqlite3-dev libsqlite3-0 libsimdjson-dev libsimdjson14 libfmt-dev 
 # needed for the report.
 PACK_WHEELS=(plotly narwhals packaging)
 PACK_LIMIT_BYTES=$((60 * 1024 * 1024))  # the device tool carries at most 64 MiB in all
+# The CUDA 12 releases the cuda12 phase captures: the first (CUPTI API 18: Memcpy5,
+# Synchronization, Device4 and Context records) and the last (API 28: Memcpy6,
+# Synchronization2, Device5, Context3). The program is built against the first's headers.
+CUDA12_RELEASES=(12.0.146 12.9.79)
 
 # The usage is this file's opening comment block.
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit "${1:-2}"; }
@@ -96,12 +105,15 @@ pack() {
     echo "gpu-check --pack: no local python3.12: Python headers not packed (set PYPROF_PACK_PYTHON)"
   fi
 
+  if [ "${PYPROF_PACK_CUDA12:-1}" != 0 ]; then pack_cuda12 "$dir" || exit 1; fi
+
   {
     echo "# made by: bash scripts/gpu-check.sh --pack $dir  ($(date -u +%FT%TZ), $(uname -m))"
     for deb in "$dir"/debs/*.deb; do dpkg-deb -W --showformat='${Package} ${Version}\n' "$deb"; done
     local whl
     for whl in "$dir"/wheels/*.whl; do echo "wheel $(basename "$whl")"; done
     [ -d "$dir/python3.12-include" ] && echo "python3.12-include from $py312"
+    [ -f "$dir/cuda12/MANIFEST" ] && cat "$dir/cuda12/MANIFEST"
   } >"$dir/MANIFEST"
   rm -rf "$dir/debs"
   local bytes
@@ -113,6 +125,86 @@ pack() {
   cat "$dir/MANIFEST"
   echo "gpu-check --pack: $dir: $((bytes / 1024)) KiB. On the GPU machine:" \
        "bash scripts/gpu-check.sh --deps $(basename "$dir")"
+}
+
+# A folder with crt/host_defines.h (which CUDA 12's runtime headers include but its wheel lacks)
+# and nvtx3/: a CUDA toolkit's include, or the one of pip's CUDA 13 header wheels pyprof builds
+# with.
+cuda_support_include() {
+  local candidate
+  for candidate in ${CUDA_HOME:+"$CUDA_HOME/include"} /usr/local/cuda/include /usr/local/cuda-1*/include \
+                   $("$PYTHON" -c "import nvidia, os; print(' '.join(os.path.join(p, 'cu13', 'include') for p in nvidia.__path__))" 2>/dev/null); do
+    if [ -f "$candidate/crt/host_defines.h" ] && [ -f "$candidate/nvtx3/nvToolsExt.h" ]; then
+      echo "$candidate"; return 0
+    fi
+  done
+  return 1
+}
+
+# DIR/cuda12: each release's libcudart.so.12 and libcupti.so.12 where pip puts them
+# (RELEASE/nvidia/cuda_runtime/lib, RELEASE/nvidia/cuda_cupti/lib), and the CUDA 12 program.
+pack_cuda12() {
+  local dir=$1/cuda12 tmp release support
+  rm -rf "$dir"
+  mkdir -p "$dir" || return 1
+  tmp=$(mktemp -d) || return 1
+  echo "gpu-check --pack: CUDA ${CUDA12_RELEASES[*]} libraries into $dir"
+  for release in "${CUDA12_RELEASES[@]}"; do
+    # shellcheck disable=SC2086  # the options are meant to split
+    if ! "$PYTHON" -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
+           --platform manylinux1_x86_64 --platform manylinux2014_x86_64 \
+           --platform manylinux_2_17_x86_64 --platform manylinux_2_25_x86_64 \
+           --disable-pip-version-check ${PYPROF_PACK_PIP_ARGS:-} -d "$tmp/$release" \
+           "nvidia-cuda-cupti-cu12==$release" "nvidia-cuda-runtime-cu12==$release" \
+           >"$tmp/pip.log" 2>&1; then
+      tail -n 5 "$tmp/pip.log" >&2
+      echo "gpu-check --pack: pip download of the CUDA $release wheels failed" >&2
+      rm -rf "$tmp"; return 1
+    fi
+    # The two libraries (and the 12.0 runtime's headers, to build with) out of the wheels.
+    "$PYTHON" - "$tmp/$release" "$dir/$release" "$tmp/include-$release" <<'PYEOF' || { rm -rf "$tmp"; return 1; }
+import glob, os, shutil, sys, zipfile
+wheels, out, include = sys.argv[1:]
+wanted = {"nvidia/cuda_cupti/lib/libcupti.so.12", "nvidia/cuda_runtime/lib/libcudart.so.12"}
+found = set()
+for path in glob.glob(os.path.join(wheels, "*.whl")):
+    with zipfile.ZipFile(path) as whl:
+        for member in whl.namelist():
+            if member in wanted:
+                os.makedirs(os.path.join(out, os.path.dirname(member)), exist_ok=True)
+                with whl.open(member) as src, open(os.path.join(out, member), "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+                found.add(member)
+            elif member.startswith("nvidia/cuda_runtime/include/"):
+                target = os.path.join(include, member[len("nvidia/cuda_runtime/include/"):])
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                with whl.open(member) as src, open(target, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+missing = wanted - found
+if missing:
+    sys.exit(f"gpu-check --pack: not in the wheels of {wheels}: {', '.join(sorted(missing))}")
+PYEOF
+  done
+  if ! support=$(cuda_support_include); then
+    echo "gpu-check --pack: no include folder with crt/host_defines.h and nvtx3/ (a CUDA toolkit," \
+         "or pip's nvidia-cuda-crt and nvidia-nvtx): cannot build the CUDA 12 program" >&2
+    rm -rf "$tmp"; return 1
+  fi
+  local first=${CUDA12_RELEASES[0]}
+  if ! ${CXX:-g++} -std=c++17 -O2 -Wall -Wextra -o "$dir/cuda12_capture_app" \
+         csrc/collect/testing/cuda12_capture_app.cpp -I "$tmp/include-$first" -I "$support" \
+         -L "$dir/$first/nvidia/cuda_runtime/lib" -l:libcudart.so.12 -ldl \
+         -static-libstdc++ -static-libgcc; then
+    echo "gpu-check --pack: building cuda12_capture_app failed" >&2
+    rm -rf "$tmp"; return 1
+  fi
+  {
+    for release in "${CUDA12_RELEASES[@]}"; do
+      echo "cuda12 $release: $(cd "$dir/$release" && find . -name 'lib*.so.12' | sort | paste -sd' ')"
+    done
+    echo "cuda12 cuda12_capture_app: g++ against CUDA $first's runtime headers (+ $support)"
+  } >"$dir/MANIFEST"
+  rm -rf "$tmp"
 }
 
 # ---- run mode ------------------------------------------------------------------------------
@@ -135,7 +227,8 @@ mkdir -p "$OUT_DIR" || exit 2
 OUT_DIR=$(cd "$OUT_DIR" && pwd)
 LOG=$OUT_DIR/gpu-check.log
 # A skipped phase must not leave an earlier run's output to be reported or published as this one's.
-rm -f "$OUT_DIR"/{build,smoke,report,tests,overhead}.log "$OUT_DIR"/{rows.md,facts.json,tests.xml} \
+rm -f "$OUT_DIR"/{build,smoke,report,tests,cuda12,overhead}.log \
+      "$OUT_DIR"/{rows.md,facts.json,tests.xml,cuda12.xml} \
       "$OUT_DIR"/nvidia-smi.txt "$OUT_DIR"/smoke.{sqlite,dict} "$OUT_DIR"/smoke-prof.txt \
       "$OUT_DIR"/smoke.{html,trace.json.gz,ranges.dict,reparsed.dict} \
       "$OUT_DIR"/smoke-{roofline.txt,peaks.jsonl} "$OUT_DIR"/peaks.json
@@ -277,6 +370,7 @@ if ! skipped build; then
     say "gpu-check: the build failed: nothing else can run"
     skipped smoke || SKIP+=",smoke"; skipped report || SKIP+=",report"
     skipped tests || SKIP+=",tests"; skipped overhead || SKIP+=",overhead"
+    skipped cuda12 || SKIP+=",cuda12"
   fi
 fi
 
@@ -394,11 +488,21 @@ if ((HAVE_GPU)); then
     run_phase tests 450 $PYTHON -m pytest tests/test_gpu_capture.py tests/test_gpu_compile.py \
       -v -rP -p no:cacheprovider --junitxml="$OUT_DIR/tests.xml"
   fi
+  # A CUDA 12 program under pyprof profile, with the packed CUDA 12 releases (issue 32).
+  if ! skipped cuda12; then
+    if [ -x "${DEPS:-}/cuda12/cuda12_capture_app" ]; then
+      export PYPROF_CUDA12_PACK="$DEPS/cuda12"
+      run_phase cuda12 180 $PYTHON -m pytest \
+        tests/test_gpu_cuda12.py -v -rP -p no:cacheprovider --junitxml="$OUT_DIR/cuda12.xml"
+    else
+      say ""; say "== cuda12: skipped: no ${DEPS:-<--deps>}/cuda12/cuda12_capture_app (--pack makes it)"
+    fi
+  fi
   if ! skipped overhead; then
     run_phase overhead 240 $PYTHON benchmarks/gpu_overhead.py --runs "$RUNS" --steps 20
   fi
 else
-  say ""; say "== no CUDA device visible: tests/test_gpu_capture.py and the overhead benchmark skipped"
+  say ""; say "== no CUDA device visible: tests/test_gpu_capture.py, the CUDA 12 capture and the overhead benchmark skipped"
   ((CPU_OK)) || FAILED+=("no-gpu")
 fi
 

@@ -5,8 +5,9 @@ docs/gpu-validation.md's result tables, ready to paste.
     python scripts/gpu_check_report.py gpu-check-out
 
 Reads facts.json and nvidia-smi.txt (the machine), tests.xml and tests.log (pytest -rP output of
-tests/test_gpu_capture.py), overhead.log (benchmarks/gpu_overhead.py's table) and report.log
-(the report phase's "check NAME: ..." lines). A phase that did not run is said to be missing
+tests/test_gpu_capture.py), overhead.log (benchmarks/gpu_overhead.py's table), report.log
+(the report phase's "check NAME: ..." lines) and cuda12.xml and cuda12.log (pytest -rP output of
+tests/test_gpu_cuda12.py: its "cuda12 RELEASE: ..." lines). A phase that did not run is said to be missing
 rather than left blank.
 
 Two helpers the report phase runs (their lines land in report.log):
@@ -53,9 +54,9 @@ def machine(out: str) -> tuple[str, str]:
     return f"{gpu}{driver}", f"torch {torch}, CUDA {facts.get('cuda') or '-'}"
 
 
-def test_result(out: str) -> str:
+def test_result(out: str, junit: str = "tests.xml") -> str:
     """'9 passed, 1 failed (test_x)' from the JUnit file pytest wrote."""
-    path = os.path.join(out, "tests.xml")
+    path = os.path.join(out, junit)
     if not os.path.exists(path):
         return "not run"
     try:
@@ -212,6 +213,26 @@ def report_rows(out: str, date: str, gpu: str) -> None:
         print(f"| {date} | {text} |")
 
 
+def cuda12_rows(out: str, date: str, gpu: str) -> None:
+    """One row per packed CUDA 12 release: what the cuda12 phase's tests printed about it."""
+    print("CUDA 12 (fifth table):")
+    by_release: dict[str, list[str]] = {}
+    for line in read(os.path.join(out, "cuda12.log")).splitlines():
+        match = re.match(r"cuda12 (\d+\.\d+\.\d+)( client-first)?: (.*)$", line)
+        if match:
+            text = ("client-first: " if match.group(2) else "") + match.group(3).strip()
+            texts = by_release.setdefault(match.group(1), [])
+            if text not in texts:
+                texts.append(text.replace("|", "/"))
+    result = test_result(out, "cuda12.xml")
+    if not by_release:
+        print(f"(the cuda12 phase did not run: {result})")
+        return
+    for release, texts in sorted(by_release.items()):
+        print(f"| {date} | {gpu} | CUDA {release} (pip's libcudart.so.12 and libcupti.so.12), "
+              f"cuda12_capture_app | {result} | {'; '.join(texts)} |")
+
+
 def main(argv: list[str]) -> int:
     if len(argv) == 3 and argv[0] == "records":
         text, equal = records_check(argv[1], argv[2])
@@ -250,6 +271,8 @@ def main(argv: list[str]) -> int:
         print(note)
     print()
     report_rows(out, date, gpu)
+    print()
+    cuda12_rows(out, date, gpu)
     return 0
 
 

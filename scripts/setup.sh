@@ -76,6 +76,41 @@ if ! { ls /usr/local/cuda*/include/cupti_activity.h || ls /usr/local/cuda*/extra
          "nvidia-cuda-cupti==13.0.*" "nvidia-cuda-runtime==13.0.*" "nvidia-cuda-crt==13.0.*"
 fi
 
+# CUPTI 12 headers, for the tests of the collector's CUDA 12 record layout only (the collector
+# defines those records itself, csrc/collect/cupti12_records.h, and builds without them): pip's
+# nvidia-cuda-cupti-cu12, 12.8 or newer (its headers define every record version of 12.0-12.9).
+# One already installed (a CUDA 12 torch depends on its own) is never replaced: when it is older,
+# 12.9's headers go beside the build instead, in build/cupti12-headers.
+if [ "${PYPROF_BUILD_TESTS:-0}" = 1 ] && [ -z "${PYPROF_CUPTI12_INCLUDE_DIR:-}" ]; then
+  cupti12_api=$($PYTHON - <<'PYEOF' 2>/dev/null || echo 0
+import os, re
+try:
+    import nvidia
+    paths = list(nvidia.__path__)
+except ImportError:
+    paths = []
+for p in paths:
+    header = os.path.join(p, "cuda_cupti", "include", "cupti_version.h")
+    if os.path.exists(header):
+        print(re.search(r"#define CUPTI_API_VERSION (\d+)", open(header).read()).group(1))
+        break
+else:
+    print(0)
+PYEOF
+)
+  if [ "$cupti12_api" = 0 ]; then
+    echo "setup: pip install nvidia-cuda-cupti-cu12 (CUPTI 12 headers for the collector's tests)"
+    $PYTHON -m pip install -q --disable-pip-version-check --root-user-action=ignore --no-deps \
+      "nvidia-cuda-cupti-cu12==12.9.*"
+  elif [ "$cupti12_api" -lt 26 ]; then
+    echo "setup: the installed nvidia-cuda-cupti-cu12 is older than 12.8 (CUPTI API $cupti12_api);" \
+         "12.9's headers go to build/cupti12-headers for the collector's tests"
+    $PYTHON -m pip install -q --disable-pip-version-check --root-user-action=ignore --no-deps \
+      --upgrade --target build/cupti12-headers "nvidia-cuda-cupti-cu12==12.9.*"
+    export PYPROF_CUPTI12_INCLUDE_DIR="$PWD/build/cupti12-headers/nvidia/cuda_cupti/include"
+  fi
+fi
+
 echo "setup: building pyprof (build/, tests=${PYPROF_BUILD_TESTS:-0})"
 PYPROF_BUILD_TESTS=${PYPROF_BUILD_TESTS:-0} $PYTHON -m pip install -q --disable-pip-version-check --root-user-action=ignore \
   --no-build-isolation --no-deps -e .

@@ -240,6 +240,46 @@ def test_report_rows_for_the_report_phase(tmp_path):
                                   "| 70.8 % |")
 
 
+def test_report_rows_for_the_cuda12_phase(tmp_path):
+    """The fifth table: one row per packed CUDA 12 release, from the lines
+    tests/test_gpu_cuda12.py prints (-rP; pytest repeats them, the row lists each once) and its
+    JUnit file."""
+    (tmp_path / "nvidia-smi.txt").write_text("NVIDIA H200, 580.159.04, 143771 MiB\n")
+    (tmp_path / "cuda12.xml").write_text(
+        '<?xml version="1.0"?><testsuites><testsuite name="pytest">'
+        '<testcase name="test_a[12.0.146]"/><testcase name="test_a[12.9.79]"/>'
+        '</testsuite></testsuites>')
+    status = ("on: CUPTI API version 28, CUDA 12.9 (/p/12.9.79/nvidia/cuda_cupti/lib/"
+              "libcupti.so.12), CUDA 12 records")
+    (tmp_path / "cuda12.log").write_text(
+        f"cuda12 12.9.79: {status}; cudart 12090, driver 13000, NVIDIA H200\n"
+        "cuda12 12.0.146: kernels 10/10 recorded with their launch call (cuLaunchKernel 4, "
+        "cudaGraphLaunch 6), 10/10 inside their range; graph replays with their node 6\n"
+        "cuda12 12.9.79 client-first: subscribe 0, exit 0, result ok; a | b\n"
+        f"cuda12 12.9.79: {status}; cudart 12090, driver 13000, NVIDIA H200\n")
+    res = subprocess.run([sys.executable, REPORT, str(tmp_path)], capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    at = lines.index("CUDA 12 (fifth table):")
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[at + 1:at + 3]]
+    assert [row[1:4] for row in rows] == [
+        ["NVIDIA H200, driver 580.159.04", "CUDA 12.0.146 (pip's libcudart.so.12 and "
+         "libcupti.so.12), cuda12_capture_app", "2 passed"],
+        ["NVIDIA H200, driver 580.159.04", "CUDA 12.9.79 (pip's libcudart.so.12 and "
+         "libcupti.so.12), cuda12_capture_app", "2 passed"]]
+    assert rows[0][4].startswith("kernels 10/10 recorded with their launch call")
+    assert rows[1][4] == (f"{status}; cudart 12090, driver 13000, NVIDIA H200; client-first: "
+                          "subscribe 0, exit 0, result ok; a / b")
+
+    # Without the phase: said so, not left blank.
+    for name in ("cuda12.log", "cuda12.xml"):
+        (tmp_path / name).unlink()
+    res = subprocess.run([sys.executable, REPORT, str(tmp_path)], capture_output=True,
+                         text=True, timeout=60)
+    assert "(the cuda12 phase did not run: not run)" in res.stdout
+
+
 def test_records_helper_compares_kinds(tmp_path):
     header = '{"pyprof_dict":1,"format":"pyprof"}\n'
     a, b = tmp_path / "a.dict", tmp_path / "b.dict"
@@ -334,9 +374,11 @@ def test_pack_gathers_debs_and_wheels_without_network(tmp_path):
     # An earlier pack's wheel: gone after this one.
     (pack / "wheels").mkdir(parents=True)
     dummy_wheel(pack / "wheels", "plotly", "0.0.0")
+    # The CUDA 12 libraries and program (pack_cuda12) need NVIDIA's real wheels: left out here.
     env = testlib.pyprof_env({"PYTHON": sys.executable,
                               "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-                              "PYPROF_PACK_PIP_ARGS": f"--no-index --find-links {mirror}"})
+                              "PYPROF_PACK_PIP_ARGS": f"--no-index --find-links {mirror}",
+                              "PYPROF_PACK_CUDA12": "0"})
     res = subprocess.run(["bash", GPU_CHECK, "--pack", str(pack)], capture_output=True,
                          text=True, timeout=300, env=env, cwd=testlib.ROOT)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "collector.h"
+#include "cupti_tracer.h"
 #include "diagnostics.h"
 #include "pyprof_collect.h"
 #include "session_metadata.h"
@@ -19,6 +20,11 @@ extern "C" int pyprof_collect_shutdown(void) {
 extern "C" const char* pyprof_collect_output_path(void) {
   pyprof::collect::Collector* collector = pyprof::collect::Collector::instance();
   return collector != nullptr ? collector->output_path() : nullptr;
+}
+
+extern "C" int pyprof_collect_cupti_request(const char* tool) {
+  if (tool == nullptr || *tool == '\0') return 0;
+  return pyprof::collect::CuptiTracer::announce_other_client(tool);
 }
 
 extern "C" int pyprof_collect_write_empty(const char* path, const char* note) {

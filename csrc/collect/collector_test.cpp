@@ -580,10 +580,11 @@ TEST(CollectorLibrary, ExportsOnlyTheCApi) {
     if (!symbol.empty()) symbols.insert(symbol);
   }
   pclose(pipe);
-  EXPECT_EQ(symbols, (std::set<std::string>{"InitializeInjectionNvtx2", "InitializeInjection",
-                                            "pyprof_collect_shutdown", "pyprof_collect_output_path",
-                                            "pyprof_collect_write_empty",
-                                            "pyprof_collect_database_finished"}));
+  EXPECT_EQ(symbols,
+            (std::set<std::string>{"InitializeInjectionNvtx2", "InitializeInjection",
+                                   "pyprof_collect_shutdown", "pyprof_collect_output_path",
+                                   "pyprof_collect_write_empty", "pyprof_collect_database_finished",
+                                   "pyprof_collect_cupti_request"}));
 }
 
 TEST(CollectorLibrary, WriteEmptyThroughTheCApi) {

@@ -3,53 +3,15 @@
 #include <dlfcn.h>
 #include <link.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <string_view>
 #include <vector>
 
 #include "common/env_vars.h"
+#include "cupti_search.h"
 
 namespace pyprof::collect {
 namespace {
-
-constexpr const char* kSoname = "libcupti.so.13";
-
-// Directories of loaded CUDA runtime libraries: pip's CUDA 13 wheels put libcupti beside them.
-std::vector<std::string> loaded_cuda_library_dirs() {
-  std::vector<std::string> dirs;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) {
-        const std::string_view path = info->dlpi_name != nullptr ? info->dlpi_name : "";
-        const size_t slash = path.rfind('/');
-        if (slash == std::string_view::npos) return 0;
-        const std::string_view file = path.substr(slash + 1);
-        if (file.starts_with("libcudart.so") || file.starts_with("libcublas.so")) {
-          static_cast<std::vector<std::string>*>(data)->emplace_back(path.substr(0, slash));
-        }
-        return 0;
-      },
-      &dirs);
-  return dirs;
-}
-
-std::vector<std::string> candidate_paths() {
-  std::vector<std::string> paths = {kSoname};
-  for (const std::string& dir : loaded_cuda_library_dirs()) paths.push_back(dir + "/" + kSoname);
-  std::vector<std::string> roots;
-  for (const char* variable : {"CUDA_HOME", "CUDA_PATH"}) {
-    if (const char* root = std::getenv(variable); root != nullptr && *root) roots.push_back(root);
-  }
-  roots.push_back("/usr/local/cuda");
-  roots.push_back("/usr/local/cuda-13.0");
-  for (const std::string& root : roots) {
-    for (const char* sub : {"/extras/CUPTI/lib64/", "/lib64/", "/lib/",
-                            "/targets/x86_64-linux/lib/", "/targets/sbsa-linux/lib/"}) {
-      paths.push_back(root + sub + kSoname);
-    }
-  }
-  return paths;
-}
 
 template <typename F>
 bool resolve(void* handle, const char* name, F& function, bool required, std::string* missing) {
@@ -67,7 +29,6 @@ bool resolve_all(CuptiApi& api, std::string* missing) {
   ok &= resolve(h, "cuptiGetVersion", api.GetVersion, true, missing);
   ok &= resolve(h, "cuptiGetResultString", api.GetResultString, true, missing);
   ok &= resolve(h, "cuptiSubscribe", api.Subscribe, true, missing);
-  ok &= resolve(h, "cuptiSubscribe_v2", api.Subscribe_v2, false, missing);
   ok &= resolve(h, "cuptiUnsubscribe", api.Unsubscribe, true, missing);
   ok &= resolve(h, "cuptiEnableCallback", api.EnableCallback, true, missing);
   ok &= resolve(h, "cuptiGetCallbackName", api.GetCallbackName, true, missing);
@@ -81,8 +42,6 @@ bool resolve_all(CuptiApi& api, std::string* missing) {
   ok &= resolve(h, "cuptiActivityGetNextRecord", api.ActivityGetNextRecord, true, missing);
   ok &= resolve(h, "cuptiActivityGetNumDroppedRecords", api.ActivityGetNumDroppedRecords, true,
                 missing);
-  ok &= resolve(h, "cuptiActivityEnableRuntimeApi", api.ActivityEnableRuntimeApi, false, missing);
-  ok &= resolve(h, "cuptiActivityEnableDriverApi", api.ActivityEnableDriverApi, false, missing);
   ok &= resolve(h, "cuptiGetGraphNodeId", api.GetGraphNodeId, false, missing);
   ok &= resolve(h, "cuptiGetGraphId", api.GetGraphId, false, missing);
   return ok;
@@ -97,6 +56,55 @@ std::string loaded_path(void* handle, const std::string& fallback) {
   return fallback;
 }
 
+// "CUDA 12.4" for 12040.
+std::string cuda_of_driver(int driver_version) {
+  return "CUDA " + std::to_string(driver_version / 1000) + "." +
+         std::to_string(driver_version % 1000 / 10);
+}
+
+// What to install for a program whose CUDA runtime is `major`.
+std::string what_to_install(int major) {
+  if (major == 12) {
+    return "install the libcupti of the program's CUDA 12 (pip install nvidia-cuda-cupti-cu12, "
+           "which torch's CUDA 12 builds depend on, or a CUDA 12 toolkit)";
+  }
+  if (major >= 13) {
+    return "install the libcupti of the program's CUDA " + std::to_string(major) +
+           " (pip install nvidia-cuda-cupti, which torch's CUDA " + std::to_string(major) +
+           " builds depend on, or a CUDA " + std::to_string(major) + " toolkit)";
+  }
+  return "install the libcupti of the program's CUDA (pip's nvidia-cuda-cupti-cu12 or "
+         "nvidia-cuda-cupti, or a CUDA toolkit)";
+}
+
+// Why `api`, just loaded, cannot serve this process; empty when it can. Sets api.layout.
+std::string refusal(CuptiApi& api, const ProcessCuda& process) {
+  const std::string found = api.path + " (CUPTI API version " + std::to_string(api.version) + ", " +
+                            cuda_release_of_api_version(api.version) + ")";
+  const std::optional<CuptiLayout> layout = layout_for_api_version(api.version);
+  const bool cuda11_file = soname_major(api.path, "libcupti") == 11;
+  if (!layout || cuda11_file) {
+    return found + " is CUDA 11's or older; pyprof reads the records of CUDA 12 and 13 " +
+           "(docs/install.md): run a torch built for CUDA 12 or 13";
+  }
+  api.layout = *layout;
+  const int cupti_major = cuda_major_of_api_version(api.version);
+  if (process.runtime_major > cupti_major) {
+    return found + " is older than the program's CUDA " + std::to_string(process.runtime_major) +
+           " runtime (" + process.cudart + "); " + what_to_install(process.runtime_major) +
+           ", or name it in " + env::kCuptiLibrary;
+  }
+  if (const int driver_major = process.driver_version / 1000;
+      driver_major > 0 && cupti_major > driver_major) {
+    return found + " needs a driver for CUDA " + std::to_string(cupti_major) +
+           ", and this driver runs " + cuda_of_driver(process.driver_version) + ": " +
+           (driver_major >= 12 ? what_to_install(driver_major) + ", or update the NVIDIA driver"
+                               : std::string("update the NVIDIA driver (CUDA 12 needs r525 or "
+                                             "newer, CUDA 13 r580 or newer)"));
+  }
+  return {};
+}
+
 }  // namespace
 
 const char* CuptiApi::result_name(CUptiResult result) const {
@@ -107,10 +115,24 @@ const char* CuptiApi::result_name(CUptiResult result) const {
   return name;
 }
 
+std::string CuptiApi::describe() const {
+  return "CUPTI API version " + std::to_string(version) + ", " +
+         cuda_release_of_api_version(version) + " (" + path + ")";
+}
+
 std::optional<CuptiApi> load_cupti(const std::optional<std::string>& explicit_path,
                                    std::string* error) {
+  error->clear();
+  const ProcessCuda process = inspect_process_cuda();
+  if (!explicit_path && process.runtime_major > 0 && process.runtime_major < 12) {
+    *error = "this program runs CUDA " + std::to_string(process.runtime_major) + " (" +
+             process.cudart +
+             "); pyprof records CUDA kernels with CUDA 12 and 13 only "
+             "(docs/install.md): run a torch built for CUDA 12 or 13, or use Nsight Systems";
+    return std::nullopt;
+  }
   const std::vector<std::string> paths =
-      explicit_path ? std::vector<std::string>{*explicit_path} : candidate_paths();
+      explicit_path ? std::vector<std::string>{*explicit_path} : cupti_candidates(process);
   std::string first_error;
   for (const std::string& path : paths) {
     // RTLD_LOCAL: CUPTI's symbols stay out of the global namespace of the application.
@@ -124,28 +146,45 @@ std::optional<CuptiApi> load_cupti(const std::optional<std::string>& explicit_pa
     }
     CuptiApi api;
     api.handle = handle;
-    api.path = loaded_path(handle, path);
+    // The candidate as tried when it is a path (a link keeps the name that matched); the file
+    // the loader found for a bare soname.
+    api.path = path.find('/') != std::string::npos ? path : loaded_path(handle, path);
+    api.driver_version = process.driver_version;
     std::string missing;
     if (!resolve_all(api, &missing)) {
-      *error = api.path + " lacks " + missing + " (not a CUDA 13 libcupti)";
-      return std::nullopt;
-    }
-    if (api.GetVersion(&api.version) != CUPTI_SUCCESS) {
+      *error = api.path + " lacks " + missing + " (not a libcupti pyprof can use)";
+    } else if (api.GetVersion(&api.version) != CUPTI_SUCCESS) {
       *error = api.path + ": cuptiGetVersion failed";
+    } else {
+      *error = refusal(api, process);
+    }
+    if (!error->empty()) {
+      dlclose(handle);  // unused: only drops our reference when the program holds it too
       return std::nullopt;
     }
-    if (api.version < CUPTI_API_VERSION) {
-      *error = api.path + " has CUPTI API version " + std::to_string(api.version) +
-               ", older than the " + std::to_string(CUPTI_API_VERSION) +
-               " (CUDA 13.0) this collector was built for";
-      return std::nullopt;
+    // cuptiSubscribe_v2 appeared in CUDA 13; a CUDA 12 library has none to call.
+    if (api.layout == CuptiLayout::kCuda13) {
+      api.Subscribe_v2 =
+          reinterpret_cast<decltype(api.Subscribe_v2)>(dlsym(handle, "cuptiSubscribe_v2"));
     }
     return api;
   }
-  *error = explicit_path ? std::string("cannot load ") + env::kCuptiLibrary + "=" + *explicit_path +
-                               ": " + first_error
-                         : std::string("no libcupti.so.13 found (") + first_error + "); set " +
-                               env::kCuptiLibrary + " to its path";
+  if (explicit_path) {
+    *error = std::string("cannot load ") + env::kCuptiLibrary + "=" + *explicit_path + ": " +
+             first_error;
+    return std::nullopt;
+  }
+  std::string names;
+  for (const int major : wanted_cuda_majors(process)) {
+    names += (names.empty() ? "libcupti.so." : " or libcupti.so.") + std::to_string(major);
+  }
+  const int major = process.runtime_major;
+  *error = "no " + names + " found" +
+           (major > 0 ? " for the program's CUDA " + std::to_string(major) + " runtime (" +
+                            process.cudart + ")"
+                      : std::string()) +
+           " (" + first_error + "): " + what_to_install(major) + ", or set " + env::kCuptiLibrary +
+           " to its path";
   return std::nullopt;
 }
 

@@ -1,9 +1,13 @@
 // The CUPTI functions the collector calls, resolved at run time from a dlopen'ed libcupti.
 //
 // Nothing links against CUDA: libpyprof_collect.so must load (and record NVTX) on machines
-// without a GPU or a CUDA toolkit. The CUDA 13.0 headers only give the signatures and record
-// layouts; load_cupti() refuses a libcupti older than those headers, because its records would
-// be laid out differently (a newer one only appends fields, which we do not read).
+// without a GPU or a CUDA toolkit. The CUDA 13 headers give the signatures, which CUDA 12's
+// libcupti shares (cupti_abi_checks.h); the record layout is the loaded library's own, told
+// from its cuptiGetVersion() (cupti_layout.h).
+//
+// Which libcupti: the one that matches the program's CUDA runtime (cupti_search.h). One that
+// cannot serve (CUDA 11's, one older than the program's runtime, one newer than the driver) is
+// refused with a sentence saying what was found and what to install.
 #pragma once
 
 #include <cupti.h>
@@ -11,17 +15,21 @@
 #include <optional>
 #include <string>
 
+#include "cupti_layout.h"
+
 namespace pyprof::collect {
 
 struct CuptiApi {
   void* handle = nullptr;
   std::string path;      // the file dlopen() resolved, for messages and metadata
   uint32_t version = 0;  // cuptiGetVersion()
+  CuptiLayout layout = CuptiLayout::kCuda13;
+  int driver_version = 0;  // cuDriverGetVersion() (12040: CUDA 12.4); 0 when unknown
 
   decltype(&cuptiGetVersion) GetVersion = nullptr;
   decltype(&cuptiGetResultString) GetResultString = nullptr;
   decltype(&cuptiSubscribe) Subscribe = nullptr;
-  decltype(&cuptiSubscribe_v2) Subscribe_v2 = nullptr;  // optional (13.0+)
+  decltype(&cuptiSubscribe_v2) Subscribe_v2 = nullptr;  // CUDA 13 only: null for CUDA 12
   decltype(&cuptiUnsubscribe) Unsubscribe = nullptr;
   decltype(&cuptiEnableCallback) EnableCallback = nullptr;
   decltype(&cuptiGetCallbackName) GetCallbackName = nullptr;
@@ -33,19 +41,18 @@ struct CuptiApi {
   decltype(&cuptiActivityFlushAll) ActivityFlushAll = nullptr;
   decltype(&cuptiActivityGetNextRecord) ActivityGetNextRecord = nullptr;
   decltype(&cuptiActivityGetNumDroppedRecords) ActivityGetNumDroppedRecords = nullptr;
-  decltype(&cuptiActivityEnableRuntimeApi) ActivityEnableRuntimeApi = nullptr;  // optional
-  decltype(&cuptiActivityEnableDriverApi) ActivityEnableDriverApi = nullptr;    // optional
-  decltype(&cuptiGetGraphNodeId) GetGraphNodeId = nullptr;                      // optional
-  decltype(&cuptiGetGraphId) GetGraphId = nullptr;                              // optional
+  decltype(&cuptiGetGraphNodeId) GetGraphNodeId = nullptr;  // optional
+  decltype(&cuptiGetGraphId) GetGraphId = nullptr;          // optional
 
   // "CUPTI_ERROR_..." for a result code (never null).
   const char* result_name(CUptiResult result) const;
+  // "CUPTI API version 28, CUDA 12.9 (/path/libcupti.so.12)", for the status and messages.
+  std::string describe() const;
 };
 
-// Loads libcupti: `explicit_path` when given (PYPROF_CUPTI_LIBRARY), else the first of
-// libcupti.so.13 by soname (already loaded by torch, LD_LIBRARY_PATH, ld.so.cache), next to a
-// loaded libcudart (pip's nvidia/cu13/lib), and the CUDA toolkit under $CUDA_HOME, $CUDA_PATH
-// and /usr/local/cuda. Returns nullopt and one sentence in *error when none is usable.
+// Loads libcupti: `explicit_path` when given (PYPROF_CUPTI_LIBRARY), else the one that matches
+// the program's CUDA runtime (cupti_search.h). Returns nullopt and one sentence in *error, which
+// names what was found and what to install, when none can serve.
 std::optional<CuptiApi> load_cupti(const std::optional<std::string>& explicit_path,
                                    std::string* error);
 

@@ -7,6 +7,7 @@
 
 #include "clock.h"
 #include "common/nsys_schema.h"
+#include "cupti_abi_checks.h"  // what this file takes from the CUDA 13 headers holds for CUDA 12
 #include "diagnostics.h"
 
 namespace pyprof::collect {
@@ -67,6 +68,11 @@ const char* kind_name(CUpti_ActivityKind kind) {
 // one is authoritative while it runs on this thread.
 thread_local bool t_in_runtime_profiler_call = false;
 
+// Other CUPTI clients the program announced (pyprof_collect_cupti_request): the last one that
+// came before this collector held CUPTI is the likely holder when its subscription fails.
+std::mutex g_clients_mutex;
+std::string g_announced_client;
+
 }  // namespace
 
 void CuptiTracer::start(Collector& collector) noexcept {
@@ -91,7 +97,33 @@ void CuptiTracer::set_status(std::string status) {
 
 std::string CuptiTracer::status() const {
   std::lock_guard lock(status_mutex_);
-  return status_;
+  if (refused_clients_.empty()) return status_;
+  return status_ + "; CUPTI refused to " + refused_clients_ + ", which asked for it later";
+}
+
+int CuptiTracer::announce_other_client(const std::string& tool) noexcept {
+  try {
+    CuptiTracer* tracer = instance_.load();
+    if (tracer == nullptr || !tracer->holds_cupti_.load()) {
+      std::lock_guard lock(g_clients_mutex);
+      g_announced_client = tool;
+      return 0;
+    }
+    {
+      std::lock_guard lock(tracer->status_mutex_);
+      const std::string listed = ", " + tracer->refused_clients_ + ",";
+      if (listed.find(", " + tool + ",") != std::string::npos) return 1;  // said once already
+      tracer->refused_clients_ += (tracer->refused_clients_.empty() ? "" : ", ") + tool;
+    }
+    print_line(
+        "%s asked for CUDA activity, but pyprof profile holds CUPTI, which serves one client "
+        "per process: %s records no GPU events in this run (pyprof's database has the "
+        "kernels); to give it CUPTI, run `pyprof profile --no-cuda-trace` (NVTX ranges only)",
+        tool.c_str(), tool.c_str());
+    return 1;
+  } catch (...) {
+    return 0;
+  }
 }
 
 bool CuptiTracer::attach() {
@@ -103,13 +135,23 @@ bool CuptiTracer::attach() {
   }
   const CuptiApi& api = *api_;
   const auto failed = [&](const char* call, CUptiResult result) {
-    set_status(std::string("off: ") + call + " failed with " + api.result_name(result) + " (" +
-               api.path + ")");
+    std::string status = std::string("off: ") + call + " failed with " + api.result_name(result) +
+                         " (" + api.describe() + ")";
+    if (api.driver_version > 0) {
+      // The usual cause when nothing else is wrong: a libcupti newer than the driver.
+      status += "; the driver runs CUDA " + std::to_string(api.driver_version / 1000) + "." +
+                std::to_string(api.driver_version % 1000 / 10) +
+                ": a libcupti of that release, or a newer driver, may be needed";
+    } else {
+      status += "; no NVIDIA driver answered (libcuda.so.1 not loaded)";
+    }
+    set_status(std::move(status));
     return false;
   };
 
-  // The subscriber is the CUDA 13.0 lock on CUPTI: only one tool may hold it. If torch.profiler,
-  // Nsight Systems or Nsight Compute has it, enabling activity kinds would steal its buffers.
+  // The subscriber is CUPTI's lock (CUDA 12 and 13): only one tool may hold it. If
+  // torch.profiler, Nsight Systems or Nsight Compute has it, enabling activity kinds would steal
+  // its buffers. The first client keeps CUPTI; the other records without it (docs/install.md).
   char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
   CUptiResult result;
   if (api.Subscribe_v2 != nullptr) {
@@ -123,10 +165,16 @@ bool CuptiTracer::attach() {
     result = api.Subscribe(&subscriber_, &CuptiTracer::api_callback, this);
   }
   if (result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-    const std::string holder = other[0] != '\0' ? other : "another tool";
+    std::string holder = other;  // CUDA 13 names the holder; CUDA 12 does not
+    if (holder.empty()) {
+      std::lock_guard lock(g_clients_mutex);
+      holder = g_announced_client;
+    }
+    if (holder.empty()) holder = "another tool (torch.profiler, Nsight Systems, Nsight Compute?)";
     set_status("off: CUPTI is already in use by " + holder +
-               " (CUDA 13.0 allows one CUPTI client per process); NVTX ranges were recorded, "
-               "CUDA kernels were not");
+               " (CUPTI serves one client per process); NVTX ranges were recorded, CUDA kernels "
+               "were not: the kernels are in " +
+               holder + "'s own trace");
     return false;
   }
   if (result != CUPTI_SUCCESS) return failed("cuptiSubscribe", result);
@@ -176,7 +224,7 @@ bool CuptiTracer::attach() {
         const char* name = nullptr;
         return api_pointer->GetCallbackName(domain, cbid, &name) == CUPTI_SUCCESS ? name : nullptr;
       },
-      static_cast<uint32_t>(collector_.pid()));
+      static_cast<uint32_t>(collector_.pid()), api.layout);
   // Device facts help prof but attribution does not need them: a failure is only noted.
   for (const CUpti_ActivityKind kind : kDescriptionKinds) {
     if ((result = api.ActivityEnable(kind)) != CUPTI_SUCCESS) {
@@ -187,8 +235,9 @@ bool CuptiTracer::attach() {
     }
   }
   attached_ = true;
+  holds_cupti_.store(true);
   if (!collector_.config().capture_range_cuda_profiler && !enable_gpu_kinds(true)) return false;
-  set_status("on: CUPTI API version " + std::to_string(api.version) + " (" + api.path + ")" +
+  set_status("on: " + api.describe() + ", " + layout_name(api.layout) + " records" +
              (collector_.config().capture_range_cuda_profiler
                   ? ", between cudaProfilerStart() and cudaProfilerStop()"
                   : "") +

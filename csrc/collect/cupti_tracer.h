@@ -27,6 +27,12 @@ class CuptiTracer final : public GpuTraceSource {
   // recording goes on.
   static void start(Collector& collector) noexcept;
 
+  // The program says that `tool` (torch.profiler) is about to ask CUPTI for CUDA activity
+  // (pyprof_collect_cupti_request). Returns 1 when this collector holds CUPTI: the tool will get
+  // none, and one line says so and what to do; 0 otherwise (its name is kept for the message
+  // should this collector's own subscription fail later).
+  static int announce_other_client(const std::string& tool) noexcept;
+
   void flush_for_exit() noexcept override;
   std::string status() const override;
   void fill_stats(CollectorStats& stats) const noexcept override;
@@ -56,6 +62,7 @@ class CuptiTracer final : public GpuTraceSource {
   std::unique_ptr<ActivityConverter> converter_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
   bool attached_ = false;
+  std::atomic<bool> holds_cupti_{false};  // subscribed: no other client can have CUPTI
   std::atomic<bool> flushed_{false};
   std::mutex kinds_mutex_;
   bool gpu_kinds_enabled_ = false;
@@ -64,6 +71,7 @@ class CuptiTracer final : public GpuTraceSource {
 
   mutable std::mutex status_mutex_;
   std::string status_ = "off: CUPTI was not started";
+  std::string refused_clients_;  // "torch.profiler": clients that asked for CUPTI while we held it
 
   std::atomic<uint64_t> records_{0};
   std::atomic<uint64_t> dropped_{0};  // CUPTI's count, which includes buffers we refused

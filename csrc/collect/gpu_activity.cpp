@@ -4,8 +4,24 @@
 
 #include "common/kernel_names.h"
 #include "common/nsys_schema.h"
+#include "cupti12_records.h"
 
 namespace pyprof::collect {
+
+// The record types a CUDA 13 libcupti writes, from the CUDA 13 headers the collector is built
+// with (a newer 13.x appends to them).
+struct Cupti13Records {
+  using Kernel = CUpti_ActivityKernel10;
+  using Api = CUpti_ActivityAPI;
+  using Memcpy = CUpti_ActivityMemcpy6;
+  using MemcpyPeer = CUpti_ActivityMemcpyPtoP4;
+  using Memset = CUpti_ActivityMemset4;
+  using Synchronization = CUpti_ActivitySynchronization2;
+  using ExternalCorrelation = CUpti_ActivityExternalCorrelation;
+  using Device = CUpti_ActivityDevice5;
+  using Context = CUpti_ActivityContext3;
+};
+
 namespace {
 
 std::optional<uint64_t> nonzero(uint64_t value) {
@@ -48,7 +64,7 @@ Row& place_row(std::vector<Row>& rows, const Record& r, int64_t start, int64_t e
   return row;
 }
 
-// Memcpy6 and MemcpyPtoP4 (peer copies) share everything but the peer ids.
+// Memcpy and MemcpyPtoP (peer copies) share everything but the peer ids.
 template <typename Record>
 MemcpyRow& copy_row(GpuBatch& batch, const Record& m, int64_t start, int64_t end,
                     uint64_t global_pid) {
@@ -63,9 +79,9 @@ MemcpyRow& copy_row(GpuBatch& batch, const Record& m, int64_t start, int64_t end
 
 }  // namespace
 
-std::string format_uuid(const CUuuid& uuid) {
+std::string format_uuid(const char (&bytes)[16]) {
   char text[40];
-  const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
+  const auto* b = reinterpret_cast<const unsigned char*>(bytes);
   std::snprintf(text, sizeof(text),
                 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
                 b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
@@ -111,6 +127,16 @@ std::optional<uint32_t> ActivityConverter::device_of_context(uint32_t context_id
 
 void ActivityConverter::convert(const CUpti_Activity& record, const ConversionWindow& window,
                                 GpuBatch& batch, ConversionCounters& counters) {
+  if (layout_ == CuptiLayout::kCuda12) {
+    convert_as<Cupti12Records>(record, window, batch, counters);
+  } else {
+    convert_as<Cupti13Records>(record, window, batch, counters);
+  }
+}
+
+template <class Records>
+void ActivityConverter::convert_as(const CUpti_Activity& record, const ConversionWindow& window,
+                                   GpuBatch& batch, ConversionCounters& counters) {
   ++counters.records;
   const uint64_t global_pid = nsys::global_pid(pid_);
   int64_t start = 0;
@@ -119,7 +145,7 @@ void ActivityConverter::convert(const CUpti_Activity& record, const ConversionWi
   switch (record.kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-      const auto& k = reinterpret_cast<const CUpti_ActivityKernel10&>(record);
+      const auto& k = reinterpret_cast<const typename Records::Kernel&>(record);
       if (!place(k.start, k.end, window, counters, &start, &end, true)) return;
       const KernelNames& names = kernel_names(k.name);
       KernelRow& row = place_row(batch.kernels, k, start, end, global_pid);
@@ -150,7 +176,7 @@ void ActivityConverter::convert(const CUpti_Activity& record, const ConversionWi
     }
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: {
-      const auto& a = reinterpret_cast<const CUpti_ActivityAPI&>(record);
+      const auto& a = reinterpret_cast<const typename Records::Api&>(record);
       if (!place(a.start, a.end, window, counters, &start, &end)) return;
       const bool driver = record.kind == CUPTI_ACTIVITY_KIND_DRIVER;
       ApiRow& row = batch.api_calls.emplace_back();
@@ -165,13 +191,13 @@ void ActivityConverter::convert(const CUpti_Activity& record, const ConversionWi
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
-      const auto& m = reinterpret_cast<const CUpti_ActivityMemcpy6&>(record);
+      const auto& m = reinterpret_cast<const typename Records::Memcpy&>(record);
       if (!place(m.start, m.end, window, counters, &start, &end, true)) return;
       copy_row(batch, m, start, end, global_pid);
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {  // peer-to-peer
-      const auto& m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4&>(record);
+      const auto& m = reinterpret_cast<const typename Records::MemcpyPeer&>(record);
       if (!place(m.start, m.end, window, counters, &start, &end, true)) return;
       MemcpyRow& row = copy_row(batch, m, start, end, global_pid);
       row.src_device_id = m.srcDeviceId;
@@ -181,7 +207,7 @@ void ActivityConverter::convert(const CUpti_Activity& record, const ConversionWi
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
-      const auto& m = reinterpret_cast<const CUpti_ActivityMemset4&>(record);
+      const auto& m = reinterpret_cast<const typename Records::Memset&>(record);
       if (!place(m.start, m.end, window, counters, &start, &end, true)) return;
       MemsetRow& row = place_row(batch.memsets, m, start, end, global_pid);
       row.value = m.value;
@@ -191,7 +217,7 @@ void ActivityConverter::convert(const CUpti_Activity& record, const ConversionWi
       return;
     }
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
-      const auto& y = reinterpret_cast<const CUpti_ActivitySynchronization2&>(record);
+      const auto& y = reinterpret_cast<const typename Records::Synchronization&>(record);
       if (!place(y.start, y.end, window, counters, &start, &end)) return;
       SyncRow& row = batch.syncs.emplace_back();
       row.start = start;
@@ -206,17 +232,17 @@ void ActivityConverter::convert(const CUpti_Activity& record, const ConversionWi
       return;
     }
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
-      const auto& e = reinterpret_cast<const CUpti_ActivityExternalCorrelation&>(record);
+      const auto& e = reinterpret_cast<const typename Records::ExternalCorrelation&>(record);
       batch.external_correlations.push_back(
           {static_cast<int32_t>(e.externalKind), e.externalId, e.correlationId});
       return;
     }
     case CUPTI_ACTIVITY_KIND_DEVICE: {  // device facts: never windowed
-      const auto& d = reinterpret_cast<const CUpti_ActivityDevice5&>(record);
+      const auto& d = reinterpret_cast<const typename Records::Device&>(record);
       GpuInfoRow& row = batch.gpus.emplace_back();
       row.id = d.id;
       row.name = d.name != nullptr ? d.name : "";
-      row.uuid = format_uuid(d.uuid);
+      row.uuid = format_uuid(d.uuid.bytes);
       row.total_memory = d.globalMemorySize;
       row.memory_bandwidth = d.globalMemoryBandwidth * 1000;  // KB/s -> B/s
       row.clock_rate = uint64_t{d.coreClockRate} * 1000;      // kHz -> Hz
@@ -243,7 +269,7 @@ void ActivityConverter::convert(const CUpti_Activity& record, const ConversionWi
       return;
     }
     case CUPTI_ACTIVITY_KIND_CONTEXT: {  // only to give synchronization rows their device
-      const auto& c = reinterpret_cast<const CUpti_ActivityContext3&>(record);
+      const auto& c = reinterpret_cast<const typename Records::Context&>(record);
       context_devices_[c.contextId] = c.deviceId;
       return;
     }

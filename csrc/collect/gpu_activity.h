@@ -1,7 +1,9 @@
 // CUPTI activity records -> rows of the Nsight Systems GPU tables (db_rows.h GpuBatch).
 //
 // Pure conversion, kept apart from CUPTI's lifecycle (cupti_tracer) so tests can feed it records
-// built from the CUDA 13 header structs. What it takes care of:
+// built from the CUDA 13 header structs. Records are read in the layout of the libcupti that
+// wrote them (cupti_layout.h): CUDA 13's header structs, or CUDA 12's (cupti12_records.h), one
+// conversion written once for both. What it takes care of:
 //   * times: CUPTI reports the collector's clock (a timestamp callback is registered), rows are
 //     ns since the session start, and records outside the capture window are counted, not kept;
 //   * ids: globalTid/globalPid packed as nsys does, from CUPTI's OS process and thread ids;
@@ -18,6 +20,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "cupti_layout.h"
 #include "db_rows.h"
 #include "registries.h"
 
@@ -52,8 +55,10 @@ class ActivityConverter {
   // "cudaLaunchKernel_v7000" for (domain, cbid), or null if unknown.
   using CallbackNameFn = std::function<const char*(CUpti_CallbackDomain, uint32_t)>;
 
-  ActivityConverter(StringTable& strings, CallbackNameFn callback_name, uint32_t pid)
-      : strings_(strings), callback_name_(std::move(callback_name)), pid_(pid) {}
+  // `layout`: how the libcupti whose buffers this reads lays its records out.
+  ActivityConverter(StringTable& strings, CallbackNameFn callback_name, uint32_t pid,
+                    CuptiLayout layout)
+      : strings_(strings), callback_name_(std::move(callback_name)), pid_(pid), layout_(layout) {}
 
   // Appends the row(s) `record` stands for to `batch`, or counts why there are none. Safe to
   // call from several threads (CUPTI may complete buffers on its own thread and in a flush).
@@ -66,6 +71,10 @@ class ActivityConverter {
     uint64_t short_name = 0;
     uint64_t mangled = 0;
   };
+  // convert() for the record structs of one layout (Cupti12Records, Cupti13Records).
+  template <class Records>
+  void convert_as(const CUpti_Activity& record, const ConversionWindow& window, GpuBatch& batch,
+                  ConversionCounters& counters);
   const KernelNames& kernel_names(const char* mangled);
   uint64_t api_name(CUpti_CallbackDomain domain, uint32_t cbid);
   std::optional<uint32_t> device_of_context(uint32_t context_id);
@@ -73,13 +82,15 @@ class ActivityConverter {
   StringTable& strings_;
   CallbackNameFn callback_name_;
   uint32_t pid_;
+  CuptiLayout layout_;
   std::mutex mutex_;  // guards the three caches
   std::unordered_map<std::string, KernelNames> kernel_names_;
   std::unordered_map<uint64_t, uint64_t> api_names_;        // (domain << 32 | cbid) -> id
   std::unordered_map<uint32_t, uint32_t> context_devices_;  // from CONTEXT records
 };
 
-// "9f8075aa-e02a-0953-1955-32f638fb2993", the form nsys stores in TARGET_INFO_GPU.uuid.
-std::string format_uuid(const CUuuid& uuid);
+// "9f8075aa-e02a-0953-1955-32f638fb2993", the form nsys stores in TARGET_INFO_GPU.uuid, from
+// the 16 bytes of a CUuuid.
+std::string format_uuid(const char (&bytes)[16]);
 
 }  // namespace pyprof::collect

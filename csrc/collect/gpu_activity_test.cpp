@@ -43,7 +43,7 @@ const char* callback_name(CUpti_CallbackDomain domain, uint32_t cbid) {
 
 struct Fixture {
   StringTable strings;
-  ActivityConverter converter{strings, callback_name, kPid};
+  ActivityConverter converter{strings, callback_name, kPid, CuptiLayout::kCuda13};
   ConversionWindow window{kSessionStart, INT64_MIN, INT64_MAX};
   GpuBatch batch;
   ConversionCounters counters;

@@ -41,14 +41,25 @@ PYPROF_COLLECT_API int InitializeInjectionNvtx2(pyprof_nvtx_get_export_table_t g
 
 /* CUDA driver injection entry point (CUDA_INJECTION64_PATH, set by the launcher): cuInit calls
  * it once per process. Starts the CUPTI Activity API trace of kernels, runtime/driver calls,
- * copies, memsets, synchronizations and device facts into the same database, when a CUDA 13
- * libcupti can be loaded and no other CUPTI client (torch.profiler, Nsight) holds it. Environment:
+ * copies, memsets, synchronizations and device facts into the same database, when a CUDA 12 or
+ * 13 libcupti that matches the program's CUDA runtime can be loaded and no other CUPTI client
+ * (torch.profiler, Nsight) holds it. Environment:
  *   PYPROF_CUDA_TRACE=0             do not start CUPTI
- *   PYPROF_CUPTI_LIBRARY            the libcupti to load (default: search libcupti.so.13)
+ *   PYPROF_CUPTI_LIBRARY            the libcupti to load (default: the one of the program's CUDA
+ *                                   runtime, libcupti.so.12 or .so.13; cupti_search.h)
  *   PYPROF_CAPTURE_RANGE=cudaProfilerApi  record (NVTX too) only between the first
  *                                   cudaProfilerStart() and the next cudaProfilerStop()
  * Always returns 1: CUDA initialisation must not fail because of the profiler. */
 PYPROF_COLLECT_API int InitializeInjection(void);
+
+/* The program announces that another CUPTI client, `tool` (e.g. "torch.profiler"), is about to
+ * ask for CUDA activity. CUPTI serves one client per process and the first keeps it. Returns 1
+ * when this collector holds CUPTI: `tool` will get no CUDA activity, and the collector prints one
+ * line saying so and how to give it CUPTI instead (once per tool; PYPROF_CUDA_TRACE notes it).
+ * Returns 0 when it does not (not started yet, or off): the name is kept, so that a failed
+ * subscription of the collector later names the holder. pyprof.init() calls it when
+ * torch.profiler starts with CUDA activity. */
+PYPROF_COLLECT_API int pyprof_collect_cupti_request(const char* tool);
 
 /* Flushes everything, writes statistics and metadata and closes the database now; later NVTX
  * calls are only counted. Idempotent; safe from any thread. Call it before os._exit().

@@ -92,7 +92,8 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args,
       ->default_str("none");
   bool no_cuda_trace = false;
   app.add_flag("--no-cuda-trace", no_cuda_trace,
-               "Record NVTX ranges only: do not trace CUDA kernels, API calls and copies (CUPTI)");
+               "Record NVTX ranges only: do not trace CUDA kernels, API calls and copies "
+               "(CUPTI), which leaves CUPTI to a torch.profiler in the program");
   app.footer(fmt::format(
       "Command line: {}\n\nThe collector library is <launcher dir>/../lib/libpyprof_collect.so, or "
       "${} if set.\nExit status: CMD's own; 128+N if CMD was killed by signal N; "

@@ -88,8 +88,22 @@ void print_fake_stats() {
   print_fact("fake.subscriber_name", stats.subscriber_name);
 }
 
+// The CUDA libraries a real program would have loaded by the time cuInit runs: its runtime
+// (FAKE_CUDART, e.g. a link named libcudart.so.12 to libfake_cudart.so) and the driver
+// (FAKE_CUDA_DRIVER, libfake_cuda_driver.so, soname libcuda.so.1). Each only when set.
+void load_cuda_libraries() {
+  for (const char* variable : {"FAKE_CUDART", "FAKE_CUDA_DRIVER"}) {
+    const char* path = std::getenv(variable);
+    if (path == nullptr || path[0] == '\0') continue;
+    if (dlopen(path, RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+      std::fprintf(stderr, "cupti_test_app: dlopen %s: %s\n", path, dlerror());
+    }
+  }
+}
+
 // What cuInit does with CUDA_INJECTION64_PATH: load the library, call InitializeInjection.
 void init_cuda() {
+  load_cuda_libraries();
   const char* path = std::getenv("CUDA_INJECTION64_PATH");
   if (path == nullptr || path[0] == '\0') {
     print_fact("inject", "unset");
@@ -499,6 +513,60 @@ int shutdown() {
 
 }  // namespace
 
+// Kineto's first CUPTI call when torch.profiler starts with CUDA activity: a subscription
+// (cuptiSubscribe, as in every torch release; it never names itself). Declared here, as this
+// program includes no CUDA header; the fake exports it.
+extern "C" int cuptiSubscribe(void** subscriber, void* callback, void* userdata);
+extern "C" int cuptiUnsubscribe(void* subscriber);
+void kineto_callback(void*, int, uint32_t, const void*) {}
+
+// pyprof.init()'s hook of torch.profiler, then torch.profiler starting with CUDA activity: the
+// program announces the client to the collector, then Kineto subscribes. Prints the
+// collector's answer and CUPTI's.
+void* start_torch_profiler(const char* label) {
+  auto request = collector_function<int (*)(const char*)>("pyprof_collect_cupti_request");
+  print_fact(std::string("cupti_request_") + label,
+             request != nullptr ? request("torch.profiler") : -100);
+  void* subscriber = nullptr;
+  const int result =
+      cuptiSubscribe(&subscriber, reinterpret_cast<void*>(&kineto_callback), nullptr);
+  print_fact(std::string("kineto_subscribe_") + label, result);
+  return result == 0 ? subscriber : nullptr;
+}
+
+// torch.profiler started twice with CUDA activity in a program that pyprof profiles: CUPTI is
+// the collector's (it came first, at cuInit); the kernels around and inside each profiler
+// window are recorded.
+int torch_profiler_after() {
+  init_cuda();
+  in_range("op:before", [](const std::string& range) {
+    print_launch(fake_cupti_launch_kernel(kSgemm, 64, 256, kMainStream, 5'000), "kernel", range);
+  });
+  start_torch_profiler("first");
+  in_range("op:profiled", [](const std::string& range) {
+    print_launch(fake_cupti_launch_kernel(kAdd, 16, 128, kMainStream, 2'000), "kernel", range);
+  });
+  start_torch_profiler("second");
+  in_range("op:after", [](const std::string& range) {
+    print_launch(fake_cupti_launch_kernel(kElementwise, 8, 128, kMainStream, 2'000), "kernel",
+                 range);
+  });
+  return 0;
+}
+
+// torch.profiler holds CUPTI before CUDA initialises (it started first): the collector cannot
+// subscribe, and names torch.profiler, which the program announced.
+int torch_profiler_first() {
+  in_range("before cuInit", [](const std::string&) {});
+  void* subscriber = start_torch_profiler("first");
+  init_cuda();
+  in_range("op:gemm", [](const std::string& range) {
+    print_launch(fake_cupti_launch_kernel(kSgemm, 64, 256, kMainStream, 5'000), "kernel", range);
+  });
+  if (subscriber != nullptr) cuptiUnsubscribe(subscriber);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   // Registered before the collector registers its own exit handler (at its initialisation),
   // so it runs after it: the counters include the collector's final flush.
@@ -519,6 +587,8 @@ int main(int argc, char** argv) {
   if (scenario == "many") return many();
   if (scenario == "nvtx-only") return nvtx_only();
   if (scenario == "shutdown") return shutdown();
+  if (scenario == "torch-profiler-after") return torch_profiler_after();
+  if (scenario == "torch-profiler-first") return torch_profiler_first();
   std::fprintf(stderr, "cupti_test_app: unknown scenario '%s'\n", scenario.c_str());
   return 2;
 }

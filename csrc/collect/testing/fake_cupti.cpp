@@ -2,7 +2,8 @@
 // collector depends on CUPTI's behaviour, so its CUPTI backend can be tested without a GPU.
 // See fake_cupti.h for the control functions and the environment.
 //
-// What is modelled as CUPTI does it (cupti_activity.h, cupti_callbacks.h, CUDA 13.0):
+// What is modelled as CUPTI does it (cupti_activity.h, cupti_callbacks.h, CUDA 13.0 and the CUDA
+// 12 releases; the records of the release FAKE_CUPTI_VERSION names, fake_cupti_records.h):
 //   - records only for enabled kinds (and API records only for API cbids not disabled with
 //     cuptiActivityEnableRuntimeApi/DriverApi);
 //   - records laid back to back, each padded to 8 bytes, in buffers the client's request
@@ -51,7 +52,11 @@
 #include <utility>
 #include <vector>
 
+#include "fake_cupti_records.h"
+
 namespace {
+
+namespace records = fake_cupti::records;
 
 constexpr size_t kRecordAlignment = 8;  // CUPTI's ACTIVITY_RECORD_ALIGNMENT
 constexpr uint32_t kPrimaryContext = 1;
@@ -60,33 +65,15 @@ constexpr size_t kDeadNameBuffers = 8;
 
 size_t align_up(size_t n) { return (n + kRecordAlignment - 1) & ~(kRecordAlignment - 1); }
 
-// Size of the record struct CUDA 13.0's CUPTI uses for each kind we produce (and therefore
-// the stride cuptiActivityGetNextRecord walks with).
-size_t record_size(CUpti_ActivityKind kind) {
-  switch (kind) {
-    case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-      return sizeof(CUpti_ActivityKernel10);
-    case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER:
-      return sizeof(CUpti_ActivityAPI);
-    case CUPTI_ACTIVITY_KIND_MEMCPY:
-      return sizeof(CUpti_ActivityMemcpy6);
-    case CUPTI_ACTIVITY_KIND_MEMCPY2:
-      return sizeof(CUpti_ActivityMemcpyPtoP4);
-    case CUPTI_ACTIVITY_KIND_MEMSET:
-      return sizeof(CUpti_ActivityMemset4);
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
-      return sizeof(CUpti_ActivitySynchronization2);
-    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
-      return sizeof(CUpti_ActivityExternalCorrelation);
-    case CUPTI_ACTIVITY_KIND_DEVICE:
-      return sizeof(CUpti_ActivityDevice5);
-    case CUPTI_ACTIVITY_KIND_CONTEXT:
-      return sizeof(CUpti_ActivityContext3);
-    default:
-      return 0;
-  }
+// The CUPTI API version this fake reports (FAKE_CUPTI_VERSION, default the CUDA 13 headers'),
+// which decides the layout of every record it writes (fake_cupti_records.h).
+uint32_t reported_version() {
+  static const uint32_t version = [] {
+    const char* forced = std::getenv("FAKE_CUPTI_VERSION");
+    return forced != nullptr && *forced != '\0' ? uint32_t(std::strtoul(forced, nullptr, 10))
+                                                : uint32_t{CUPTI_API_VERSION};
+  }();
+  return version;
 }
 
 uint64_t clock_ns(clockid_t clock) {
@@ -266,11 +253,10 @@ std::unique_ptr<Buffer> request_buffer(CUpti_BuffersCallbackRequestFunc request,
 
 // Copies one record into the client's buffers, as CUPTI does when an activity completes.
 // `name`, if given, is copied into storage owned by the buffer and the record's `const char*`
-// at `name_offset` is pointed at it.
-void emit(const void* record, const char* name = nullptr, size_t name_offset = 0) {
+// at its name_offset is pointed at it.
+void emit(const records::Record& record, const char* name = nullptr) {
   State& s = state();
-  const auto kind = static_cast<const CUpti_Activity*>(record)->kind;
-  const size_t size = record_size(kind);
+  const size_t size = record.size;
   const size_t stride = align_up(size);
   std::unique_lock lock(s.state_mutex);
   for (;;) {
@@ -283,14 +269,14 @@ void emit(const void* record, const char* name = nullptr, size_t name_offset = 0
     if (s.current != nullptr && s.current->fits(stride)) {
       Buffer& buffer = *s.current;
       uint8_t* slot = buffer.data + buffer.used;
-      std::memcpy(slot, record, size);
+      std::memcpy(slot, record.bytes, size);
       std::memset(slot + size, 0, stride - size);
-      if (name != nullptr) {
+      if (name != nullptr && record.name_offset != records::kNoName) {
         const size_t length = std::strlen(name);
         auto copy = std::make_unique<char[]>(length + 1);
         std::memcpy(copy.get(), name, length + 1);
         const char* pointer = copy.get();
-        std::memcpy(slot + name_offset, &pointer, sizeof(pointer));
+        std::memcpy(slot + record.name_offset, &pointer, sizeof(pointer));
         buffer.names.push_back(std::move(copy));
       }
       buffer.used += stride;
@@ -329,58 +315,6 @@ void emit(const void* record, const char* name = nullptr, size_t name_offset = 0
   }
 }
 
-// Device `device_id`: an H100 SXM5 (fake_cupti.h), told apart by id and uuid.
-CUpti_ActivityDevice5 device_record(uint32_t device_id) {
-  CUpti_ActivityDevice5 r{};
-  r.kind = CUPTI_ACTIVITY_KIND_DEVICE;
-  r.flags = CUPTI_ACTIVITY_FLAG_NONE;
-  r.globalMemoryBandwidth = fake_cupti::kGlobalMemoryBandwidthKBs;
-  r.globalMemorySize = fake_cupti::kGlobalMemorySize;
-  r.constantMemorySize = fake_cupti::kConstantMemorySize;
-  r.l2CacheSize = fake_cupti::kL2CacheSize;
-  r.numThreadsPerWarp = fake_cupti::kThreadsPerWarp;
-  r.coreClockRate = fake_cupti::kCoreClockRateKHz;
-  r.numMemcpyEngines = fake_cupti::kNumMemcpyEngines;
-  r.numMultiprocessors = fake_cupti::kNumMultiprocessors;
-  r.maxIPC = fake_cupti::kMaxIpc;
-  r.maxWarpsPerMultiprocessor = fake_cupti::kMaxWarpsPerSm;
-  r.maxBlocksPerMultiprocessor = fake_cupti::kMaxBlocksPerSm;
-  r.maxSharedMemoryPerMultiprocessor = fake_cupti::kMaxSharedMemoryPerSm;
-  r.maxRegistersPerMultiprocessor = fake_cupti::kMaxRegistersPerSm;
-  r.maxRegistersPerBlock = fake_cupti::kMaxRegistersPerBlock;
-  r.maxSharedMemoryPerBlock = fake_cupti::kMaxSharedMemoryPerBlock;
-  r.maxThreadsPerBlock = fake_cupti::kMaxThreadsPerBlock;
-  r.maxBlockDimX = fake_cupti::kMaxBlockDim[0];
-  r.maxBlockDimY = fake_cupti::kMaxBlockDim[1];
-  r.maxBlockDimZ = fake_cupti::kMaxBlockDim[2];
-  r.maxGridDimX = fake_cupti::kMaxGridDim[0];
-  r.maxGridDimY = fake_cupti::kMaxGridDim[1];
-  r.maxGridDimZ = fake_cupti::kMaxGridDim[2];
-  r.computeCapabilityMajor = fake_cupti::kComputeMajor;
-  r.computeCapabilityMinor = fake_cupti::kComputeMinor;
-  r.id = device_id;
-  r.eccEnabled = 1;
-  std::memcpy(r.uuid.bytes, fake_cupti::kUuid, sizeof(r.uuid.bytes));
-  r.uuid.bytes[15] = static_cast<char>(fake_cupti::kUuid[15] + device_id);
-  // Device names live as long as CUPTI does (unlike kernel names in this fake).
-  r.name = fake_cupti::kDeviceName;
-  r.isCudaVisible = 1;
-  r.isMigEnabled = 0;
-  return r;
-}
-
-CUpti_ActivityContext3 context_record(uint32_t context_id) {
-  CUpti_ActivityContext3 r{};
-  r.kind = CUPTI_ACTIVITY_KIND_CONTEXT;
-  r.contextId = context_id;
-  r.deviceId = device_of_context(context_id);
-  r.computeApiKind = CUPTI_ACTIVITY_COMPUTE_API_CUDA;
-  r.nullStreamId = 7;
-  r.numMultiprocessors = static_cast<uint16_t>(fake_cupti::kNumMultiprocessors);
-  r.cigMode = CUPTI_CONTEXT_CIG_MODE_NONE;
-  return r;
-}
-
 // Emits the DEVICE record of `device_id` once, if DEVICE is enabled.
 void emit_device_once(uint32_t device_id) {
   State& s = state();
@@ -389,8 +323,10 @@ void emit_device_once(uint32_t device_id) {
     std::lock_guard lock(s.state_mutex);
     if (!s.devices_emitted.insert(device_id).second) return;
   }
-  const CUpti_ActivityDevice5 record = device_record(device_id);
-  emit(&record);
+  // An H100 SXM5 (fake_cupti.h), told apart by id and uuid.
+  records::Record record;
+  records::write_device(reported_version(), {device_id}, &record);
+  emit(record);
 }
 
 // Emits the CONTEXT record of `context_id` once, if CONTEXT is enabled (context creation).
@@ -401,8 +337,14 @@ void emit_context_once(uint32_t context_id) {
     std::lock_guard lock(s.state_mutex);
     if (!s.contexts_emitted.insert(context_id).second) return;
   }
-  const CUpti_ActivityContext3 record = context_record(context_id);
-  emit(&record);
+  records::ContextFacts facts;
+  facts.context_id = context_id;
+  facts.device_id = device_of_context(context_id);
+  facts.null_stream_id = 7;
+  facts.multiprocessors = static_cast<uint16_t>(fake_cupti::kNumMultiprocessors);
+  records::Record record;
+  records::write_context(reported_version(), facts, &record);
+  emit(record);
 }
 
 uint32_t context_or_primary(uint32_t context_id) {
@@ -492,25 +434,24 @@ uint32_t api_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const char
   invoke_subscriber(domain, cbid, CUPTI_API_EXIT, function_name, correlation_id, &return_value);
   if (enabled(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)) {
     for (const auto& [kind, id] : external_ids) {
-      CUpti_ActivityExternalCorrelation record{};
-      record.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
-      record.externalKind = static_cast<CUpti_ExternalCorrelationKind>(kind);
-      record.externalId = id;
-      record.correlationId = correlation_id;
-      emit(&record);
+      records::Record record;
+      records::write_external_correlation(reported_version(), {kind, id, correlation_id}, &record);
+      emit(record);
     }
   }
   if (record_api && api_record_enabled(domain, cbid)) {
-    CUpti_ActivityAPI record{};
-    record.kind = api_kind(domain);
-    record.cbid = cbid;
-    record.start = start;
-    record.end = end;
-    record.processId = uint32_t(getpid());
-    record.threadId = api_thread_id();
-    record.correlationId = correlation_id;
-    record.returnValue = uint32_t(return_value);
-    emit(&record);
+    records::ApiFacts facts;
+    facts.kind = api_kind(domain);
+    facts.cbid = cbid;
+    facts.start = start;
+    facts.end = end;
+    facts.process_id = uint32_t(getpid());
+    facts.thread_id = api_thread_id();
+    facts.correlation_id = correlation_id;
+    facts.return_value = uint32_t(return_value);
+    records::Record record;
+    records::write_api(reported_version(), facts, &record);
+    emit(record);
   } else {
     s.stats.records_disabled.fetch_add(1);
   }
@@ -560,8 +501,7 @@ extern "C" {
 
 CUptiResult CUPTIAPI cuptiGetVersion(uint32_t* version) {
   if (version == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
-  const char* forced = std::getenv("FAKE_CUPTI_VERSION");
-  *version = forced != nullptr ? uint32_t(std::strtoul(forced, nullptr, 10)) : CUPTI_API_VERSION;
+  *version = reported_version();
   return CUPTI_SUCCESS;
 }
 
@@ -596,9 +536,9 @@ CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult result, const char** str) 
   return CUPTI_SUCCESS;
 }
 
-CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber,
-                                       CUpti_CallbackFunc callback, void* userdata,
-                                       CUpti_SubscriberParams* params) {
+// cuptiSubscribe and cuptiSubscribe_v2; only CUDA 13 names the subscribers (params).
+static CUptiResult subscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
+                             void* userdata, CUpti_SubscriberParams* params) {
   State& s = state();
   s.stats.subscribe_calls.fetch_add(1);
   if (subscriber == nullptr || callback == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
@@ -626,9 +566,20 @@ CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber,
   return CUPTI_SUCCESS;
 }
 
+CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber,
+                                       CUpti_CallbackFunc callback, void* userdata,
+                                       CUpti_SubscriberParams* params) {
+  if (!records::is_cuda13(reported_version())) {
+    // A CUDA 12 libcupti has no such symbol: a client that found it would crash on a real one.
+    violation("cuptiSubscribe_v2 called, but CUPTI API version %u (CUDA 12) has none",
+              reported_version());
+  }
+  return subscribe(subscriber, callback, userdata, params);
+}
+
 CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
                                     void* userdata) {
-  return cuptiSubscribe_v2(subscriber, callback, userdata, nullptr);
+  return subscribe(subscriber, callback, userdata, nullptr);
 }
 
 CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
@@ -792,13 +743,13 @@ CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t* buffer, size_t validBuf
     if (previous < buffer || previous >= buffer + validBufferSizeBytes) {
       return CUPTI_ERROR_INVALID_PARAMETER;
     }
-    const size_t previous_size = record_size((*record)->kind);
+    const size_t previous_size = records::record_size(reported_version(), (*record)->kind);
     if (previous_size == 0) return CUPTI_ERROR_INVALID_KIND;
     offset = size_t(previous - buffer) + align_up(previous_size);
   }
   if (offset >= validBufferSizeBytes) return CUPTI_ERROR_MAX_LIMIT_REACHED;
   auto* next = reinterpret_cast<CUpti_Activity*>(buffer + offset);
-  const size_t size = record_size(next->kind);
+  const size_t size = records::record_size(reported_version(), next->kind);
   if (size == 0 || offset + size > validBufferSizeBytes) return CUPTI_ERROR_INVALID_KIND;
   *record = next;
   return CUPTI_SUCCESS;
@@ -877,49 +828,35 @@ uint32_t fake_cupti_launch(const fake_cupti_kernel_t* kernel) {
       domain, cbid, function, 0, [&](uint32_t correlation_id, uint64_t, uint64_t submitted) {
         if (!enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) return count_disabled();
         const auto [start, end] = schedule(context_id, k.stream_id, submitted, k.duration_ns);
-        CUpti_ActivityKernel10 r{};
-        r.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-        r.cacheConfig.both = k.cache_config;
-        r.sharedMemoryConfig = 1;  // CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE
-        r.registersPerThread = k.registers_per_thread;
-        r.partitionedGlobalCacheRequested =
-            CUPTI_ACTIVITY_PARTITIONED_GLOBAL_CACHE_CONFIG_NOT_SUPPORTED;
-        r.partitionedGlobalCacheExecuted =
-            CUPTI_ACTIVITY_PARTITIONED_GLOBAL_CACHE_CONFIG_NOT_SUPPORTED;
-        r.start = k.no_timestamp != 0 ? 0 : start;
-        r.end = k.no_timestamp != 0 ? 0 : end;
-        r.completed = r.end;
-        r.deviceId = device_of_context(context_id);
-        r.contextId = context_id;
-        r.streamId = k.stream_id;
-        r.gridX = k.grid_x;
-        r.gridY = k.grid_y;
-        r.gridZ = k.grid_z;
-        r.blockX = k.block_x;
-        r.blockY = k.block_y;
-        r.blockZ = k.block_z;
-        r.staticSharedMemory = k.static_shared_memory;
-        r.dynamicSharedMemory = k.dynamic_shared_memory;
-        r.localMemoryPerThread = k.local_memory_per_thread;
-        r.localMemoryTotal = k.local_memory_total;
-        r.correlationId = correlation_id;
-        r.gridId = state().last_grid_id.fetch_add(1) + 1;
-        r.name = nullptr;  // set by emit()
-        r.queued = CUPTI_TIMESTAMP_UNKNOWN;
-        r.submitted = CUPTI_TIMESTAMP_UNKNOWN;
-        r.launchType = k.launch_type;
-        r.sharedMemoryExecuted = k.shared_memory_executed;
-        r.graphNodeId = k.graph_node_id;
-        r.shmemLimitConfig = static_cast<CUpti_FuncShmemLimitConfig>(k.shmem_limit_config);
-        r.graphId = k.graph_id;
-        r.channelID = 1;
-        r.channelType = CUPTI_CHANNEL_TYPE_COMPUTE;
-        r.clusterX = 1;
-        r.clusterY = 1;
-        r.clusterZ = 1;
-        r.localMemoryTotal_v2 = k.local_memory_total;
-        emit(&r, k.mangled_name != nullptr ? k.mangled_name : "",
-             offsetof(CUpti_ActivityKernel10, name));
+        records::KernelFacts f;
+        f.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+        f.cache_config = k.cache_config;
+        f.registers_per_thread = k.registers_per_thread;
+        f.start = k.no_timestamp != 0 ? 0 : start;
+        f.end = k.no_timestamp != 0 ? 0 : end;
+        f.device_id = device_of_context(context_id);
+        f.context_id = context_id;
+        f.stream_id = k.stream_id;
+        f.grid[0] = k.grid_x;
+        f.grid[1] = k.grid_y;
+        f.grid[2] = k.grid_z;
+        f.block[0] = k.block_x;
+        f.block[1] = k.block_y;
+        f.block[2] = k.block_z;
+        f.static_shared_memory = k.static_shared_memory;
+        f.dynamic_shared_memory = k.dynamic_shared_memory;
+        f.local_memory_per_thread = k.local_memory_per_thread;
+        f.local_memory_total = k.local_memory_total;
+        f.correlation_id = correlation_id;
+        f.grid_id = state().last_grid_id.fetch_add(1) + 1;
+        f.launch_type = k.launch_type;
+        f.shared_memory_executed = k.shared_memory_executed;
+        f.graph_node_id = k.graph_node_id;
+        f.shmem_limit_config = k.shmem_limit_config;
+        f.graph_id = k.graph_id;
+        records::Record record;
+        records::write_kernel(reported_version(), f, &record);
+        emit(record, k.mangled_name != nullptr ? k.mangled_name : "");
       });
 }
 
@@ -937,24 +874,23 @@ uint32_t fake_cupti_memcpy(uint64_t bytes, uint8_t copy_kind, uint8_t src_kind, 
                     if (!enabled(CUPTI_ACTIVITY_KIND_MEMCPY)) return count_disabled();
                     const auto [start, end] =
                         schedule(kPrimaryContext, stream_id, submitted, duration_ns);
-                    CUpti_ActivityMemcpy6 r{};
-                    r.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-                    r.copyKind = copy_kind;
-                    r.srcKind = src_kind;
-                    r.dstKind = dst_kind;
-                    r.flags = CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC;
-                    r.bytes = bytes;
-                    r.start = start;
-                    r.end = end;
-                    r.deviceId = device_of_context(kPrimaryContext);
-                    r.contextId = kPrimaryContext;
-                    r.streamId = stream_id;
-                    r.correlationId = correlation_id;
-                    r.runtimeCorrelationId = correlation_id;
-                    r.channelID = 2;
-                    r.channelType = CUPTI_CHANNEL_TYPE_ASYNC_MEMCPY;
-                    r.copyCount = 1;
-                    emit(&r);
+                    records::CopyFacts f;
+                    f.copy_kind = copy_kind;
+                    f.src_kind = src_kind;
+                    f.dst_kind = dst_kind;
+                    f.flags = CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC;
+                    f.bytes = bytes;
+                    f.start = start;
+                    f.end = end;
+                    f.device_id = device_of_context(kPrimaryContext);
+                    f.context_id = kPrimaryContext;
+                    f.stream_id = stream_id;
+                    f.correlation_id = correlation_id;
+                    f.channel_id = 2;
+                    f.channel_type = CUPTI_CHANNEL_TYPE_ASYNC_MEMCPY;
+                    records::Record record;
+                    records::write_memcpy(reported_version(), f, &record);
+                    emit(record);
                   });
 }
 
@@ -967,26 +903,27 @@ uint32_t fake_cupti_memcpy_peer(uint64_t bytes, uint32_t src_device, uint32_t ds
       "cudaMemcpyPeerAsync", 0, [&](uint32_t correlation_id, uint64_t, uint64_t submitted) {
         if (!enabled(CUPTI_ACTIVITY_KIND_MEMCPY2)) return count_disabled();
         const auto [start, end] = schedule(src_context, stream_id, submitted, duration_ns);
-        CUpti_ActivityMemcpyPtoP4 r{};
-        r.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
-        r.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
-        r.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-        r.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-        r.flags = CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC;
-        r.bytes = bytes;
-        r.start = start;
-        r.end = end;
-        r.deviceId = src_device;
-        r.contextId = src_context;
-        r.streamId = stream_id;
-        r.srcDeviceId = src_device;
-        r.srcContextId = src_context;
-        r.dstDeviceId = dst_device;
-        r.dstContextId = dst_context;
-        r.correlationId = correlation_id;
-        r.channelID = 3;
-        r.channelType = CUPTI_CHANNEL_TYPE_ASYNC_MEMCPY;
-        emit(&r);
+        records::CopyFacts f;
+        f.copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+        f.src_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+        f.dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+        f.flags = CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC;
+        f.bytes = bytes;
+        f.start = start;
+        f.end = end;
+        f.device_id = src_device;
+        f.context_id = src_context;
+        f.stream_id = stream_id;
+        f.src_device_id = src_device;
+        f.src_context_id = src_context;
+        f.dst_device_id = dst_device;
+        f.dst_context_id = dst_context;
+        f.correlation_id = correlation_id;
+        f.channel_id = 3;
+        f.channel_type = CUPTI_CHANNEL_TYPE_ASYNC_MEMCPY;
+        records::Record record;
+        records::write_peer_copy(reported_version(), f, &record);
+        emit(record);
       });
 }
 
@@ -997,21 +934,20 @@ uint32_t fake_cupti_memset(uint64_t bytes, uint32_t value, uint16_t memory_kind,
                     if (!enabled(CUPTI_ACTIVITY_KIND_MEMSET)) return count_disabled();
                     const auto [start, end] =
                         schedule(kPrimaryContext, stream_id, submitted, duration_ns);
-                    CUpti_ActivityMemset4 r{};
-                    r.kind = CUPTI_ACTIVITY_KIND_MEMSET;
-                    r.value = value;
-                    r.bytes = bytes;
-                    r.start = start;
-                    r.end = end;
-                    r.deviceId = device_of_context(kPrimaryContext);
-                    r.contextId = kPrimaryContext;
-                    r.streamId = stream_id;
-                    r.correlationId = correlation_id;
-                    r.flags = CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC;
-                    r.memoryKind = memory_kind;
-                    r.channelID = 1;
-                    r.channelType = CUPTI_CHANNEL_TYPE_COMPUTE;
-                    emit(&r);
+                    records::MemsetFacts f;
+                    f.value = value;
+                    f.bytes = bytes;
+                    f.start = start;
+                    f.end = end;
+                    f.device_id = device_of_context(kPrimaryContext);
+                    f.context_id = kPrimaryContext;
+                    f.stream_id = stream_id;
+                    f.correlation_id = correlation_id;
+                    f.flags = CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC;
+                    f.memory_kind = memory_kind;
+                    records::Record record;
+                    records::write_memset(reported_version(), f, &record);
+                    emit(record);
                   });
 }
 
@@ -1033,21 +969,22 @@ uint32_t fake_cupti_synchronize(uint32_t sync_type, uint32_t context_id, uint32_
       CUPTI_CB_DOMAIN_RUNTIME_API, cbid, function, duration_ns + 2'000,
       [&](uint32_t correlation_id, uint64_t call_start, uint64_t) {
         if (!enabled(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)) return count_disabled();
-        CUpti_ActivitySynchronization2 r{};
-        r.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
-        r.type = static_cast<CUpti_ActivitySynchronizationType>(sync_type);
-        r.start = call_start + 500;
-        r.end = r.start + duration_ns;
-        r.correlationId = correlation_id;
-        r.contextId = context;
-        r.streamId = sync_type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE
-                         ? CUPTI_SYNCHRONIZATION_INVALID_VALUE
-                         : stream_id;
+        records::SyncFacts f;
+        f.type = sync_type;
+        f.start = call_start + 500;
+        f.end = f.start + duration_ns;
+        f.correlation_id = correlation_id;
+        f.context_id = context;
+        f.stream_id = sync_type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE
+                          ? CUPTI_SYNCHRONIZATION_INVALID_VALUE
+                          : stream_id;
         const bool has_event = sync_type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE ||
                                sync_type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT;
-        r.cudaEventId = has_event ? cuda_event_id : CUPTI_SYNCHRONIZATION_INVALID_VALUE;
-        r.cudaEventSyncId = has_event ? 1 : 0;
-        emit(&r);
+        f.cuda_event_id = has_event ? cuda_event_id : CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+        f.cuda_event_sync_id = has_event ? 1 : 0;
+        records::Record record;
+        records::write_sync(reported_version(), f, &record);
+        emit(record);
       });
 }
 

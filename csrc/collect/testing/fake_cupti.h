@@ -1,16 +1,20 @@
 // Control interface of libfake_cupti.so, a stand-in for libcupti used to test the collector's
 // CUPTI backend on machines without a GPU (CI). The library exports the real CUPTI entry points
 // the collector dlsyms (cuptiSubscribe_v2, cuptiActivityEnable, cuptiActivityGetNextRecord, ...)
-// with the CUDA 13.0 signatures, plus the fake_cupti_* functions below, which a test program
-// calls instead of CUDA: each one plays what CUDA + CUPTI would do for one API call (an API
-// activity record on the calling thread, the GPU record with the same correlation id), so the
-// records reach the collector through its own buffer callbacks exactly as real ones would.
+// with the CUDA 13.0 signatures (CUDA 12's are the same), plus the fake_cupti_* functions below,
+// which a test program calls instead of CUDA: each one plays what CUDA + CUPTI would do for one API
+// call (an API activity record on the calling thread, the GPU record with the same correlation id),
+// so the records reach the collector through its own buffer callbacks exactly as real ones would.
 //
 // Environment read by the library:
 //   FAKE_CUPTI_OTHER_SUBSCRIBER=<name>  another tool owns CUPTI: cuptiSubscribe(_v2) fails with
 //                                       CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED and
 //                                       reports <name> in oldSubscriberName
-//   FAKE_CUPTI_VERSION=<n>              what cuptiGetVersion returns (default CUPTI_API_VERSION)
+//   FAKE_CUPTI_VERSION=<n>              what cuptiGetVersion returns (default CUPTI_API_VERSION of
+//                                       the CUDA 13 headers), and so the release it plays: the
+//                                       records it writes are that release's (18-28: CUDA 12.0-
+//                                       12.9, fake_cupti_records.h), and a CUDA 12 release has no
+//                                       cuptiSubscribe_v2 (calling it is a contract violation)
 //
 // Breaches of the CUPTI rules that a collector must follow (misaligned buffers, FlushAll from
 // inside the completion callback, ...) are printed as "fake_cupti: contract violation: ..." on
