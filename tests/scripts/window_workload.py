@@ -1,0 +1,57 @@
+"""A training loop with nothing that marks its iterations, for tests/test_diff_windows.py: no
+step ranges, no nn.Module (so no module ranges), no torch.optim (so no optimizer scopes), run
+for a fixed time and captured in a fixed-length window:
+
+    pyprof profile --delay 1.5 --duration 1 -o NAME -- \\
+        python tests/scripts/window_workload.py --seconds 3.5 [--exponent 2.5]
+
+parse finds no iterations in such a capture; `pyprof diff` must compare two of them per
+iteration (the repeating op sequence) or per call. The hidden layer's activation is a power of
+its ReLU (a squared ReLU by default); `--exponent 2.5` slows that one op per call (aten::pow
+with the exponent 2.0 multiplies, with 2.5 it calls pow: about 25x slower on the 2-core
+development VM) without changing any shape, op or call count: the regression of one op, per
+call.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+import torch  # noqa: E402
+
+import pyprof  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seconds", type=float, default=3.5, help="how long the loop runs")
+    parser.add_argument("--exponent", type=float, default=2.0, help="the activation's power")
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    torch.set_num_threads(1)  # one thread: less noise from the other core's load
+    # The matmuls carry most of the time (an op of a few µs that the shared machine stalls
+    # once for milliseconds moves its mean per iteration by more than any regression).
+    x = torch.randn(64, 256)
+    target = torch.randn(64, 16)
+    w1 = (0.05 * torch.randn(256, 512)).requires_grad_()
+    w2 = (0.05 * torch.randn(512, 16)).requires_grad_()
+    if not pyprof.init():
+        sys.exit("pyprof.init() found no NVTX tool: run under `pyprof profile`")
+    deadline = time.monotonic() + args.seconds
+    while time.monotonic() < deadline:
+        hidden = (x @ w1).relu().pow(args.exponent)
+        loss = torch.nn.functional.mse_loss(hidden @ w2, target)
+        loss.backward()
+        with torch.no_grad():
+            for w in (w1, w2):
+                w.sub_(w.grad, alpha=1e-3)
+                w.grad = None
+
+
+if __name__ == "__main__":
+    main()
