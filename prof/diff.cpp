@@ -508,7 +508,7 @@ size_t count_calls(const ReadResult& data, const SampleMap& map) {
 
 // The summary's line on one profile's iterations: parse's, the detector's, or none.
 std::string side_iterations_text(const ReadResult& data, const RepeatingSteps* detected,
-                                 DiffBasis basis) {
+                                 DiffBasis basis, DiffBasis requested) {
   const Iterations& it = data.iterations;
   if (it.steps.empty()) {
     std::string text = "none in the profile";
@@ -519,7 +519,11 @@ std::string side_iterations_text(const ReadResult& data, const RepeatingSteps* d
                                  it.range.empty() ? "" : " (" + it.range + ")");
   if (!it.selection.empty()) text += ", compared " + it.selection;
   if (it.warm_up_wall > 0) text += " (warm-up step 0 left out)";
-  if (basis == DiffBasis::kCall) text += "; compared per call, as the other profile";
+  if (basis == DiffBasis::kCall) {
+    text += requested == DiffBasis::kCall
+                ? "; compared per call (--basis call)"
+                : "; compared per call (fewer than 2 iterations on a side)";
+  }
   if (basis == DiffBasis::kProfile) text += "; compared whole (--basis profile)";
   return text;
 }
@@ -720,7 +724,7 @@ DiffResult diff_profiles(const ReadResult& base, const ReadResult& next,
     side.cpu_only = data.cpu_only;
     side.samples = map.count;
     const bool ran = detect && !parsed;
-    side.iterations = side_iterations_text(data, ran ? &found : nullptr, basis);
+    side.iterations = side_iterations_text(data, ran ? &found : nullptr, basis, options.basis);
     if (ran) side.detected = found.text;
     side.steps_detected = basis == DiffBasis::kIteration && !parsed;
     side.busy_ns = mean_of(steps.busy);
