@@ -209,7 +209,8 @@ class Workload:
         return len(FORWARD) + len(OPTIMIZER)
 
 
-CALLS_PER_ITERATION = 2 * len(FORWARD) + 1 + len(OPTIMIZER)  # forward, backward, all-reduce, optimizer
+# Calls an iteration: forward, backward, the all-reduce, the optimizer.
+CALLS_PER_ITERATION = 2 * len(FORWARD) + 1 + len(OPTIMIZER)
 
 
 def shapes_text(sizes: str) -> str:
