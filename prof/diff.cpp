@@ -528,6 +528,12 @@ std::string side_iterations_text(const ReadResult& data, const RepeatingSteps* d
   return text;
 }
 
+// "no iterations", "1 iteration", "7 iterations".
+std::string count_text(size_t iterations) {
+  if (iterations == 0) return "no iterations";
+  return fmt::format("{} iteration{}", iterations, iterations == 1 ? "" : "s");
+}
+
 // What a level's samples are on a basis: the Basis column and the summary's words.
 const char* level_basis(DiffLevel level, DiffBasis basis) {
   if (basis == DiffBasis::kIteration) return "per iteration";
@@ -703,8 +709,8 @@ DiffResult diff_profiles(const ReadResult& base, const ReadResult& next,
         "side). A fixed-length capture's totals measure where it was cut, not the work",
         options.basis == DiffBasis::kCall
             ? "--basis call"
-            : fmt::format("{} iterations in BASE and {} in NEW (fewer than 2 on a side)",
-                          base_iterations, next_iterations)));
+            : fmt::format("{} in BASE and {} in NEW (fewer than 2 on a side)",
+                          count_text(base_iterations), count_text(next_iterations))));
   } else if (basis == DiffBasis::kProfile) {
     result.notes.push_back(
         "--basis profile: each profile is one sample, its whole span, so no row is tested; "

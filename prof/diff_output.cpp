@@ -130,11 +130,12 @@ std::vector<ReportTable> diff_tables(const DiffResult& result, const DiffOptions
   for (const DiffTable& t : result.tables) {
     if (t.level == DiffLevel::kStep) {
       for (const DiffRow& r : t.rows) {
-        std::string p = std::isnan(r.p_value) ? "untested" : fmt::format("p = {:.3g}", r.p_value);
+        std::string p = std::isnan(r.p_value) ? "" : fmt::format(", p = {:.3g}", r.p_value);
         line(r.key[0],
-             fmt::format("{} -> {} ({:+.1f}%, {}): {}", format_quantity(r.base_ns, Unit::kTime),
+             fmt::format("{} -> {} ({:+.1f}%{}): {}", format_quantity(r.base_ns, Unit::kTime),
                          format_quantity(r.new_ns, Unit::kTime), r.delta_pct, p,
-                         verdict_name(r.verdict)));
+                         r.verdict == Verdict::kUntested ? "untested (one sample a side)"
+                                                         : verdict_name(r.verdict)));
       }
       continue;
     }

@@ -357,7 +357,8 @@ TEST(Diff, OneIterationASideIsComparedPerCall) {
   DiffResult r = diff_profiles(base.d, next.d, {DiffLevel::kOpType}, DiffOptions{});
   EXPECT_EQ(r.basis, DiffBasis::kCall);
   ASSERT_FALSE(r.notes.empty());
-  EXPECT_NE(r.notes[0].find("1 iterations in BASE and 1 in NEW"), std::string::npos) << r.notes[0];
+  EXPECT_NE(r.notes[0].find("1 iteration in BASE and 1 iteration in NEW"), std::string::npos)
+      << r.notes[0];
   DiffOptions options;
   options.basis = DiffBasis::kIteration;
   r = diff_profiles(base.d, next.d, {DiffLevel::kOpType}, options);
