@@ -127,8 +127,8 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--min-share", options.min_share_pct,
                  "a row fails the gate only if the time it added is at least this percent of "
-                 "BASE's busy time "
-                 "per iteration (default 1)")
+                 "BASE's busy time (per iteration; per call: over BASE's calls and busy time) "
+                 "(default 1)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--depth", options.depth, "module level: roll up to this depth (0: full paths)")
       ->check(CLI::NonNegativeNumber);
