@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
 namespace pyprof::prof {
@@ -211,67 +212,19 @@ RepeatingSteps detect_repeating_steps(const ReadResult& data, std::string_view p
                      if (a.period != b.period) return a.period < b.period;
                      return positions[a.token][0] < positions[b.token][0];
                    });
-  // Evaluated in that order; a few anchors per period (they see the same irregularities), at
-  // most kMaxCuts in all, so that a long sequence without a period costs little. The first
-  // valid cut sets the period; every op called once a period cuts it alike, at another phase.
-  constexpr size_t kMaxCuts = 200, kPerPeriod = 3, kMaxPhases = 32;
-  std::unordered_map<size_t, size_t> tried_at;
-  Cut best_failure;
-  uint32_t failed_token = 0;
-  size_t cuts = 0;
-  auto evaluate = [&](uint32_t token) {
-    Cut cut = cut_at(seq, positions[token]);
-    // The repetitions must cover the sequence: a window holds whole ones and at most part of
-    // one at each end. (A burst of one op repeated in the middle is no loop of the profile.)
-    const std::vector<size_t>& at = positions[token];
-    const size_t edge = cut.period + tolerance(cut.period);
-    if (cut.valid && (at.front() > edge || n - at.back() > edge)) {
-      cut.valid = false;
-      cut.uncovered = at.front() + (n - at.back());
-    }
-    return cut;
-  };
-  size_t first_valid = candidates.size();
-  Cut chosen_cut;
-  for (size_t i = 0; i < candidates.size() && cuts < kMaxCuts; ++i) {
-    const Candidate& c = candidates[i];
-    if (++tried_at[c.period] > kPerPeriod) continue;
-    ++cuts;
-    Cut cut = evaluate(c.token);
-    if (cut.valid) {
-      first_valid = i;
-      chosen_cut = cut;
-      break;
-    }
-    if (best_failure.period == 0) best_failure = cut, failed_token = c.token;
-  }
-  if (first_valid == candidates.size()) {
-    if (best_failure.uncovered > 0) {
-      out.text = fmt::format(
-          "no repeating op sequence: of the {} op calls on thread {}, the calls of {} repeat "
-          "every {} calls, but only in a part of them ({} calls outside)",
-          n, out.tid, token_text(failed_token), best_failure.period, best_failure.uncovered);
-    } else if (best_failure.period > 0) {
-      out.text = fmt::format(
-          "no repeating op sequence: of the {} op calls on thread {}, the calls of {} (every {} "
-          "calls) cut them into stretches that differ by up to {} calls (at most {} allowed)",
-          n, out.tid, token_text(failed_token), best_failure.period, best_failure.worst,
-          tolerance(best_failure.period));
-    } else {
-      out.text = fmt::format(
-          "no repeating op sequence: of the {} op calls on thread {}, no evenly called op cuts "
-          "them into repetitions",
-          n, out.tid);
-    }
-    return out;
-  }
+  // At most kMaxCuts candidates are weighed, so that a long sequence without a period costs
+  // little.
+  constexpr size_t kMaxCuts = 200, kPerPeriod = 3, kMaxPairs = 4096;
+  if (candidates.size() > kMaxCuts) candidates.resize(kMaxCuts);
 
-  // The phase. A repetition that starts inside a forward pass holds the backward of forward
-  // calls made in the repetition before, and the first one's backward of calls made before the
-  // window (unpaired: parse names it by its backward op), so it differs from the others. The
-  // anchor is the op whose calls fall inside the fewest (forward call, its backward) pairs: the
-  // first op of the forward, or one of the optimizer's, not one in the middle; of equals, the
-  // op BASE's detection anchored at, then the first called.
+  // The phase. Every op called once a period cuts the loop alike, at another phase, and the
+  // phase matters: a repetition that starts inside a forward pass holds the backward of forward
+  // calls made in the one before, and the first one the backward of calls made before the
+  // window (unpaired: parse names it by its backward op), so it differs from the others. Of the
+  // candidates of one period, those whose calls fall inside the fewest (forward call, its
+  // backward) pairs come first: the forward's first op, the optimizer's; of equals, the op
+  // BASE's detection anchored at, then the first called. The pairs are found by op id (a
+  // backward record's op id is its forward op's); a sample of them is enough to tell.
   std::unordered_map<int64_t, int64_t> forward_start;  // op id -> its forward call's start
   for (const ProfRecord& r : records) {
     if (r.bad_time || r.dir != Dir::kFprop || r.op_id == 0) continue;
@@ -284,49 +237,86 @@ RepeatingSteps detect_repeating_steps(const ReadResult& data, std::string_view p
     auto it = forward_start.find(r.op_id);
     if (it != forward_start.end()) pairs.emplace_back(it->second, cpu_side_start(r));
   }
+  if (pairs.size() > kMaxPairs) {  // evenly spaced over the profile
+    std::vector<std::pair<int64_t, int64_t>> sample;
+    for (size_t i = 0; i < kMaxPairs; ++i) sample.push_back(pairs[i * pairs.size() / kMaxPairs]);
+    pairs.swap(sample);
+  }
   auto times_of = [&](uint32_t token) {
     std::vector<int64_t> times;
     for (size_t p : positions[token]) times.push_back(thread_calls[p]->start);
     return times;
   };
-  auto crossings = [&](uint32_t token) {
-    const std::vector<int64_t> at = times_of(token);
-    size_t crossed = 0;
+  std::unordered_map<uint32_t, size_t> crossed;
+  for (const Candidate& c : candidates) {
+    const std::vector<int64_t> at = times_of(c.token);
+    size_t count = 0;
     for (const auto& [f, b] : pairs) {
       auto next = std::upper_bound(at.begin(), at.end(), f);
-      crossed += next != at.end() && *next <= b ? 1 : 0;
+      count += next != at.end() && *next <= b ? 1 : 0;
     }
-    return crossed;
-  };
-  uint32_t anchor = candidates[first_valid].token;
-  size_t fewest = crossings(anchor);
-  bool preferred = token_text(anchor) == preferred_anchor;
-  size_t phases = 1;
-  for (size_t i = first_valid + 1; i < candidates.size() && phases < kMaxPhases; ++i) {
-    const Candidate& c = candidates[i];
-    if (c.period != candidates[first_valid].period) break;
-    Cut cut = evaluate(c.token);
-    if (!cut.valid) continue;
-    ++phases;
-    size_t crossed = crossings(c.token);
-    bool is_preferred = !preferred_anchor.empty() && token_text(c.token) == preferred_anchor;
-    if (crossed < fewest || (crossed == fewest && is_preferred && !preferred)) {
+    crossed[c.token] = count;
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [&](const Candidate& a, const Candidate& b) {
+                     if (a.period != b.period) return a.period < b.period;
+                     if (crossed[a.token] != crossed[b.token])
+                       return crossed[a.token] < crossed[b.token];
+                     const bool pa = token_text(a.token) == preferred_anchor;
+                     const bool pb = token_text(b.token) == preferred_anchor;
+                     return pa && !pb;
+                   });
+
+  // Evaluated in that order, a few anchors a period (they see the same irregularities): the
+  // first that cuts the sequence into repetitions is the anchor.
+  std::unordered_map<size_t, size_t> tried_at;
+  Cut best_failure, chosen_cut;
+  uint32_t failed_token = 0;
+  std::optional<uint32_t> anchor;
+  for (const Candidate& c : candidates) {
+    if (++tried_at[c.period] > kPerPeriod) continue;
+    Cut cut = cut_at(seq, positions[c.token]);
+    // The repetitions must cover the sequence: a window holds whole ones and at most part of
+    // one at each end. (A burst of one op repeated in the middle is no loop of the profile.)
+    const std::vector<size_t>& at = positions[c.token];
+    const size_t edge = cut.period + tolerance(cut.period);
+    if (cut.valid && (at.front() > edge || n - at.back() > edge)) {
+      cut.valid = false;
+      cut.uncovered = at.front() + (n - at.back());
+    }
+    if (cut.valid) {
       anchor = c.token;
-      fewest = crossed;
-      preferred = is_preferred;
       chosen_cut = cut;
+      break;
     }
+    if (best_failure.period == 0) best_failure = cut, failed_token = c.token;
+  }
+  if (!anchor) {
+    if (best_failure.uncovered > 0) {
+      out.text = fmt::format(
+          "no repeating op sequence: of the {} op calls on thread {}, the calls of {} repeat "
+          "every {} calls, but only in a part of them ({} calls outside)",
+          n, out.tid, token_text(failed_token), best_failure.period, best_failure.uncovered);
+    } else {
+      out.text = fmt::format(
+          "no repeating op sequence: of the {} op calls on thread {}, the calls of {} (every {} "
+          "calls) cut them into stretches that differ by up to {} calls added or removed (at "
+          "most {} allowed)",
+          n, out.tid, token_text(failed_token), best_failure.period, best_failure.worst,
+          tolerance(best_failure.period));
+    }
+    return out;
   }
 
-  const std::vector<size_t>& pos = positions[anchor];
+  const std::vector<size_t>& pos = positions[*anchor];
   out.found = true;
   out.period = chosen_cut.period;
   out.identical = chosen_cut.identical;
   out.repetitions = pos.size() - 1;
-  out.anchor = token_text(anchor);
+  out.anchor = token_text(*anchor);
   out.calls_before = pos.front();
   out.calls_after = n - pos.back();
-  const std::vector<int64_t> bounds = times_of(anchor);
+  const std::vector<int64_t> bounds = times_of(*anchor);
   for (size_t j = 0; j + 1 < bounds.size(); ++j) out.spans.emplace_back(bounds[j], bounds[j + 1]);
   out.step_of_record.assign(records.size(), -1);
   for (size_t i = 0; i < records.size(); ++i) {

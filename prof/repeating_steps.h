@@ -9,9 +9,11 @@
 // (the kernels and copies one op range launched; CPU-only profiles: a top-level op record), in
 // the order of its CPU-side start, named by (op, direction, module, input shapes), or by the
 // kernel's name for a kernel launched outside every op. A repetition starts at each call of
-// one op, the anchor: the op whose calls are evenly spaced in the sequence and cut it into the
-// shortest stretches that (nearly) all repeat one sequence. Nothing is invented: without such
-// an op, or with fewer than two whole repetitions, no steps are found and the text says why.
+// one op, the anchor: an op whose calls are evenly spaced in the sequence and cut it into the
+// shortest stretches that (nearly) all repeat one sequence, of those the one whose calls split
+// the fewest forward calls from their backward (docs/diff.md §1.1). Nothing is invented:
+// without such an op, or with fewer than two whole repetitions, no steps are found and the
+// text says why.
 #pragma once
 
 #include <cstddef>

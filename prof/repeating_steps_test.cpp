@@ -244,5 +244,38 @@ TEST(RepeatingSteps, RepetitionsStartWhereNoForwardIsCutFromItsBackward) {
   EXPECT_EQ(not_f2.anchor, "aten::opt fprop [8,8]");
 }
 
+TEST(RepeatingSteps, UnpairedBackwardAtTheWindowStartDoesNotHideTheLoop) {
+  // A capture that began in the middle of a forward pass: parse cannot pair the backward of
+  // the forward calls made before it and names those calls by their backward op. Anchored at
+  // any forward op after the first, the first repetition holds them and differs from the
+  // others by 6 calls: only the phases that cut no (forward, backward) pair find the loop.
+  Builder b;
+  int64_t op_id = 0;
+  std::vector<int64_t> ids(6);
+  auto forward = [&](int k) {
+    b.call("aten::f" + std::to_string(k));
+    b.d.records.back().op_id = ids[k] = ++op_id;
+  };
+  auto backward = [&](int k, bool paired) {
+    b.call(paired ? "aten::f" + std::to_string(k) : "aten::mm", 7, Dir::kBprop);
+    b.d.records.back().op_id = paired ? ids[k] : ++op_id;
+  };
+  for (int k = 2; k < 6; ++k) forward(k);
+  for (int k = 5; k >= 0; --k) backward(k, k >= 2);
+  b.call("aten::opt");
+  for (int it = 0; it < 3; ++it) {
+    for (int k = 0; k < 6; ++k) forward(k);
+    for (int k = 5; k >= 0; --k) backward(k, true);
+    b.call("aten::opt");
+  }
+  RepeatingSteps s = detect_repeating_steps(b.d);
+  ASSERT_TRUE(s.found) << s.text;
+  EXPECT_EQ(s.period, 13u);
+  EXPECT_EQ(s.anchor, "aten::opt fprop [8,8]");
+  EXPECT_EQ(s.repetitions, 3u);
+  EXPECT_EQ(s.identical, 3u);
+  EXPECT_EQ(s.calls_before, 10u);  // the cut iteration's forward and backward
+}
+
 }  // namespace
 }  // namespace pyprof::prof
