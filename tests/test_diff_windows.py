@@ -451,7 +451,9 @@ def captures(tmp_path_factory):
     fractional exponent (slower per call, same shapes and calls); BASE and NEW are windows of
     the first cut at different points (20-60% and 43-77% of its span), SLOW one of the second
     (30-70%). (`--delay` counts from the launch, and importing torch took 2 to 7 s on the
-    loaded test VM, so a window cut here is where a --delay/--duration capture would be.)"""
+    loaded test VM: a window cut here is where a --delay/--duration capture would be, except
+    that parse paired its first backward calls over the whole run; the slow test below takes
+    real --delay/--duration captures.)"""
     tmp = tmp_path_factory.mktemp("captures")
     out = {}
     for name, extra in (("run", ()), ("slow_run", ("--exponent", "2.5"))):
