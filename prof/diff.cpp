@@ -731,7 +731,6 @@ DiffResult diff_profiles(const ReadResult& base, const ReadResult& next,
     side.samples = map.count;
     const bool ran = detect && !parsed;
     side.iterations = side_iterations_text(data, ran ? &found : nullptr, basis, options.basis);
-    if (ran) side.detected = found.text;
     side.steps_detected = basis == DiffBasis::kIteration && !parsed;
     side.busy_ns = mean_of(steps.busy);
     side.wall_ns = mean_of(steps.wall);

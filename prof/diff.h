@@ -108,12 +108,12 @@ struct DiffTable {
 struct DiffSide {
   std::string source;
   bool cpu_only = false;
-  size_t samples = 0;      // iterations compared (kIteration), else 1 (the whole profile)
-  std::string iterations;  // "3 by user_range (step N), reports cover 1:3", or "none"
-  // The repeating-op-sequence detector's finding (repeating_steps.h) when it ran on this
-  // profile: what it found or why nothing ("" when it did not run).
-  std::string detected;
-  bool steps_detected = false;  // the iterations compared are the detector's
+  size_t samples = 0;  // iterations compared (kIteration), else 1 (the whole profile)
+  // "3 by user_range (step N), compared 1:3", or "none in the profile; detected: ..."
+  std::string iterations;
+  // The iterations compared are the repeating-op-sequence detector's (repeating_steps.h; what
+  // it found, or why nothing, is in `iterations`).
+  bool steps_detected = false;
   // Busy time (GPU: the union of kernel, copy and memset intervals; CPU: op self time) and
   // wall time (the steps' spans; else the records' span), per iteration on the kIteration
   // basis, else of the whole profile compared.
@@ -125,7 +125,7 @@ struct DiffResult {
   DiffSide base, next;
   DiffBasis basis = DiffBasis::kIteration;  // the basis used (never kAuto)
   // Non-empty when the requested basis cannot be used (--basis iteration on a profile without
-  // two iterations): nothing was compared.
+  // iterations, parse's or detected): nothing was compared.
   std::string error;
   std::vector<DiffTable> tables;
   std::vector<std::string> notes;  // what a reader must know (mixed profile kinds, no test)
