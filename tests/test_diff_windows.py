@@ -482,6 +482,32 @@ def loop_period(dict_path) -> tuple[int, int]:
     return periods.pop(), len(starts) - 1
 
 
+def check_slowed_pow(res: subprocess.CompletedProcess) -> None:
+    """`pyprof diff BASE SLOW --fail-above 25` where SLOW's aten::pow is slower per call:
+    aten::pow is, of the op rows whose change is significant before any adjustment (p < 1e-3),
+    the one that changed most against the typical change; it
+    fails the gate, alone, when its change is beyond 3 of the rows' scatter (docs/diff.md §2).
+    On a quiet machine the scatter is a few percent; with a dozen builds sharing the 2-core VM
+    runs minutes apart scattered up to 184%, and then no row can count: the gate passes, as
+    the rule says, and the test checks that instead."""
+    tables = tables_of(res.stdout)
+    ops = table(tables, "diff: ops")
+    (pow_row,) = [r for r in ops if (r["Op"], r["Direction"]) == ("aten::pow", "fprop")]
+    assert pow_row["p"] < 1e-3 and pow_row["Base calls"] == pow_row["New calls"] == 1, pow_row
+    matched = [r for r in ops if isinstance(r["vs typical %"], (int, float))
+               and isinstance(r["p"], (int, float)) and r["p"] < 1e-3]
+    assert max(matched, key=lambda r: r["vs typical %"]) is pow_row
+    scatter = float(re.search(r"the rows scattering ([\d.]+)% about it",
+                              summary(tables)["typical change"]).group(1))
+    beyond = 100 * ((1 + scatter / 100) ** 3 - 1)
+    failing = [r for r in ops if r["Gate"] == "FAIL"]
+    if pow_row["vs typical %"] > beyond:
+        assert res.returncode == GATE_FAILED, res.stderr
+        assert failing == [pow_row] and pow_row["Verdict"] == "slower" and pow_row["q"] < 0.05
+    else:
+        assert res.returncode == 0 and not failing, (scatter, pow_row)
+
+
 def test_pyprof_windows_of_a_real_loop(captures):
     """No iterations for parse; the detector finds the loop (its period counted here from the
     records), windows cut at different points pass the gate, and rows are per iteration:
@@ -506,12 +532,8 @@ def test_pyprof_windows_of_a_real_loop(captures):
 
 def test_pyprof_window_with_an_op_slowed_per_call(captures):
     res = diff(captures["base"], captures["slow"], "--fail-above", "25", "--formats", "json",
-               check=GATE_FAILED)
-    failing = [r for r in table(tables_of(res.stdout), "diff: ops") if r["Gate"] == "FAIL"]
-    assert failing, res.stdout[-2000:]
-    # aten::pow (outside autograd: no backward) is the one op that fails.
-    assert [(r["Op"], r["Direction"]) for r in failing] == [("aten::pow", "fprop")], failing
-    assert failing[0]["Verdict"] == "slower" and failing[0]["q"] < 0.05
+               check=None)
+    check_slowed_pow(res)
 
 
 @pytest.mark.slow  # three captures that wait out --delay (the time torch takes to import, x1.5)
@@ -540,7 +562,5 @@ def test_real_delay_duration_captures(tmp_path):
         assert re.search(r"detected: \d+ whole repetitions of a \d+-call op sequence", s[side]), s
     assert s["gate"].startswith("pass"), (s["gate"], s["typical change"])
     res = diff(dicts["base"], dicts["slow"], "--fail-above", "25", "--formats", "json",
-               check=GATE_FAILED)
-    failing = [r for r in table(tables_of(res.stdout), "diff: ops") if r["Gate"] == "FAIL"]
-    assert [(r["Op"], r["Direction"]) for r in failing] == [("aten::pow", "fprop")], failing
-    assert failing[0]["Verdict"] == "slower" and failing[0]["q"] < 0.05
+               check=None)
+    check_slowed_pow(res)
