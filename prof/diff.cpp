@@ -9,9 +9,11 @@
 #include <numeric>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "prof/iterations.h"
+#include "prof/repeating_steps.h"
 
 namespace pyprof::prof {
 
@@ -19,75 +21,19 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // The typical change (typical_change): rows of at least this share of each profile's busy time,
-// at least this many of them, and how far beyond the rows' scatter a row's own change must go.
+// and at least this many of them (how far beyond the rows' scatter a row's own change must go:
+// diff.h, kScatterSigmas).
 constexpr double kScaleMinShare = 0.001;
 constexpr size_t kScaleMinRows = 8;
-constexpr double kScatterSigmas = 3;
 
 const char* dir_text(Dir d) {
   return d == Dir::kFprop ? "fprop" : d == Dir::kBprop ? "bprop" : "-";
 }
 
-// ---- statistics ---------------------------------------------------------------------------
-
-// The continued fraction of the regularized incomplete beta function I_x(a, b), by the
-// modified Lentz method; converges fast for x < (a + 1) / (a + b + 2).
-double beta_continued_fraction(double a, double b, double x) {
-  constexpr int kMaxTerms = 300;
-  constexpr double kEpsilon = 1e-15, kTiny = 1e-300;
-  double c = 1, d = 1 - (a + b) * x / (a + 1);
-  if (std::fabs(d) < kTiny) d = kTiny;
-  d = 1 / d;
-  double h = d;
-  for (int m = 1; m <= kMaxTerms; ++m) {
-    double m2 = 2.0 * m;
-    double aa = m * (b - m) * x / ((a + m2 - 1) * (a + m2));  // even step
-    d = 1 + aa * d;
-    if (std::fabs(d) < kTiny) d = kTiny;
-    c = 1 + aa / c;
-    if (std::fabs(c) < kTiny) c = kTiny;
-    d = 1 / d;
-    h *= d * c;
-    aa = -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1));  // odd step
-    d = 1 + aa * d;
-    if (std::fabs(d) < kTiny) d = kTiny;
-    c = 1 + aa / c;
-    if (std::fabs(c) < kTiny) c = kTiny;
-    d = 1 / d;
-    double delta = d * c;
-    h *= delta;
-    if (std::fabs(delta - 1) < kEpsilon) break;
-  }
-  return h;
+double mean_of(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
-
-double regularized_incomplete_beta(double a, double b, double x) {
-  if (x <= 0) return 0;
-  if (x >= 1) return 1;
-  double log_front =
-      std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x);
-  double front = std::exp(log_front);
-  // The symmetry I_x(a, b) = 1 - I_{1-x}(b, a) keeps the fraction in its fast region.
-  if (x < (a + 1) / (a + b + 2)) return front * beta_continued_fraction(a, b, x) / a;
-  return 1 - front * beta_continued_fraction(b, a, 1 - x) / b;
-}
-
-struct Moments {
-  double mean = 0, variance = 0;  // sample variance (n - 1)
-};
-Moments moments_of(const std::vector<double>& v) {
-  Moments m;
-  if (v.empty()) return m;
-  m.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-  if (v.size() > 1) {
-    double ss = 0;
-    for (double x : v) ss += (x - m.mean) * (x - m.mean);
-    m.variance = ss / static_cast<double>(v.size() - 1);
-  }
-  return m;
-}
-
-double mean_of(const std::vector<double>& v) { return moments_of(v).mean; }
 
 // ---- one side's aggregates ----------------------------------------------------------------
 
@@ -95,42 +41,63 @@ double mean_of(const std::vector<double>& v) { return moments_of(v).mean; }
 struct Samples {
   std::vector<double> time, flops, calls;
   explicit Samples(size_t n = 0) : time(n, 0.0), flops(n, 0.0), calls(n, 0.0) {}
+  void grow() {
+    time.push_back(0);
+    flops.push_back(0);
+    calls.push_back(0);
+  }
 };
 
-// How a profile's records map to samples: per selected iteration, or one sample.
+// How a profile's records map to iterations: parse's selected steps, the detector's whole
+// repetitions (repeating_steps.h), or none (one sample: the per-call and whole-profile bases).
 struct SampleMap {
   bool per_step = false;
-  std::vector<int32_t> of_step;  // step index -> sample index, -1: not selected
+  std::vector<int32_t> of_step;  // parse's steps: step index -> sample index, -1: not selected
+  // The detector's: per record, its repetition (-1: outside every whole one); null otherwise.
+  const std::vector<int32_t>* of_record = nullptr;
+  const ProfRecord* first = nullptr;               // data.records.data(), for of_record
+  std::vector<std::pair<int64_t, int64_t>> spans;  // per sample: its [start, end)
   size_t count = 1;
   int32_t sample_of(const ProfRecord& r) const {
     if (!per_step) return 0;
+    if (of_record) return (*of_record)[static_cast<size_t>(&r - first)];
     if (r.step < 0 || static_cast<size_t>(r.step) >= of_step.size()) return -1;
     return of_step[r.step];
   }
 };
 
-SampleMap sample_map(const ReadResult& data, bool per_step) {
+SampleMap parse_steps_map(const ReadResult& data) {
   SampleMap m;
-  m.per_step = per_step;
-  if (!per_step) return m;
+  m.per_step = true;
   const Iterations& it = data.iterations;
   m.of_step.assign(it.steps.size(), -1);
   m.count = 0;
   for (size_t i = 0; i < it.steps.size(); ++i) {
     if (i < it.state.size() && it.state[i] != StepState::kSelected) continue;
     m.of_step[i] = static_cast<int32_t>(m.count++);
+    m.spans.emplace_back(it.steps[i].start, it.steps[i].end);
   }
   return m;
 }
 
-// Whether a profile's selection leaves at least one iteration to compare per step.
-bool has_selected_steps(const ReadResult& data) {
+SampleMap detected_steps_map(const ReadResult& data, const RepeatingSteps& found) {
+  SampleMap m;
+  m.per_step = true;
+  m.of_record = &found.step_of_record;
+  m.first = data.records.data();
+  m.spans = found.spans;
+  m.count = found.spans.size();
+  return m;
+}
+
+// How many of parse's iterations a profile's selection leaves to compare.
+size_t selected_steps(const ReadResult& data) {
   const Iterations& it = data.iterations;
-  if (it.steps.empty()) return false;
+  size_t n = 0;
   for (size_t i = 0; i < it.steps.size(); ++i) {
-    if (i >= it.state.size() || it.state[i] == StepState::kSelected) return true;
+    if (i >= it.state.size() || it.state[i] == StepState::kSelected) ++n;
   }
-  return false;
+  return n;
 }
 
 // The step level's samples of one profile: wall time and busy time per sample, counted FLOPs.
@@ -162,16 +129,12 @@ StepSamples step_samples(const ReadResult& data, const SampleMap& map) {
   }
   for (size_t k = 0; k < map.count; ++k) {
     if (!data.cpu_only) s.busy[k] = static_cast<double>(union_length(spans[k]));
-    if (first[k] <= last[k]) s.wall[k] = static_cast<double>(last[k] - first[k]);
-  }
-  if (map.per_step) {
     // A step's wall time is its span, as the iteration report has it (the records' span would
-    // miss the idle time at its ends).
-    const Iterations& it = data.iterations;
-    for (size_t i = 0; i < map.of_step.size(); ++i) {
-      if (map.of_step[i] >= 0) {
-        s.wall[map.of_step[i]] = static_cast<double>(it.steps[i].end - it.steps[i].start);
-      }
+    // miss the idle time at its ends); without steps, the records' span.
+    if (map.per_step) {
+      s.wall[k] = static_cast<double>(map.spans[k].second - map.spans[k].first);
+    } else if (first[k] <= last[k]) {
+      s.wall[k] = static_cast<double>(last[k] - first[k]);
     }
   }
   return s;
@@ -231,7 +194,18 @@ class KeyMaker {
 // Rows of one level of one profile: key text -> samples.
 using SideRows = std::map<std::vector<std::string>, Samples>;
 
-SideRows side_rows(const ReadResult& data, const SampleMap& map, DiffLevel level, int depth) {
+// The call a record belongs to, on the per-call basis: its op instance (the kernels and copies
+// one op call launched; prof makes each CPU op record an instance of its own), or the record
+// alone (a kernel launched outside every op, a copy; every record at the kernel level, where a
+// call is a launch). Negative ids are records, so they never meet an instance's.
+int64_t call_of(const ProfRecord& r, size_t index, DiffLevel level) {
+  if (level != DiffLevel::kKernel && r.instance != 0) return r.instance;
+  return -static_cast<int64_t>(index) - 1;
+}
+
+// `per_call`: a sample per call (call_of) instead of one per sample of `map`.
+SideRows side_rows(const ReadResult& data, const SampleMap& map, DiffLevel level, int depth,
+                   bool per_call) {
   // Aggregated by interned ids first (one small key per record), turned into text once per
   // distinct row: a million records make a few thousand rows.
   struct IdKey {
@@ -247,9 +221,15 @@ SideRows side_rows(const ReadResult& data, const SampleMap& map, DiffLevel level
       return h * 31u ^ k.d;
     }
   };
-  std::unordered_map<IdKey, std::pair<Samples, const ProfRecord*>, IdKeyHash> by_id;
+  struct Entry {
+    Samples samples;
+    const ProfRecord* first;
+    std::unordered_map<int64_t, size_t> slot_of_call;  // per_call: call -> its sample
+  };
+  std::unordered_map<IdKey, Entry, IdKeyHash> by_id;
   const bool cpu = data.cpu_only;
-  for (const ProfRecord& r : data.records) {
+  for (size_t index = 0; index < data.records.size(); ++index) {
+    const ProfRecord& r = data.records[index];
     int32_t k = map.sample_of(r);
     if (k < 0 || r.bad_time) continue;
     IdKey key;
@@ -274,30 +254,65 @@ SideRows side_rows(const ReadResult& data, const SampleMap& map, DiffLevel level
     // Looked up first: a row's samples (three vectors of one value per iteration) are made
     // once per distinct row, not once per record.
     auto it = by_id.find(key);
-    if (it == by_id.end()) it = by_id.emplace(key, std::make_pair(Samples(map.count), &r)).first;
-    Samples& s = it->second.first;
-    s.time[k] += static_cast<double>(report_time(r, cpu));
-    if (r.counted) s.flops[k] += r.flops;
-    s.calls[k] += 1;
+    if (it == by_id.end()) {
+      it = by_id.emplace(key, Entry{Samples(per_call ? 0 : map.count), &r, {}}).first;
+    }
+    Entry& e = it->second;
+    size_t slot = static_cast<size_t>(k);
+    if (per_call) {
+      auto [call, added] =
+          e.slot_of_call.try_emplace(call_of(r, index, level), e.samples.time.size());
+      if (added) e.samples.grow();
+      slot = call->second;
+    }
+    Samples& s = e.samples;
+    s.time[slot] += static_cast<double>(report_time(r, cpu));
+    if (r.counted) s.flops[slot] += r.flops;
+    s.calls[slot] += 1;
   }
   SideRows rows;
   KeyMaker maker(data, depth);
   std::vector<std::vector<std::string>> keys;
   for (const auto& [id, entry] : by_id) {
-    maker.keys(level, *entry.second, keys);
+    maker.keys(level, *entry.first, keys);
     for (const std::vector<std::string>& key : keys) {
       auto it = rows.find(key);
-      if (it == rows.end()) it = rows.emplace(key, Samples(map.count)).first;
+      if (it == rows.end()) it = rows.emplace(key, Samples(per_call ? 0 : map.count)).first;
       Samples& s = it->second;
+      const Samples& add = entry.samples;
+      if (per_call) {  // a module's calls are those of every path under it
+        s.time.insert(s.time.end(), add.time.begin(), add.time.end());
+        s.flops.insert(s.flops.end(), add.flops.begin(), add.flops.end());
+        s.calls.insert(s.calls.end(), add.calls.begin(), add.calls.end());
+        continue;
+      }
       for (size_t i = 0; i < map.count; ++i) {
-        s.time[i] += entry.first.time[i];
-        s.flops[i] += entry.first.flops[i];
-        s.calls[i] += entry.first.calls[i];
+        s.time[i] += add.time[i];
+        s.flops[i] += add.flops[i];
+        s.calls[i] += add.calls[i];
       }
     }
   }
   return rows;
 }
+
+// What a row's figures are measured against. `per_call`: the samples are calls, so a row's
+// time in all that was compared is its mean times its calls, and the busy times are those of
+// everything compared; else the samples are iterations (or the one whole profile) and the busy
+// times are per sample.
+struct Frame {
+  bool per_call = false;
+  double base_busy = 0, next_busy = 0;
+  double scale = 1;    // the typical change, NEW / BASE
+  double scatter = 0;  // the rows' scatter about it (a sigma of ln(NEW / BASE))
+  // How many of the row's samples make its share of the busy time: its calls, or 1.
+  double base_units(const DiffRow& row) const {
+    return per_call ? static_cast<double>(row.base_time.size()) : 1.0;
+  }
+  double new_units(const DiffRow& row) const {
+    return per_call ? static_cast<double>(row.new_time.size()) : 1.0;
+  }
+};
 
 // Means, change and p-value of a row (its verdict waits for the table's q-values). `scale` is
 // the profiles' typical change (typical_scale): NEW's samples are divided by it before the test,
@@ -347,15 +362,19 @@ void adjust_q_values(std::vector<DiffRow>& rows, const std::vector<int>& directi
 // machine that ran NEW 35% faster in general, an op that ran 15% faster (a memory-bound op a
 // busy machine slowed more) is no regression; an op whose calls doubled is far outside that
 // scatter. New and gone rows: 0 (their verdict says what they are); rows whose time moved by
-// less than kScaleMinShare of BASE's busy time per iteration: 0.
-int changed(const DiffRow& row, const DiffOptions& options, double scatter, double base_busy) {
+// less than kScaleMinShare of BASE's busy time (per iteration; per call: over BASE's calls): 0.
+// The step rows pass a Frame without busy time: judged on their change alone.
+int changed(const DiffRow& row, const DiffOptions& options, const Frame& frame) {
   if (!row.in_base || !row.in_new) return 0;
   // A change of less than kScaleMinShare of the busy time (a few µs of a ms step) is no
   // finding, whatever its percent: the smallest ops are the noisiest.
-  if (base_busy > 0 && std::fabs(row.new_ns - row.base_ns) < kScaleMinShare * base_busy) return 0;
+  if (frame.base_busy > 0 && std::fabs(row.new_ns - row.base_ns) * frame.base_units(row) <
+                                 kScaleMinShare * frame.base_busy) {
+    return 0;
+  }
   const double m = options.min_change_pct;
   const double own = row.adjusted_delta_pct;
-  const double beyond = kScatterSigmas * scatter;
+  const double beyond = kScatterSigmas * frame.scatter;
   const double own_log = row.base_ns > 0 && row.new_ns > 0 ? std::log(1 + own / 100)
                                                            : (own > 0   ? INFINITY
                                                               : own < 0 ? -INFINITY
@@ -363,14 +382,16 @@ int changed(const DiffRow& row, const DiffOptions& options, double scatter, doub
   return own >= m && own_log > beyond ? 1 : own <= -m && own_log < -beyond ? -1 : 0;
 }
 
-// The verdict from the row's change and its q-value. Untested rows (fewer than 2 samples a
-// side: p and q NaN) are judged by the change alone.
+// The verdict from the row's change and its q-value. A row in both profiles without a test
+// (fewer than 2 samples a side: p NaN) gets none: kUntested.
 void decide(DiffRow& row, const DiffOptions& options, int direction) {
   if (!row.in_base) {
     row.verdict = Verdict::kNew;
   } else if (!row.in_new) {
     row.verdict = Verdict::kGone;
-  } else if (direction == 0 || (!std::isnan(row.p_value) && !(row.q_value < options.alpha))) {
+  } else if (std::isnan(row.p_value)) {
+    row.verdict = Verdict::kUntested;
+  } else if (direction == 0 || !(row.q_value < options.alpha)) {
     row.verdict = Verdict::kSame;
   } else {
     row.verdict = direction > 0 ? Verdict::kSlower : Verdict::kFaster;
@@ -380,38 +401,60 @@ void decide(DiffRow& row, const DiffOptions& options, int direction) {
 // The CI gates. --fail-above (fail_above_pct), for every row but the step rows: a row fails
 // when it is slower (decide(): against the typical change, beyond the rows' scatter,
 // significant) by more than the limit and the time it added (at BASE's machine speed) is at
-// least min_share_pct of BASE's busy time per iteration (a 60% slower op of 0.2% of the step is
-// not worth a red build); a new row when its time is over the limit's share of that busy time.
-// --fail-step-above (fail_step_above_pct), for the step rows alone: slower by more than its
-// limit, absolute (they cannot tell a slower machine from slower code, so it is asked for apart).
-void gate(DiffRow& row, bool step_row, double base_busy_ns, double scale,
+// least min_share_pct of BASE's busy time (per iteration; per call: over BASE's calls of it):
+// a 60% slower op of 0.2% of the step is not worth a red build; a new row when its share of
+// the busy time is over the limit (per iteration: of BASE's at BASE's speed; per call: of
+// NEW's, the windows being of different lengths). --fail-step-above (fail_step_above_pct),
+// for the step rows alone: slower by more than its limit, absolute (they cannot tell a slower
+// machine from slower code, so it is asked for apart). An untested row fails on the size of
+// its change alone (as `changed` judges it) only with --gate-without-test; else the gate skips
+// it (gate_skipped).
+void gate(DiffRow& row, int direction, bool step_row, const Frame& frame,
           const DiffOptions& options) {
-  row.base_share_pct = base_busy_ns > 0 ? 100.0 * row.base_ns / base_busy_ns : kNaN;
+  const bool untested = row.verdict == Verdict::kUntested;
+  const bool slower = row.verdict == Verdict::kSlower || (untested && direction > 0);
   if (step_row) {
-    row.fails_gate = options.fail_step_above_pct && row.verdict == Verdict::kSlower &&
-                     row.delta_pct > *options.fail_step_above_pct;
+    row.base_share_pct = row.base_ns > 0 ? 100 : kNaN;  // of itself
+    if (!options.fail_step_above_pct) return;
+    if (untested && !options.gate_without_test) {
+      row.gate_skipped = true;
+      return;
+    }
+    row.fails_gate = slower && row.delta_pct > *options.fail_step_above_pct;
     return;
   }
-  if (!options.fail_above_pct || base_busy_ns <= 0) return;
+  const double base_busy = frame.base_busy;
+  row.base_share_pct =
+      base_busy > 0 ? 100.0 * row.base_ns * frame.base_units(row) / base_busy : kNaN;
+  if (!options.fail_above_pct || base_busy <= 0) return;
+  if (untested && !options.gate_without_test) {
+    row.gate_skipped = true;
+    return;
+  }
   const double limit = *options.fail_above_pct;
-  if (row.verdict == Verdict::kSlower) {
-    double added_ns = row.new_ns / scale - row.base_ns;
+  if (slower) {
+    double added_ns = (row.new_ns / frame.scale - row.base_ns) * frame.base_units(row);
     row.fails_gate =
-        row.adjusted_delta_pct > limit && 100.0 * added_ns / base_busy_ns >= options.min_share_pct;
+        row.adjusted_delta_pct > limit && 100.0 * added_ns / base_busy >= options.min_share_pct;
   } else if (row.verdict == Verdict::kNew) {
-    double new_share = 100.0 * row.new_ns / scale / base_busy_ns;
+    double new_share =
+        frame.per_call
+            ? (frame.next_busy > 0 ? 100.0 * row.new_ns * frame.new_units(row) / frame.next_busy
+                                   : 0.0)
+            : 100.0 * row.new_ns / frame.scale / base_busy;
     row.fails_gate = new_share >= options.min_share_pct && new_share > limit;
   }
 }
 
 // The typical change between the profiles: the median over the op rows both hold (each at
 // least kScaleMinShare of its profile's busy time, so that the noisiest tiny rows stay out) of
-// NEW's time over BASE's. A machine that ran the second profile 15% slower throughout moves
-// every row alike and the median with them; an op that regressed moves its own row only, and
-// a median is not moved by a few rows, however large. 1 (no normalisation) with fewer than
-// kScaleMinRows such rows. Rows also scatter about it, more on a busy, shared machine: ops
-// differ in how load slows them (memory-bound ones more). A row's own change counts only beyond
-// kScatterSigmas times that scatter (a robust sigma: the rows' median absolute deviation).
+// NEW's time over BASE's (per iteration, or per call). A machine that ran the second profile
+// 15% slower throughout moves every row alike and the median with them; an op that regressed
+// moves its own row only, and a median is not moved by a few rows, however large. 1 (no
+// normalisation) with fewer than kScaleMinRows such rows. Rows also scatter about it, more on
+// a busy, shared machine: ops differ in how load slows them (memory-bound ones more). A row's
+// own change counts only beyond kScatterSigmas times that scatter (a robust sigma: the rows'
+// median absolute deviation).
 
 struct TypicalChange {
   double scale = 1;    // NEW / BASE, the median over the rows
@@ -419,14 +462,19 @@ struct TypicalChange {
   size_t rows = 0;     // the rows it is the median of (below kScaleMinRows: none, no scaling)
 };
 
-TypicalChange typical_change(const SideRows& base, const SideRows& next, double base_busy,
-                             double next_busy) {
+TypicalChange typical_change(const SideRows& base, const SideRows& next, const Frame& frame) {
+  // A row's share of the busy time: per sample, or over all its calls.
+  auto small = [&](const Samples& s, double busy) {
+    double t = mean_of(s.time);
+    if (frame.per_call) t *= static_cast<double>(s.time.size());
+    return t < kScaleMinShare * busy;
+  };
   std::vector<double> logs;
   for (const auto& [key, b] : base) {
     auto it = next.find(key);
     if (it == next.end()) continue;
     double bt = mean_of(b.time), nt = mean_of(it->second.time);
-    if (bt <= 0 || nt <= 0 || bt < kScaleMinShare * base_busy || nt < kScaleMinShare * next_busy) {
+    if (bt <= 0 || nt <= 0 || small(b, frame.base_busy) || small(it->second, frame.next_busy)) {
       continue;
     }
     logs.push_back(std::log(nt / bt));
@@ -447,15 +495,108 @@ TypicalChange typical_change(const SideRows& base, const SideRows& next, double 
   return t;
 }
 
-std::string side_iterations_text(const ReadResult& data, bool per_step) {
+// The op calls a profile's compared records make (call_of at the op level).
+size_t count_calls(const ReadResult& data, const SampleMap& map) {
+  std::unordered_set<int64_t> calls;
+  for (size_t i = 0; i < data.records.size(); ++i) {
+    const ProfRecord& r = data.records[i];
+    if (r.bad_time || map.sample_of(r) < 0) continue;
+    calls.insert(call_of(r, i, DiffLevel::kOp));
+  }
+  return calls.size();
+}
+
+// The summary's line on one profile's iterations: parse's, the detector's, or none.
+std::string side_iterations_text(const ReadResult& data, const RepeatingSteps* detected,
+                                 DiffBasis basis, DiffBasis requested) {
   const Iterations& it = data.iterations;
-  if (it.steps.empty()) return "none detected: the whole profile is one sample";
+  if (it.steps.empty()) {
+    std::string text = "none in the profile";
+    if (detected) text += detected->found ? "; detected: " + detected->text : "; " + detected->text;
+    return text;
+  }
   std::string text = fmt::format("{} by {}{}", it.steps.size(), it.rule,
                                  it.range.empty() ? "" : " (" + it.range + ")");
   if (!it.selection.empty()) text += ", compared " + it.selection;
   if (it.warm_up_wall > 0) text += " (warm-up step 0 left out)";
-  if (!per_step) text += "; compared as one sample (the other profile has none)";
+  if (basis == DiffBasis::kCall) {
+    text += requested == DiffBasis::kCall
+                ? "; compared per call (--basis call)"
+                : "; compared per call (fewer than 2 iterations on a side)";
+  }
+  if (basis == DiffBasis::kProfile) text += "; compared whole (--basis profile)";
   return text;
+}
+
+// "no iterations", "1 iteration", "7 iterations".
+std::string count_text(size_t iterations) {
+  if (iterations == 0) return "no iterations";
+  return fmt::format("{} iteration{}", iterations, iterations == 1 ? "" : "s");
+}
+
+// What a level's samples are on a basis: the Basis column and the summary's words.
+const char* level_basis(DiffLevel level, DiffBasis basis) {
+  if (basis == DiffBasis::kIteration) return "per iteration";
+  if (basis == DiffBasis::kProfile || level == DiffLevel::kStep) return "whole profile";
+  if (level == DiffLevel::kKernel) return "per launch";
+  if (level == DiffLevel::kModule) return "per op call";
+  return "per call";
+}
+
+// The gates' outcome over all tables: the failing rows by kind, the untested rows a gate
+// skipped, and the refusal: a gate asked for where none of the rows it applies to could be
+// tested judges nothing, and passing it would tell CI that nothing regressed, so it refuses
+// (unless --gate-without-test made it a gate on the size of a change alone).
+void settle_gates(DiffResult& result, const DiffOptions& options) {
+  size_t tested = 0, untested = 0;
+  bool step_untested = false;
+  for (const DiffTable& t : result.tables) {
+    for (const DiffRow& row : t.rows) {
+      if (!row.in_base || !row.in_new) continue;
+      if (t.level == DiffLevel::kStep) {
+        step_untested = step_untested || std::isnan(row.p_value);
+      } else {
+        ++(std::isnan(row.p_value) ? untested : tested);
+      }
+    }
+  }
+  if (!options.gate_without_test) {
+    std::vector<std::string> refused;
+    if (options.fail_above_pct && tested == 0 && untested > 0) {
+      refused.push_back(fmt::format(
+          "--fail-above: none of the {} rows in both profiles could be tested (fewer than 2 "
+          "samples a side)",
+          untested));
+    }
+    if (options.fail_step_above_pct && step_untested) {
+      refused.push_back(
+          "--fail-step-above: the step rows are untested (fewer than 2 iterations a side)");
+    }
+    if (!refused.empty()) {
+      result.gate_refused = refused[0];
+      if (refused.size() > 1) result.gate_refused += "; " + refused[1];
+      result.gate_refused +=
+          ": a gate without a test would judge the size of a change alone; "
+          "--gate-without-test asks for that";
+      for (DiffTable& t : result.tables) {
+        for (DiffRow& row : t.rows) row.fails_gate = false;
+      }
+    }
+  }
+  for (const DiffTable& t : result.tables) {
+    for (const DiffRow& row : t.rows) {
+      result.gate_skipped += row.gate_skipped ? 1 : 0;
+      if (!row.fails_gate) continue;
+      ++result.failing_rows;
+      if (row.verdict == Verdict::kNew) {
+        ++result.failing_new;
+      } else if (row.verdict == Verdict::kUntested) {
+        ++result.failing_untested;
+      } else {
+        ++result.failing_slower;
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -489,46 +630,91 @@ const char* verdict_name(Verdict v) {
       return "new";
     case Verdict::kGone:
       return "gone";
+    case Verdict::kUntested:
+      return "untested";
   }
   return "?";
 }
 
-double student_t_two_sided_p(double t, double df) {
-  if (std::isnan(t) || !(df > 0)) return kNaN;
-  if (std::isinf(t)) return 0;
-  return regularized_incomplete_beta(df / 2, 0.5, df / (df + t * t));
+const char* diff_basis_name(DiffBasis b) {
+  switch (b) {
+    case DiffBasis::kAuto:
+      return "auto";
+    case DiffBasis::kIteration:
+      return "iteration";
+    case DiffBasis::kCall:
+      return "call";
+    case DiffBasis::kProfile:
+      return "profile";
+  }
+  return "?";
 }
 
-double welch_p_value(const std::vector<double>& a, const std::vector<double>& b) {
-  if (a.size() < 2 || b.size() < 2) return kNaN;
-  Moments ma = moments_of(a), mb = moments_of(b);
-  double na = static_cast<double>(a.size()), nb = static_cast<double>(b.size());
-  double va = ma.variance / na, vb = mb.variance / nb;
-  if (va + vb <= 0) return ma.mean == mb.mean ? 1.0 : 0.0;
-  double t = (mb.mean - ma.mean) / std::sqrt(va + vb);
-  // Welch-Satterthwaite degrees of freedom.
-  double df = (va + vb) * (va + vb) / (va * va / (na - 1) + vb * vb / (nb - 1));
-  return student_t_two_sided_p(t, df);
+bool diff_basis_of(const std::string& name, DiffBasis& out) {
+  for (DiffBasis b :
+       {DiffBasis::kAuto, DiffBasis::kIteration, DiffBasis::kCall, DiffBasis::kProfile}) {
+    if (name == diff_basis_name(b)) {
+      out = b;
+      return true;
+    }
+  }
+  return false;
 }
 
 DiffResult diff_profiles(const ReadResult& base, const ReadResult& next,
                          const std::vector<DiffLevel>& levels, const DiffOptions& options) {
   DiffResult result;
-  const bool per_step = has_selected_steps(base) && has_selected_steps(next);
-  SampleMap base_map = sample_map(base, per_step), next_map = sample_map(next, per_step);
-  if (!per_step && (has_selected_steps(base) || has_selected_steps(next))) {
-    result.notes.push_back(
-        "only one profile has iterations: both are compared whole, as one sample each, so no "
-        "row is tested for significance");
-  } else if (!per_step) {
-    result.notes.push_back(
-        "neither profile has iterations: each is one sample, so no row is tested for "
-        "significance (the size of a change alone decides its verdict)");
-  } else if (base_map.count < 2 || next_map.count < 2) {
+  // The basis: per iteration when both profiles have two or more, parse's or the detector's
+  // (repeating_steps.h, tried on a profile parse found none in), else per call (auto).
+  const bool base_parsed = !base.iterations.steps.empty();
+  const bool next_parsed = !next.iterations.steps.empty();
+  RepeatingSteps base_found, next_found;
+  const bool detect = options.basis == DiffBasis::kAuto || options.basis == DiffBasis::kIteration;
+  if (detect && !base_parsed) base_found = detect_repeating_steps(base);
+  if (detect && !next_parsed) next_found = detect_repeating_steps(next, base_found.anchor);
+  const size_t base_iterations = base_parsed ? selected_steps(base) : base_found.repetitions;
+  const size_t next_iterations = next_parsed ? selected_steps(next) : next_found.repetitions;
+  DiffBasis basis = options.basis;
+  if (basis == DiffBasis::kAuto) {
+    basis = base_iterations >= 2 && next_iterations >= 2 ? DiffBasis::kIteration : DiffBasis::kCall;
+  } else if (basis == DiffBasis::kIteration && (base_iterations == 0 || next_iterations == 0)) {
+    const bool base_none = base_iterations == 0;
+    const RepeatingSteps& found = base_none ? base_found : next_found;
+    result.error = fmt::format(
+        "--basis iteration: {} has no iterations{}", base_none ? "BASE" : "NEW",
+        (base_none ? base_parsed : next_parsed) ? " selected"
+                                                : " (parse found none; " + found.text + ")");
+    return result;
+  }
+  result.basis = basis;
+  const bool per_call = basis == DiffBasis::kCall;
+  SampleMap base_map, next_map;  // one sample: the per-call and whole-profile bases
+  if (basis == DiffBasis::kIteration) {
+    base_map = base_parsed ? parse_steps_map(base) : detected_steps_map(base, base_found);
+    next_map = next_parsed ? parse_steps_map(next) : detected_steps_map(next, next_found);
+  }
+  if (basis == DiffBasis::kIteration && (base_map.count < 2 || next_map.count < 2)) {
     result.notes.push_back(fmt::format(
-        "{} and {} iterations compared: the test needs 2 or more on each side, so the size of a "
-        "change alone decides its verdict",
+        "{} and {} iterations compared: the test needs 2 or more on each side, so no row is "
+        "tested (verdict `untested`)",
         base_map.count, next_map.count));
+  } else if (basis == DiffBasis::kIteration && base_parsed != next_parsed) {
+    result.notes.push_back(fmt::format(
+        "{}'s iterations are parse's and {}'s were detected in its repeating op sequence: a "
+        "detected one runs from one anchor call to the next, the time between steps included",
+        base_parsed ? "BASE" : "NEW", base_parsed ? "NEW" : "BASE"));
+  } else if (per_call) {
+    result.notes.push_back(fmt::format(
+        "{}: compared per call (each call a sample: time per call, tested; calls shown side by "
+        "side). A fixed-length capture's totals measure where it was cut, not the work",
+        options.basis == DiffBasis::kCall
+            ? "--basis call"
+            : fmt::format("{} in BASE and {} in NEW (fewer than 2 on a side)",
+                          count_text(base_iterations), count_text(next_iterations))));
+  } else if (basis == DiffBasis::kProfile) {
+    result.notes.push_back(
+        "--basis profile: each profile is one sample, its whole span, so no row is tested; "
+        "totals compare only when both profiles hold the same work (not fixed-length windows)");
   }
   if (base.cpu_only != next.cpu_only) {
     result.notes.push_back(fmt::format(
@@ -537,41 +723,50 @@ DiffResult diff_profiles(const ReadResult& base, const ReadResult& next,
         base.cpu_only ? "CPU-only" : "GPU", next.cpu_only ? "CPU-only" : "GPU"));
   }
   StepSamples base_steps = step_samples(base, base_map), next_steps = step_samples(next, next_map);
-  auto describe = [&](const ReadResult& data, const SampleMap& map, const StepSamples& steps) {
+  auto describe = [&](const ReadResult& data, const SampleMap& map, const StepSamples& steps,
+                      const RepeatingSteps& found, bool parsed) {
     DiffSide side;
     side.source = data.source;
     side.cpu_only = data.cpu_only;
     side.samples = map.count;
-    side.iterations = side_iterations_text(data, per_step);
+    const bool ran = detect && !parsed;
+    side.iterations = side_iterations_text(data, ran ? &found : nullptr, basis, options.basis);
+    side.steps_detected = basis == DiffBasis::kIteration && !parsed;
     side.busy_ns = mean_of(steps.busy);
+    side.wall_ns = mean_of(steps.wall);
+    side.calls = count_calls(data, map);
     return side;
   };
-  result.base = describe(base, base_map, base_steps);
-  result.next = describe(next, next_map, next_steps);
-  const double base_busy = result.base.busy_ns;
+  result.base = describe(base, base_map, base_steps, base_found, base_parsed);
+  result.next = describe(next, next_map, next_steps, next_found, next_parsed);
+  Frame frame;
+  frame.per_call = per_call;
+  frame.base_busy = result.base.busy_ns;
+  frame.next_busy = result.next.busy_ns;
   // The op level's rows serve the typical change and, when asked for, the op table: one pass
   // over each profile's records for both.
-  SideRows base_ops = side_rows(base, base_map, DiffLevel::kOp, 0);
-  SideRows next_ops = side_rows(next, next_map, DiffLevel::kOp, 0);
-  const TypicalChange typical = typical_change(base_ops, next_ops, base_busy, result.next.busy_ns);
+  SideRows base_ops = side_rows(base, base_map, DiffLevel::kOp, 0, per_call);
+  SideRows next_ops = side_rows(next, next_map, DiffLevel::kOp, 0, per_call);
+  const TypicalChange typical = typical_change(base_ops, next_ops, frame);
   bool ops_used = false;
-  const double scale = typical.scale;
-  const size_t scale_rows = typical.rows;
-  result.typical_change_pct = 100.0 * (scale - 1);
-  result.typical_rows = scale_rows;
+  frame.scale = typical.scale;
+  frame.scatter = typical.scatter;
+  result.typical_change_pct = 100.0 * (typical.scale - 1);
+  result.typical_rows = typical.rows;
   result.row_scatter_pct = 100.0 * (std::exp(typical.scatter) - 1);
-  if (scale_rows < kScaleMinRows) {
+  if (typical.rows < kScaleMinRows) {
     result.notes.push_back(fmt::format(
         "{} op rows in both profiles (at least {:g}% of the busy time each): too few to tell a "
         "machine's uniform change from the ops' own, so rows are judged on their raw change",
-        scale_rows, 100 * kScaleMinShare));
+        typical.rows, 100 * kScaleMinShare));
   }
 
   for (DiffLevel level : levels) {
     DiffTable table;
     table.level = level;
+    table.basis = level_basis(level, basis);
     if (level == DiffLevel::kStep) {
-      table.title = per_step ? "diff: per iteration" : "diff: whole profile";
+      table.title = basis == DiffBasis::kIteration ? "diff: per iteration" : "diff: whole profile";
       table.key_headers = {"Metric"};
       auto step_row = [&](const char* name, const std::vector<double>& b,
                           const std::vector<double>& n) {
@@ -587,13 +782,15 @@ DiffResult diff_profiles(const ReadResult& base, const ReadResult& next,
         measure(row, 1);  // the step rows are absolute: what the run took
         table.rows.push_back(std::move(row));
       };
-      step_row(per_step ? "step time" : "wall time", base_steps.wall, next_steps.wall);
+      step_row(basis == DiffBasis::kIteration ? "step time" : "wall time", base_steps.wall,
+               next_steps.wall);
       step_row(base.cpu_only ? "CPU op time" : "GPU busy", base_steps.busy, next_steps.busy);
       // The step rows are the headline, each a test of its own: not adjusted for the others.
       for (DiffRow& row : table.rows) {
         row.q_value = row.p_value;
-        decide(row, options, changed(row, options, 0, 0));
-        gate(row, true, row.base_ns, 1, options);
+        int direction = changed(row, options, Frame{});
+        decide(row, options, direction);
+        gate(row, direction, true, frame, options);
       }
     } else {
       static const std::map<DiffLevel, std::pair<const char*, std::vector<std::string>>> info = {
@@ -618,8 +815,8 @@ DiffResult diff_profiles(const ReadResult& base, const ReadResult& next,
         n = std::move(next_ops);
         ops_used = true;
       } else {
-        b = side_rows(base, base_map, level, options.depth);
-        n = side_rows(next, next_map, level, options.depth);
+        b = side_rows(base, base_map, level, options.depth, per_call);
+        n = side_rows(next, next_map, level, options.depth, per_call);
       }
       std::map<std::vector<std::string>, DiffRow> merged;
       auto absorb = [&](SideRows& side, bool is_base) {
@@ -627,153 +824,43 @@ DiffResult diff_profiles(const ReadResult& base, const ReadResult& next,
           DiffRow& row = merged[key];
           row.key = key;
           (is_base ? row.in_base : row.in_new) = true;
-          (is_base ? row.base_time : row.new_time) = std::move(samples.time);
           (is_base ? row.base_flops : row.new_flops) = mean_of(samples.flops);
-          (is_base ? row.base_calls : row.new_calls) = mean_of(samples.calls);
+          (is_base ? row.base_calls : row.new_calls) =
+              per_call ? static_cast<double>(samples.time.size()) : mean_of(samples.calls);
+          (is_base ? row.base_time : row.new_time) = std::move(samples.time);
         }
       };
       absorb(b, true);
       absorb(n, false);
       for (auto& [key, row] : merged) {
-        measure(row, scale);
+        measure(row, frame.scale);
         table.rows.push_back(std::move(row));
       }
       std::vector<int> direction;
-      for (const DiffRow& row : table.rows) {
-        direction.push_back(changed(row, options, typical.scatter, base_busy));
-      }
+      for (const DiffRow& row : table.rows) direction.push_back(changed(row, options, frame));
       adjust_q_values(table.rows, direction);
       for (size_t i = 0; i < table.rows.size(); ++i) {
         DiffRow& row = table.rows[i];
         decide(row, options, direction[i]);
-        gate(row, false, base_busy, scale, options);
+        gate(row, direction[i], false, frame, options);
       }
     }
     if (level != DiffLevel::kStep) {  // the step rows keep their order: step, then busy time
+      // Largest time change first: per sample, or on the per-call basis over the row's calls
+      // (the time at stake; a change per call of a frequent op weighs more).
+      auto stake = [&](const DiffRow& r) {
+        double units = !per_call   ? 1.0
+                       : r.in_base ? static_cast<double>(r.base_time.size())
+                                   : static_cast<double>(r.new_time.size());
+        return std::fabs(r.new_ns - r.base_ns) * units;
+      };
       std::stable_sort(table.rows.begin(), table.rows.end(),
-                       [](const DiffRow& a, const DiffRow& b) {
-                         return std::fabs(a.new_ns - a.base_ns) > std::fabs(b.new_ns - b.base_ns);
-                       });
+                       [&](const DiffRow& a, const DiffRow& b) { return stake(a) > stake(b); });
     }
-    for (const DiffRow& row : table.rows) result.failing_rows += row.fails_gate ? 1 : 0;
     result.tables.push_back(std::move(table));
   }
+  settle_gates(result, options);
   return result;
-}
-
-std::vector<ReportTable> diff_tables(const DiffResult& result, const DiffOptions& options,
-                                     size_t top) {
-  std::vector<ReportTable> out;
-  ReportTable summary;
-  summary.title = "diff summary";
-  column(summary, "Metric", Unit::kText);
-  column(summary, "Value", Unit::kText);
-  auto line = [&](std::string metric, std::string value) {
-    summary.rows.push_back({std::move(metric), std::move(value)});
-  };
-  line("base", result.base.source);
-  line("new", result.next.source);
-  line("base iterations", result.base.iterations);
-  line("new iterations", result.next.iterations);
-  line("samples compared",
-       fmt::format("{} base, {} new", result.base.samples, result.next.samples));
-  line("typical change",
-       fmt::format("{:+.1f}% (median of NEW / BASE over {} op rows), the rows scattering "
-                   "{:.1f}% about it (a robust sigma): rows other than the step rows are judged "
-                   "against it (column vs typical %), a change counting beyond {:g} sigmas",
-                   result.typical_change_pct, result.typical_rows, result.row_scatter_pct,
-                   kScatterSigmas));
-  line("test", fmt::format("a row changed when |vs typical| >= {1:g}%, beyond the rows' scatter, "
-                           "and q < {0:g}: Welch's t-test on the per-iteration samples (NEW's "
-                           "over the typical change), p adjusted over those rows of the table "
-                           "(Benjamini-Hochberg)",
-                           options.alpha, options.min_change_pct));
-  for (const DiffTable& t : result.tables) {
-    if (t.level == DiffLevel::kStep) {
-      for (const DiffRow& r : t.rows) {
-        std::string p = std::isnan(r.p_value) ? "untested" : fmt::format("p = {:.3g}", r.p_value);
-        line(r.key[0],
-             fmt::format("{} -> {} ({:+.1f}%, {}): {}", format_quantity(r.base_ns, Unit::kTime),
-                         format_quantity(r.new_ns, Unit::kTime), r.delta_pct, p,
-                         verdict_name(r.verdict)));
-      }
-      continue;
-    }
-    size_t counts[5] = {0, 0, 0, 0, 0};
-    for (const DiffRow& r : t.rows) ++counts[static_cast<size_t>(r.verdict)];
-    line(t.title.substr(std::string("diff: ").size()),
-         fmt::format("{} rows: {} slower, {} faster, {} new, {} gone, {} same", t.rows.size(),
-                     counts[static_cast<size_t>(Verdict::kSlower)],
-                     counts[static_cast<size_t>(Verdict::kFaster)],
-                     counts[static_cast<size_t>(Verdict::kNew)],
-                     counts[static_cast<size_t>(Verdict::kGone)],
-                     counts[static_cast<size_t>(Verdict::kSame)]));
-  }
-  for (const std::string& note : result.notes) line("note", note);
-  if (options.fail_above_pct || options.fail_step_above_pct) {
-    std::string limits;
-    if (options.fail_above_pct) limits = fmt::format("rows over {:g}%", *options.fail_above_pct);
-    if (options.fail_step_above_pct) {
-      limits += fmt::format("{}step rows over {:g}%", limits.empty() ? "" : ", ",
-                            *options.fail_step_above_pct);
-    }
-    line("gate", result.failing_rows == 0
-                     ? fmt::format("pass: nothing significantly slower ({})", limits)
-                     : fmt::format("FAIL: {} rows significantly slower ({}; column Gate, "
-                                   "docs/diff.md)",
-                                   result.failing_rows, limits));
-  }
-  out.push_back(std::move(summary));
-
-  for (const DiffTable& t : result.tables) {
-    ReportTable r;
-    r.title = t.title;
-    for (const std::string& h : t.key_headers) column(r, h, Unit::kText);
-    column(r, "Base(ns)", Unit::kTime);
-    column(r, "New(ns)", Unit::kTime);
-    column(r, "Delta(ns)", Unit::kTime);
-    column(r, "Delta %", Unit::kPercent);
-    column(r, "vs typical %", Unit::kPercent);
-    column(r, "p", Unit::kRatio);
-    column(r, "q", Unit::kRatio);
-    column(r, "Verdict", Unit::kText);
-    column(r, "Base share %", Unit::kPercent);
-    column(r, "Base FLOPs", Unit::kFlops);
-    column(r, "New FLOPs", Unit::kFlops);
-    column(r, "Base calls", Unit::kRatio);
-    column(r, "New calls", Unit::kRatio);
-    column(r, "Gate", Unit::kText);
-    size_t n = top > 0 ? std::min(top, t.rows.size()) : t.rows.size();
-    auto decimal = [](double v, int places) {
-      if (std::isnan(v)) return std::string("na");
-      if (std::isinf(v)) return std::string(v > 0 ? "inf" : "-inf");
-      return fmt::format("{:.{}f}", v, places);
-    };
-    auto number = [&](double v) { return decimal(v, 0); };
-    for (size_t i = 0; i < n; ++i) {
-      const DiffRow& d = t.rows[i];
-      std::vector<std::string> cells = d.key;
-      cells.push_back(d.in_base ? number(d.base_ns) : "na");
-      cells.push_back(d.in_new ? number(d.new_ns) : "na");
-      cells.push_back(number(d.new_ns - d.base_ns));
-      cells.push_back(decimal(d.delta_pct, 1));
-      cells.push_back(decimal(d.adjusted_delta_pct, 1));
-      cells.push_back(std::isnan(d.p_value) ? "na" : fmt::format("{:.3g}", d.p_value));
-      cells.push_back(std::isnan(d.q_value) ? "na" : fmt::format("{:.3g}", d.q_value));
-      cells.push_back(verdict_name(d.verdict));
-      cells.push_back(decimal(d.base_share_pct, 1));
-      cells.push_back(d.in_base ? number(d.base_flops) : "na");
-      cells.push_back(d.in_new ? number(d.new_flops) : "na");
-      cells.push_back(d.in_base ? decimal(d.base_calls, 2) : "na");
-      cells.push_back(d.in_new ? decimal(d.new_calls, 2) : "na");
-      const bool gated = t.level == DiffLevel::kStep ? options.fail_step_above_pct.has_value()
-                                                     : options.fail_above_pct.has_value();
-      cells.push_back(!gated ? "-" : d.fails_gate ? "FAIL" : "ok");
-      r.rows.push_back(std::move(cells));
-    }
-    out.push_back(std::move(r));
-  }
-  return out;
 }
 
 }  // namespace pyprof::prof

@@ -1,7 +1,8 @@
 // pyprof-diff: `pyprof diff BASE NEW` on two net.dicts (pyprof/cli.py parses databases and
 // traces into net.dicts first). docs/diff.md.
 // Exit codes: 0 compared (and the gate passed), 1 bad input or unwritable output, 2 usage,
-// 3 the --fail-above gate failed, 141 standard output closed by its reader.
+// 3 the --fail-above gate failed, 4 a gate was refused (no row it applies to could be tested;
+// --gate-without-test), 141 standard output closed by its reader.
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
@@ -25,6 +26,7 @@ namespace {
 using namespace pyprof::prof;
 
 constexpr int kGateFailed = 3;
+constexpr int kGateRefused = 4;
 
 int fail(const std::string& message, int code) {
   fmt::print(stderr, "pyprof diff: error: {}\n", message);
@@ -79,16 +81,19 @@ bool load(const std::string& path, const std::string& label, const char* side,
 int main(int argc, char** argv) {
   pyprof::guard_outputs();
   CLI::App app{
-      "Compares two profiles of one workload (net.dicts; `pyprof diff` parses databases and "
-      "traces first): per iteration, op (matched by op, direction, module and input shapes), op "
-      "type, module and kernel, the time per iteration before and after, the change, Welch's "
-      "t-test over the per-iteration samples and a verdict (slower, faster, same, new, gone). "
-      "--fail-above PCT makes it a CI gate. docs/diff.md.",
+      "Compares two profiles of one workload (net.dicts, our databases, nsys exports, nvprof, "
+      "torch.profiler traces: `pyprof diff` parses them first): per iteration, op (matched by "
+      "op, direction, module and input shapes), op type, module and kernel, the time before and "
+      "after, the change, Welch's t-test and a verdict (slower, faster, same, new, gone, "
+      "untested). Per iteration when both profiles have 2 or more iterations (parse's, or "
+      "detected in a profile's repeating op sequence); else, as for fixed-length captures, per "
+      "call. --fail-above PCT makes it a CI gate. docs/diff.md.",
       "pyprof diff"};
   std::string base_path, new_path, reports = "step,op,op_type,module,kernel", formats = "text",
                                    output;
-  app.add_option("base", base_path, "the baseline profile (net.dict)")->required();
-  app.add_option("new", new_path, "the profile to compare with it (net.dict)")->required();
+  app.add_option("base", base_path, "the baseline profile (net.dict, or any input of pyprof parse)")
+      ->required();
+  app.add_option("new", new_path, "the profile to compare with it (likewise)")->required();
   app.add_option("--report", reports,
                  "levels to compare, comma-separated: step, op, op_type, module, kernel "
                  "(default all)");
@@ -108,16 +113,23 @@ int main(int argc, char** argv) {
   app.add_option("--base-iterations", base_iterations, "the same for BASE only");
   app.add_option("--new-iterations", new_iterations, "the same for NEW only");
   DiffOptions options;
+  std::string basis = "auto";
+  app.add_option("--basis", basis,
+                 "what a row's samples are: auto (default: per iteration when both profiles have "
+                 "2 or more iterations, parse's or detected in the repeating op sequence, else "
+                 "per call), iteration, call (each op call, kernel launch), profile (the whole "
+                 "profile, one sample: untested)");
   app.add_option("--alpha", options.alpha,
-                 "significance level of the test (default 0.05): a row changed when p < alpha")
+                 "significance level of the test (default 0.05): a row changed when its q-value "
+                 "(p adjusted over the table, Benjamini-Hochberg) < alpha")
       ->check(CLI::Range(1e-9, 0.5));
   app.add_option("--min-change", options.min_change_pct,
                  "smallest change a verdict calls slower or faster, in percent (default 5)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--min-share", options.min_share_pct,
                  "a row fails the gate only if the time it added is at least this percent of "
-                 "BASE's busy time "
-                 "per iteration (default 1)")
+                 "BASE's busy time (per iteration; per call: over BASE's calls and busy time) "
+                 "(default 1)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--depth", options.depth, "module level: roll up to this depth (0: full paths)")
       ->check(CLI::NonNegativeNumber);
@@ -125,13 +137,19 @@ int main(int argc, char** argv) {
   app.add_option("--fail-above", fail_above,
                  "CI gate: exit 3 when an op, op type, module or kernel is significantly slower "
                  "than the typical change by more than PCT percent and added at least "
-                 "--min-share of BASE's busy time (or is new and over PCT percent of it)")
+                 "--min-share of BASE's busy time (or is new and over PCT percent of it). "
+                 "Untested rows (fewer than 2 samples a side) are not gated; when no row could "
+                 "be tested the gate refuses (exit 4)")
       ->check(CLI::NonNegativeNumber);
   double fail_step_above = 0;
   app.add_option("--fail-step-above", fail_step_above,
                  "CI gate on the step rows: exit 3 when the step or busy time is significantly "
-                 "slower by more than PCT percent, absolute (a slower machine fails it too)")
+                 "slower by more than PCT percent, absolute (a slower machine fails it too); "
+                 "refused (exit 4) when they are untested")
       ->check(CLI::NonNegativeNumber);
+  app.add_flag("--gate-without-test", options.gate_without_test,
+               "gate untested rows on the size of their change alone (a size-only gate, said so "
+               "in the gate line) instead of skipping them or refusing");
   bool no_tf32 = false;
   app.add_flag("--no-tf32", no_tf32, "fp32 GEMMs and convolutions are not Tensor Core eligible");
   app.add_option("-o,--output", output,
@@ -143,7 +161,8 @@ int main(int argc, char** argv) {
   app.add_option("--new-label", new_label)->group("");
   app.footer(
       "Exit status: 0 compared (gate passed), 1 bad input or unwritable output, 2 usage, 3 the "
-      "--fail-above or --fail-step-above gate failed.");
+      "--fail-above or --fail-step-above gate failed, 4 a gate was refused: no row it applies "
+      "to could be tested (--gate-without-test).");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -153,6 +172,9 @@ int main(int argc, char** argv) {
   }
   if (app.count("--fail-above")) options.fail_above_pct = fail_above;
   if (app.count("--fail-step-above")) options.fail_step_above_pct = fail_step_above;
+  if (!diff_basis_of(basis, options.basis)) {
+    return fail("unknown --basis '" + basis + "' (auto, iteration, call, profile)", 2);
+  }
 
   std::vector<DiffLevel> levels;
   for (const std::string& name : split_list(reports)) {
@@ -195,6 +217,7 @@ int main(int argc, char** argv) {
   if (!load(new_path, new_label, "new", read_options, new_request, next, code)) return code;
 
   DiffResult result = diff_profiles(base, next, levels, options);
+  if (!result.error.empty()) return fail(pyprof::terminal_safe(result.error), 2);
   std::vector<pyprof::OutputFile> outputs(report_formats.size());
   for (size_t i = 0; i < report_formats.size(); ++i) {
     std::string path =
@@ -210,11 +233,20 @@ int main(int argc, char** argv) {
   if (int status = pyprof::commit_all(outputs, error); status != 0) {
     return status == 1 ? fail(error, 1) : status;
   }
+  if (!result.gate_refused.empty()) {
+    fmt::print(stderr, "pyprof diff: gate refused: {}\n", result.gate_refused);
+    std::exit(kGateRefused);
+  }
   if (result.failing_rows > 0) {
-    fmt::print(stderr,
-               "pyprof diff: FAIL: {} rows significantly slower than the gate allows "
-               "(column Gate)\n",
-               result.failing_rows);
+    std::string kinds;
+    auto add = [&](size_t n, const char* what) {
+      if (n > 0) kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", n, what);
+    };
+    add(result.failing_slower, "significantly slower");
+    add(result.failing_untested, "slower on size alone (untested: --gate-without-test)");
+    add(result.failing_new, "new");
+    fmt::print(stderr, "pyprof diff: FAIL: {} rows over the gate's limits: {} (column Gate)\n",
+               result.failing_rows, kinds);
     std::exit(kGateFailed);
   }
   std::exit(0);

@@ -1,5 +1,6 @@
 // pyprof diff: the t distribution against reference values (scipy.stats 1.17: 2 * t.sf), and
-// diff_profiles on synthetic profiles whose rows, verdicts and gate are worked out by hand.
+// diff_profiles on synthetic profiles whose rows, verdicts and gate are worked out by hand:
+// with iterations, windows without them (the loop found, per call), gates without a test.
 #include "prof/diff.h"
 
 #include <gtest/gtest.h>
@@ -238,20 +239,133 @@ TEST(Diff, ARowCountsOnlyBeyondTheRowsScatter) {
   EXPECT_EQ(eleven->verdict, Verdict::kSlower);
 }
 
-TEST(Diff, ProfilesWithoutIterationsAreOneSampleAndSaySo) {
-  Profile base = make(3, 400'000, 100'000), next = make(3, 600'000, 100'000);
-  for (Profile* p : {&base, &next}) {
-    p->d.iterations = Iterations{};
-    for (ProfRecord& r : p->d.records) r.step = -1;
-  }
-  DiffResult r = diff_profiles(base.d, next.d, {DiffLevel::kOpType}, DiffOptions{});
+// Fixed-length windows of one loop without iterations: BASE holds 5 of its steps, NEW 3. The
+// detector finds the loop ([mm, relu]) in both: 4 and 2 whole repetitions (the records after
+// the last mm left out), compared per iteration; the whole windows' totals would read -40%.
+Profile window_of(int steps, int64_t mm_ns) {
+  Profile p = make(steps, mm_ns, 100'000);
+  p.d.iterations = Iterations{};
+  for (ProfRecord& r : p.d.records) r.step = -1;
+  return p;
+}
+
+TEST(Diff, WindowsWithoutIterationsAreComparedPerDetectedIteration) {
+  Profile base = window_of(5, 400'000), next = window_of(3, 400'000);
+  DiffOptions options;
+  options.fail_above_pct = 5;
+  DiffResult r = diff_profiles(base.d, next.d, {DiffLevel::kStep, DiffLevel::kOpType}, options);
+  EXPECT_EQ(r.basis, DiffBasis::kIteration);
+  EXPECT_TRUE(r.base.steps_detected && r.next.steps_detected);
+  EXPECT_EQ(r.base.samples, 4u);
+  EXPECT_EQ(r.next.samples, 2u);
+  EXPECT_NE(r.base.iterations.find("detected: 4 whole repetitions of a 2-call op sequence"),
+            std::string::npos)
+      << r.base.iterations;
   const DiffRow* mm = find(r, DiffLevel::kOpType, "aten::mm");
   ASSERT_NE(mm, nullptr);
-  EXPECT_DOUBLE_EQ(mm->base_ns, 1'201'000);  // the whole profile: 3 x 400 µs, jitter +1 µs
+  EXPECT_DOUBLE_EQ(mm->base_ns, 400'000);  // steps 0-3: +-1 µs of jitter cancel
+  EXPECT_DOUBLE_EQ(mm->new_ns, 400'000);   // steps 0-1
+  EXPECT_FALSE(std::isnan(mm->p_value));
+  EXPECT_EQ(mm->verdict, Verdict::kSame);
+  const DiffRow* step = find(r, DiffLevel::kStep, "step time");
+  ASSERT_NE(step, nullptr);
+  EXPECT_DOUBLE_EQ(step->base_ns, 10'000'000);  // from one mm's start to the next
+  EXPECT_EQ(r.failing_rows, 0u);
+  EXPECT_TRUE(r.gate_refused.empty());
+}
+
+// With the loop not sought (--basis call), each call is a sample: time per call, tested.
+TEST(Diff, PerCallBasisTestsTheCalls) {
+  Profile base = window_of(5, 400'000), same = window_of(3, 400'000), slow = window_of(3, 520'000);
+  DiffOptions options;
+  options.basis = DiffBasis::kCall;
+  options.fail_above_pct = 5;
+  const std::vector<DiffLevel> levels = {DiffLevel::kStep, DiffLevel::kOpType, DiffLevel::kKernel};
+  DiffResult r = diff_profiles(base.d, same.d, levels, options);
+  EXPECT_EQ(r.basis, DiffBasis::kCall);
+  EXPECT_EQ(r.base.calls, 10u);
+  const DiffRow* mm = find(r, DiffLevel::kOpType, "aten::mm");
+  ASSERT_NE(mm, nullptr);
+  EXPECT_EQ(mm->base_time.size(), 5u);  // its 5 calls
+  EXPECT_DOUBLE_EQ(mm->base_calls, 5);  // the calls each window holds
+  EXPECT_DOUBLE_EQ(mm->new_calls, 3);
+  EXPECT_DOUBLE_EQ(mm->base_ns, 400'200);  // (3 x 401 + 2 x 399 µs) / 5
+  EXPECT_NEAR(mm->new_ns, (2 * 401'000 + 399'000) / 3.0, 1e-6);
+  EXPECT_EQ(mm->verdict, Verdict::kSame);
+  EXPECT_NEAR(mm->base_share_pct, 80, 0.1);  // 2.001 of 2.5 ms busy in all
+  for (const DiffTable& t : r.tables) {
+    if (t.level == DiffLevel::kStep) {
+      EXPECT_EQ(t.title, "diff: whole profile");
+      for (const DiffRow& row : t.rows) EXPECT_EQ(row.verdict, Verdict::kUntested);
+    }
+    if (t.level == DiffLevel::kKernel) {
+      EXPECT_EQ(t.basis, "per launch");
+    }
+  }
+  EXPECT_EQ(r.failing_rows, 0u);
+  r = diff_profiles(base.d, slow.d, levels, options);
+  mm = find(r, DiffLevel::kOpType, "aten::mm");
+  ASSERT_NE(mm, nullptr);
+  EXPECT_LT(mm->p_value, 1e-4);
+  EXPECT_EQ(mm->verdict, Verdict::kSlower);
+  EXPECT_TRUE(mm->fails_gate);
+  EXPECT_EQ(r.failing_slower, r.failing_rows);
+  EXPECT_GT(r.failing_rows, 0u);
+}
+
+// One sample a side (the whole profiles): no test, so no verdict and no gate on significance:
+// the gate refuses, unless asked to gate on size alone.
+TEST(Diff, AGateWithoutATestRefusesUnlessAsked) {
+  Profile base = window_of(4, 400'000), next = window_of(4, 600'000);
+  DiffOptions options;
+  options.basis = DiffBasis::kProfile;
+  options.fail_above_pct = 5;
+  DiffResult r = diff_profiles(base.d, next.d, {DiffLevel::kOpType}, options);
+  const DiffRow* mm = find(r, DiffLevel::kOpType, "aten::mm");
+  ASSERT_NE(mm, nullptr);
+  EXPECT_DOUBLE_EQ(mm->base_ns, 1'600'000);  // the whole profile: 4 x 400 µs
   EXPECT_TRUE(std::isnan(mm->p_value));
-  EXPECT_EQ(mm->verdict, Verdict::kSlower);  // +50%: the size alone decides
-  ASSERT_EQ(r.notes.size(), 2u);             // no iterations; too few ops for the typical change
-  EXPECT_NE(r.notes[0].find("neither profile has iterations"), std::string::npos);
+  EXPECT_EQ(mm->verdict, Verdict::kUntested);
+  EXPECT_FALSE(mm->fails_gate);
+  EXPECT_EQ(r.failing_rows, 0u);
+  EXPECT_NE(r.gate_refused.find("none of the 2 rows in both profiles could be tested"),
+            std::string::npos)
+      << r.gate_refused;
+  options.gate_without_test = true;
+  r = diff_profiles(base.d, next.d, {DiffLevel::kOpType}, options);
+  EXPECT_TRUE(r.gate_refused.empty());
+  mm = find(r, DiffLevel::kOpType, "aten::mm");
+  ASSERT_NE(mm, nullptr);
+  EXPECT_TRUE(mm->fails_gate);  // +50% on size alone
+  EXPECT_EQ(r.failing_untested, 1u);
+  EXPECT_EQ(r.failing_slower, 0u);
+  std::vector<ReportTable> tables = diff_tables(r, options, 0);
+  bool size_only = false;
+  for (const auto& row : tables[0].rows) {
+    if (row[0] == "gate") {
+      size_only =
+          row[1].find("1 slower on size alone (untested: a size-only gate)") != std::string::npos;
+      EXPECT_EQ(row[1].find("significantly"), std::string::npos) << row[1];
+    }
+  }
+  EXPECT_TRUE(size_only);
+}
+
+// One iteration a side: auto compares per call; --basis iteration keeps the iterations, untested.
+TEST(Diff, OneIterationASideIsComparedPerCall) {
+  Profile base = make(1, 400'000, 100'000), next = make(1, 600'000, 100'000);
+  DiffResult r = diff_profiles(base.d, next.d, {DiffLevel::kOpType}, DiffOptions{});
+  EXPECT_EQ(r.basis, DiffBasis::kCall);
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_NE(r.notes[0].find("1 iteration in BASE and 1 iteration in NEW"), std::string::npos)
+      << r.notes[0];
+  DiffOptions options;
+  options.basis = DiffBasis::kIteration;
+  r = diff_profiles(base.d, next.d, {DiffLevel::kOpType}, options);
+  EXPECT_EQ(r.basis, DiffBasis::kIteration);
+  const DiffRow* mm = find(r, DiffLevel::kOpType, "aten::mm");
+  ASSERT_NE(mm, nullptr);
+  EXPECT_EQ(mm->verdict, Verdict::kUntested);
 }
 
 TEST(Diff, GoneRowsAndTablesRender) {

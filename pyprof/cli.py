@@ -24,8 +24,9 @@ commands:
             (pyprof export [--format chrome|perfetto] net.dict|DB|TRACE -o trace.json[.gz])
   peak      measure this machine's matmul FLOP/s per dtype and its copy bandwidth; -o FILE
             writes a peaks file for --peaks (pyprof peak [-o FILE] [--device cpu|cuda[:N]])
-  diff      compare two profiles per iteration, op, module and kernel with a significance
-            test and a verdict per row; --fail-above PCT gates CI (exit 3)
+  diff      compare two profiles per iteration (or per call: fixed-length captures), op,
+            module and kernel with a significance test and a verdict per row; --fail-above
+            PCT gates CI (exit 3; 4: refused, nothing could be tested)
             (pyprof diff BASE NEW [--formats text,csv,json] [-o PREFIX] [--fail-above PCT])
 
 Run `pyprof <command> --help` for the options of one command.
@@ -144,7 +145,7 @@ def diff(args: list[str]) -> int:
     takes_value = {"-o", "--output", "--report", "--formats", "--top", "--iterations",
                    "--base-iterations", "--new-iterations", "--alpha", "--min-change",
                    "--min-share", "--depth", "--fail-above", "--fail-step-above",
-                   "--base-label", "--new-label"}
+                   "--basis", "--base-label", "--new-label"}
     positions = _input_positions(args, takes_value)
     if (any(a in ("-h", "--help") for a in args) or len(positions) != 2
             or all(_is_dict(args[i]) for i in positions)):

@@ -734,6 +734,8 @@ def diff_figure(rows: list[dict] | None) -> dict | None:
     if not rows:
         return None
     rows = sorted(rows, key=lambda r: abs(_number(r["Delta(ns)"])))[-20:]
+    # What a row's times are per (docs/diff.md §1.1): "per iteration", or "per call".
+    per = str(rows[-1].get("Basis") or "per iteration")
     colour = {"slower": "#d62728", "faster": "#2ca02c", "new": "#9467bd", "gone": "#7f7f7f",
               "same": "#b0b8c4"}
     fig = go.Figure(go.Bar(
@@ -742,13 +744,13 @@ def diff_figure(rows: list[dict] | None) -> dict | None:
         marker={"color": [colour.get(str(r.get("Verdict")), "#b0b8c4") for r in rows]},
         hovertext=[f"<b>{_esc(r.get('Op'))}</b> {r.get('Direction')}: {r.get('Verdict')}<br>"
                    f"{_si(_number(r.get('Base(ns)')), 's', 1e-9)} → "
-                   f"{_si(_number(r.get('New(ns)')), 's', 1e-9)} per iteration"
+                   f"{_si(_number(r.get('New(ns)')), 's', 1e-9)} {per}"
                    + (f"<br>q = {r.get('q')}" if r.get("q") is not None else "") for r in rows],
         hoverinfo="text"))
-    fig.update_layout(title={"text": "change per iteration by op type (red: slower, green: "
-                                     "faster, purple: new, grey: gone or same)",
+    fig.update_layout(title={"text": f"change {per} by op type (red: slower, green: faster, "
+                                     "purple: new, grey: gone, same or untested)",
                              "font": {"size": 14}},
-                      xaxis={"title": "time change (ms per iteration)"}, template="plotly_white",
+                      xaxis={"title": f"time change (ms {per})"}, template="plotly_white",
                       height=max(260, 28 * len(rows) + 90), yaxis={"automargin": True},
                       margin={"l": 10, "r": 20, "t": 40, "b": 50})
     return _fig_json(fig)
@@ -848,7 +850,8 @@ def render_html(data: dict, title: str) -> str:
     if "diff_summary" in data["tables"]:
         diff_html = f'<p class="explain">Baseline: {_esc(data.get("diff_base"))}.</p>' + "".join(
             f'<h3>{name}</h3><div id="table-{key}"></div>' for key, name in (
-                ("diff_summary", "Summary"), ("diff_steps", "Per iteration"),
+                ("diff_summary", "Summary"),
+                ("diff_steps", "Step rows (per iteration, or the whole profiles)"),
                 ("diff_op_types", "Op types"), ("diff_ops", "Ops (op, direction, module, shapes)"),
                 ("diff_modules", "Modules"), ("diff_kernels", "Kernels")))
     else:
@@ -924,8 +927,10 @@ run achieved; the points far from their prediction are worth a look.</p>
 </section>
 <section id="diff"><h2>Diff</h2><p class="explain">This profile against a baseline run
 (<code>pyprof report NEW --diff BASE</code>; the same tables as <code>pyprof diff</code>,
-docs/diff.md): time per iteration before and after, each row judged against the typical change of
-all rows, Welch's t-test over the iterations, q-values adjusted for the many rows.</p>
+docs/diff.md): time per iteration before and after (per call when a profile has fewer than two
+iterations, as fixed-length captures: the summary and each row's Basis say), each row judged
+against the typical change of all rows, Welch's t-test over the iterations (or calls), q-values
+adjusted for the many rows.</p>
 <div class="chart" id="fig-diff"></div>
 {diff_html}</section>
 <section id="ranks"><h2>Ranks</h2><p class="explain">A distributed job's ranks side by side

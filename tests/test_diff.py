@@ -153,8 +153,8 @@ def test_statistics_match_an_independent_oracle(runs):
     # that threshold may be on either side of it in diff's exact figures: the row count diff
     # states decides how many of those it took, and one such choice must give its median.
     summary = {r["Metric"]: r["Value"] for r in table(tables, "diff summary")}
-    shown = re.match(r"([+-]\d+\.\d)% \(median of NEW / BASE over (\d+) op rows\)",
-                     summary["typical change"])
+    shown = re.match(r"([+-]\d+\.\d)% \(median of NEW / BASE over (\d+) op rows, time per "
+                     r"iteration\)", summary["typical change"])
     assert shown, summary["typical change"]
     change, counted = float(shown.group(1)), int(shown.group(2))
     margin = 0.5 + 0.0005  # a mean's rounding, and the busy time's at 0.1%
