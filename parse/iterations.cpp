@@ -148,7 +148,7 @@ std::vector<IterationStep> outermost_spans(const Trace& trace, std::vector<int32
       if (end <= last.end) continue;  // nested (or a copy)
       if (r.start < last.end) last.end = r.start;
     }
-    steps.push_back({r.start, end, std::string(trace.pool.get(r.name))});
+    steps.push_back({r.start, end, std::string(trace.pool.get(r.name)), r.end == kOpenEnd});
   }
   return steps;
 }
@@ -324,7 +324,9 @@ Iterations detect_iterations(const Trace& trace, const Correlation& corr,
   return it;
 }
 
-std::string iteration_summary(const Iterations& it, std::string_view step_range) {
+namespace {
+
+std::string rule_summary(const Iterations& it, std::string_view step_range) {
   const size_t n = it.steps.size();
   switch (it.rule) {
     case IterationRule::kStepRange:
@@ -348,6 +350,21 @@ std::string iteration_summary(const Iterations& it, std::string_view step_range)
                        step_range);
   }
   return "none detected (no step, ProfilerStep, optimizer or repeating module ranges)";
+}
+
+}  // namespace
+
+std::string iteration_summary(const Iterations& it, std::string_view step_range) {
+  std::string text = rule_summary(it, step_range);
+  size_t cut = 0;
+  for (const IterationStep& step : it.steps) cut += step.cut ? 1 : 0;
+  if (cut > 0) {
+    text += fmt::format(
+        "; {} cut by the end of the capture (its range never closed): prof "
+        "leaves {} out of the steady state",
+        cut == 1 ? "1 step" : std::to_string(cut) + " steps", cut == 1 ? "it" : "them");
+  }
+  return text;
 }
 
 }  // namespace pyprof::parse

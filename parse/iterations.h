@@ -41,6 +41,9 @@ struct IterationStep {
   int64_t start = 0;  // records' timebase, ns; [start, end)
   int64_t end = 0;
   std::string name;  // the range that made it ("ProfilerStep#12", "step 3", "LeNet")
+  // Its range was never closed: the capture ended inside the step (--duration, a program
+  // killed or stopped mid-step), which then ends with the trace and holds part of its work.
+  bool cut = false;
 };
 
 struct Iterations {

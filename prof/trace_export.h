@@ -37,6 +37,7 @@ struct ExportResult {
   int64_t records = 0;
   int64_t ranges = 0;  // range lines drawn
   int64_t events = 0;  // trace events written
+  int64_t marks = 0;   // pyprof.mark instants drawn
   bool had_ranges = false;
   bool cpu_only = false;
   std::vector<std::string> notes;  // for standard error (quoting the dict: terminal_safe them)
