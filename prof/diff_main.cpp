@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cli_help.h"
 #include "common/output_file.h"
 #include "common/terminal_text.h"
 #include "prof/diff.h"
@@ -84,10 +85,15 @@ int main(int argc, char** argv) {
       "t-test over the per-iteration samples and a verdict (slower, faster, same, new, gone). "
       "--fail-above PCT makes it a CI gate. docs/diff.md.",
       "pyprof diff"};
+  app.formatter(std::make_shared<pyprof::WrappingFormatter>());
   std::string base_path, new_path, reports = "step,op,op_type,module,kernel", formats = "text",
                                    output;
-  app.add_option("base", base_path, "the baseline profile (net.dict)")->required();
-  app.add_option("new", new_path, "the profile to compare with it (net.dict)")->required();
+  app.add_option("base", base_path,
+                 "the baseline profile: a net.dict, or (through `pyprof diff`) anything pyprof "
+                 "parse reads: a database, a torch.profiler trace")
+      ->required();
+  app.add_option("new", new_path, "the profile to compare with it (the same kinds of input)")
+      ->required();
   app.add_option("--report", reports,
                  "levels to compare, comma-separated: step, op, op_type, module, kernel "
                  "(default all)");
@@ -107,8 +113,10 @@ int main(int argc, char** argv) {
   app.add_option("--base-iterations", base_iterations, "the same for BASE only");
   app.add_option("--new-iterations", new_iterations, "the same for NEW only");
   DiffOptions options;
-  app.add_option("--alpha", options.alpha,
-                 "significance level of the test (default 0.05): a row changed when p < alpha")
+  app.add_option(
+         "--alpha", options.alpha,
+         "significance level (default 0.05): a row is significant when its q-value (p adjusted "
+         "by Benjamini-Hochberg over its table's rows; step rows q = p) < alpha")
       ->check(CLI::Range(1e-9, 0.5));
   app.add_option("--min-change", options.min_change_pct,
                  "smallest change a verdict calls slower or faster, in percent (default 5)")

@@ -91,10 +91,13 @@ def export(args: list[str]) -> int:
     import subprocess
     import tempfile
 
-    takes_value = {"-o", "--output", "--format"}
+    takes_value = {"-o", "--output", "--format", "--source-label"}
     inputs = [args[i] for i in _input_positions(args, takes_value)]
     if len(inputs) != 1 or any(a in ("-h", "--help") for a in args) or _is_dict(inputs[0]):
         return run_tool("pyprof-export", args)
+    if not os.path.exists(inputs[0]):
+        print(f"pyprof export: error: cannot open {inputs[0]}: no such file", file=sys.stderr)
+        return 1
     if (status := _run_missing_tool("pyprof-parse", "pyprof-export")) is not None:
         return status
     with tempfile.TemporaryDirectory(prefix="pyprof-export-") as tmp:
@@ -102,9 +105,12 @@ def export(args: list[str]) -> int:
         parsed = subprocess.run([tool_path("pyprof-parse"), "--ranges", "-q", inputs[0],
                                  "-o", dict_path])
         if parsed.returncode != 0:
+            print(f"pyprof export: error: {inputs[0]}: pyprof parse could not read it (above)",
+                  file=sys.stderr)
             return 1 if parsed.returncode != 2 else 2
         rest = [dict_path if a == inputs[0] else a for a in args]
-        return subprocess.run([tool_path("pyprof-export")] + rest).returncode
+        return subprocess.run([tool_path("pyprof-export"), *rest,
+                               "--source-label", inputs[0]]).returncode
 
 
 def diff(args: list[str]) -> int:
