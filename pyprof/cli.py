@@ -9,23 +9,29 @@ USAGE = """usage: pyprof <command> [options]
        pyprof --version
 
 commands:
-  profile   run a program; record its NVTX ranges and, on a GPU, its CUDA activity into
-            NAME.sqlite (pyprof profile -o NAME [--force] [--delay S] [--duration S]
-            [--capture-range cudaProfilerApi] [--no-cuda-trace] -- CMD ...)
-  parse     attribute every kernel to its op, module and direction; JSON Lines out
-            (pyprof parse DB [-o FILE]; also python -m pyprof.parse DB > net.dict)
+  profile   run a program; record its NVTX ranges and, on a GPU, its CUDA
+            activity into NAME.sqlite (pyprof profile -o NAME [--force]
+            [--delay S] [--duration S] [--capture-range cudaProfilerApi]
+            [--no-cuda-trace] -- CMD ...; pyprof's options before the command)
+  parse     attribute every kernel to its op, module and direction; JSON Lines
+            out (pyprof parse DB [-o FILE]; also python -m pyprof.parse DB)
   prof      FLOPs, bytes, Tensor Core use per kernel or op, and reports
-            (pyprof prof [--csv|--json|--parquet|-w N] [-c COLS] [--report op,module,...]
-            [--formats text,csv,json,parquet] [--iterations A:B|all] net.dict)
-  report    one self-contained HTML page: headline figures, roofline, time breakdowns,
-            sortable tables (pyprof report INPUT [-o net.html] [--peaks FILE])
-  export    a Chrome / Perfetto trace of ops, modules, user ranges, kernels and their flows
-            (pyprof export [--format chrome|perfetto] net.dict|DB|TRACE -o trace.json[.gz])
-  peak      measure this machine's matmul FLOP/s per dtype and its copy bandwidth; -o FILE
-            writes a peaks file for --peaks (pyprof peak [-o FILE] [--device cpu|cuda[:N]])
-  diff      compare two profiles per iteration, op, module and kernel with a significance
-            test and a verdict per row; --fail-above PCT gates CI (exit 3)
-            (pyprof diff BASE NEW [--formats text,csv,json] [-o PREFIX] [--fail-above PCT])
+            (pyprof prof [--csv|--json|--parquet|-w N] [-c COLS]
+            [--report op,module,...|all] [--formats text,csv,json,parquet]
+            [--iterations A:B|all] net.dict)
+  report    one self-contained HTML page: headline figures, roofline, time
+            breakdowns, sortable tables (pyprof report INPUT [-o net.html]
+            [--peaks FILE])
+  export    a Chrome / Perfetto trace of ops, modules, user ranges, marks,
+            kernels and their flows (pyprof export [--format chrome|perfetto]
+            net.dict|DB|TRACE -o trace.json[.gz])
+  peak      measure this machine's matmul FLOP/s per dtype and its copy
+            bandwidth; -o FILE writes a peaks file for --peaks
+            (pyprof peak [-o FILE] [--device cpu|cuda[:N]])
+  diff      compare two profiles per iteration, op, module and kernel with a
+            significance test and a verdict per row; --fail-above PCT gates CI
+            (exit 3) (pyprof diff BASE NEW [--formats text,csv,json]
+            [-o PREFIX] [--fail-above PCT])
 
 Run `pyprof <command> --help` for the options of one command.
 """
