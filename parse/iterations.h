@@ -41,8 +41,9 @@ struct IterationStep {
   int64_t start = 0;  // records' timebase, ns; [start, end)
   int64_t end = 0;
   std::string name;  // the range that made it ("ProfilerStep#12", "step 3", "LeNet")
-  // Its range was never closed: the capture ended inside the step (--duration, a program
-  // killed or stopped mid-step), which then ends with the trace and holds part of its work.
+  // The capture holds part of its work: its range was never closed (a program killed or ended
+  // mid-step; the step ends with the trace), or it lies across the edge of the capture window
+  // (`pyprof profile --delay/--duration`: the range is kept whole, the ops outside dropped).
   bool cut = false;
 };
 

@@ -423,7 +423,7 @@ namespace {
 
 std::string time_text(int64_t ns) { return format_quantity(static_cast<double>(ns), Unit::kTime); }
 
-// "step 7 cut by the end of the capture; steps 8, 9 empty" ("" when every step is whole).
+// "step 7 cut by the capture (...); steps 8, 9 empty (...)" ("" when every step is whole).
 std::string partial_steps_text(const Iterations& it) {
   std::vector<size_t> cut, empty;
   for (size_t i = 0; i < it.state.size(); ++i) {
@@ -441,8 +441,8 @@ std::string partial_steps_text(const Iterations& it) {
   std::string text;
   if (!cut.empty()) {
     text = list(cut) +
-           " cut by the end of the capture (never closed: --duration, pyprof.stop() "
-           "or the program ended inside)";
+           " cut by the capture (across an edge of the --delay/--duration window, or a range "
+           "never closed: the program ended inside)";
   }
   if (!empty.empty()) {
     text += (text.empty() ? "" : "; ") + list(empty) +
@@ -637,8 +637,7 @@ std::vector<SummaryRow> iteration_summary_rows(const ReadResult& data) {
     empty += state == StepState::kEmpty ? 1 : 0;
   }
   if (cut > 0) {
-    rows.push_back(
-        {"steps cut by the end of the capture (left out)", std::to_string(cut), Unit::kCount, ""});
+    rows.push_back({"steps cut by the capture (left out)", std::to_string(cut), Unit::kCount, ""});
   }
   if (empty > 0) {
     rows.push_back({"empty steps (left out)", std::to_string(empty), Unit::kCount, ""});

@@ -291,7 +291,7 @@ def test_a_step_the_capture_cut_is_marked_and_left_out(tmp_path):
     steps = header["iterations"]["steps"]
     assert len(steps) == 6 and steps[-1].get("cut") is True
     assert not any(s.get("cut") for s in steps[:-1])
-    assert "1 step cut by the end of the capture" in parsed.stderr
+    assert "1 step cut by the capture" in parsed.stderr
     cut_ops = [r for r in records if r.get("step") == 5]
     assert cut_ops  # the forward it began
     for extra in ((), ("--iterations", "all")):
@@ -304,7 +304,7 @@ def test_a_step_the_capture_cut_is_marked_and_left_out(tmp_path):
         assert steady["wall time (ns)"]["Max"] == max(whole)
         assert steady["wall time (ns)"]["Min"] == min(whole)
     s = summary(tmp_path / "net.dict")
-    assert s["steps cut by the end of the capture (left out)"] == "1"
+    assert s["steps cut by the capture (left out)"] == "1"
     # Its records leave the reports with the other left-out ones (an explicit selection of it
     # alone is refused).
     rows = next(v for k, v in report(tmp_path / "net.dict", "iteration").items()
