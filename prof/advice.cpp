@@ -524,16 +524,22 @@ class Advisor {
     } else {
       double forward_only = 0;
       const std::vector<char> has_backward = forward_with_backward(phases);
+      // GEMM-like work (matmul, conv, attention, rnn) without a backward: a layer evaluated
+      // under no_grad or frozen. Copies, casts and pointwise ops around the model (moving a
+      // batch to the device) have no backward in any training step.
       for (size_t i = 0; i < data_.records.size(); ++i) {
         if (phases[i] != Phase::kForward || has_backward[i]) continue;
         const ProfRecord& r = data_.records[i];
+        if (!r.modeled || !is_gemm_family(data_.strings.get(r.family))) continue;
         double t = static_cast<double>(time_of(r, cpu_));
         forward_only += t;
         ev[op_name(data_, r)] += t;
       }
       if (share(forward_only) < kMinShare) return;
-      finding += fmt::format(" {} of the forward ({:.0f}%) ran ops whose results no backward used.",
-                             ns_text(forward_only), 100 * forward_only / fwd);
+      finding += fmt::format(
+          " {} of the forward ({:.0f}%) ran GEMM-like ops whose results no "
+          "backward used.",
+          ns_text(forward_only), 100 * forward_only / fwd);
       stake = forward_only;
     }
     add("backward-forward-ratio", finding, stake,
@@ -545,18 +551,23 @@ class Advisor {
                "the step, or layers frozen (requires_grad=False) - check this is intended");
   }
 
-  // Per record: a forward record whose op instance a backward record names (its `fwd_instance`),
-  // or, on a CPU profile, one in a call tree holding such an op (aten::conv2d's backward node
-  // names the aten::convolution inside it).
+  // Per record: a forward record whose op a backward record names as its forward op (a bprop
+  // record's op_id is its forward op's, net.dict `fwd_op_id`), or, on a CPU profile, one in a
+  // call tree holding such an op (aten::conv2d's backward node names the aten::convolution
+  // inside it).
   std::vector<char> forward_with_backward(const std::vector<Phase>& phases) const {
-    std::unordered_set<int64_t> forward_instances;
+    std::unordered_set<int64_t> forward_ops;
     for (const ProfRecord& r : data_.records) {
-      if (r.dir == Dir::kBprop && r.fwd_instance != 0) forward_instances.insert(r.fwd_instance);
+      if (r.dir == Dir::kBprop && r.op_id != 0) forward_ops.insert(r.op_id);
     }
     const size_t n = data_.records.size();
     std::vector<char> has(n, 0);
+    auto named = [&](size_t i) {
+      const ProfRecord& r = data_.records[i];
+      return phases[i] == Phase::kForward && r.op_id != 0 && forward_ops.count(r.op_id) > 0;
+    };
     if (!cpu_) {
-      for (size_t i = 0; i < n; ++i) has[i] = forward_instances.count(data_.records[i].instance);
+      for (size_t i = 0; i < n; ++i) has[i] = named(i) ? 1 : 0;
       return has;
     }
     auto root_of = [&](size_t i) {
@@ -568,9 +579,7 @@ class Advisor {
     };
     std::unordered_set<int32_t> roots_with_backward;
     for (size_t i = 0; i < n; ++i) {
-      if (phases[i] == Phase::kForward && forward_instances.count(data_.records[i].instance)) {
-        roots_with_backward.insert(root_of(i));
-      }
+      if (named(i)) roots_with_backward.insert(root_of(i));
     }
     for (size_t i = 0; i < n; ++i) has[i] = roots_with_backward.count(root_of(i)) ? 1 : 0;
     return has;

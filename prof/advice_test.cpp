@@ -175,10 +175,12 @@ TEST(Advice, BackwardForwardRatioUsesThePhases) {
   Builder b;
   b.d.cpu_only = true;
   ProfRecord& fw = b.add(Kind::kOp, "aten::conv2d", 10'000);
-  fw.instance = 1;
+  fw.op_id = 1;
+  fw.modeled = true;
+  fw.family = b.d.strings.intern("conv");
   ProfRecord& bw = b.add(Kind::kOp, "aten::conv2d", 20'000);
   bw.dir = Dir::kBprop;
-  bw.fwd_instance = 1;
+  bw.op_id = 1;  // a bprop record's op_id is its forward op's
   for (int i = 0; i < 3; ++i) {
     ProfRecord& adam = b.add(Kind::kOp, "aten::lerp_", 10'000);
     adam.layer = b.d.strings.intern("pyprof:Optimizer.step#Adam.step");
@@ -189,7 +191,10 @@ TEST(Advice, BackwardForwardRatioUsesThePhases) {
   EXPECT_EQ(b.find(advise(b.d), "backward-forward-ratio"), nullptr);
   // Forward work no backward used (a no_grad evaluation in the step): that is the finding.
   ProfRecord& eval = b.add(Kind::kOp, "aten::addmm", 40'000);
-  eval.instance = 2;
+  eval.op_id = 2;
+  eval.modeled = true;
+  eval.family = b.d.strings.intern("matmul");
+  b.add(Kind::kOp, "aten::copy_", 30'000);  // moving a batch: no backward, and none expected
   auto v = advise(b.d);
   const Advice* a = b.find(v, "backward-forward-ratio");
   ASSERT_NE(a, nullptr);
@@ -197,8 +202,9 @@ TEST(Advice, BackwardForwardRatioUsesThePhases) {
   EXPECT_NE(a->evidence.find("aten::addmm (40.0 µs without backward)"), std::string::npos)
       << a->evidence;
   EXPECT_EQ(a->evidence.find("lerp_"), std::string::npos);
-  EXPECT_NE(a->finding.find("0.10x the forward time (5.00 µs vs 50.0 µs)"), std::string::npos)
+  EXPECT_NE(a->finding.find("0.06x the forward time (5.00 µs vs 80.0 µs)"), std::string::npos)
       << a->finding;
+  EXPECT_EQ(a->evidence.find("copy_"), std::string::npos);
 }
 
 // Adam's casts of its 0-dim step counters and any scalar's cast are no model data's casts.
