@@ -283,6 +283,38 @@ def test_advice_uses_the_phase_reports_phases(run):
             assert "no backward used" in fired[0]["Finding"]
 
 
+def test_forward_work_without_backward_is_what_a_low_ratio_names(tmp_path):
+    """A no_grad evaluation in every step (4 forward passes besides the training one) makes the
+    backward a fraction of the forward: the rule fires, and its time at stake is the self time
+    of the GEMM-like forward ops in call trees no backward node names (found here from the
+    records' op ids, parent links and `fwd_op_id`s)."""
+    profile_and_parse(tmp_path, "--steps", "4", "--eval", "4")
+    path = tmp_path / "net.dict"
+    _, records = testlib.read_dict(path)
+    family = [r["family"] for r in table(path, "family", "--iterations", "all")]
+    named = {r["fwd_op_id"] for r in records if r.get("dir") == "bprop" and r.get("fwd_op_id")}
+    by_id = {r["id"]: r for r in records if "id" in r}
+
+    def root(r):
+        while r.get("parent_id") in by_id:
+            r = by_id[r["parent_id"]]
+        return r["id"]
+
+    trees_with_backward = {root(r) for r in records
+                           if phase(r) == "forward" and r.get("id") in named}
+    forward_only = sum(r["self_duration"] for r, fam in zip(records, family)
+                       if phase(r) == "forward" and root(r) not in trees_with_backward
+                       and fam in ("conv", "matmul"))
+    assert forward_only > 0
+    rows = next(iter(report(path, "advice", "--iterations", "all").values()))
+    (rule,) = [r for r in rows if r["Rule"] == "backward-forward-ratio"]
+    assert rule["Time at stake(ns)"] == forward_only
+    assert "GEMM-like ops whose results no backward used" in rule["Finding"]
+    assert "without backward" in rule["Evidence"] and "no_grad" in rule["Fix"]
+    # The training forward (with its backward) is not named.
+    assert "lerp_" not in rule["Evidence"]
+
+
 # ---- 4. partial and empty steps ------------------------------------------------------------------
 
 def test_a_step_the_capture_cut_is_marked_and_left_out(tmp_path):

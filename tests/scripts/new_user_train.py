@@ -11,6 +11,7 @@ as a decoding or augmenting dataset takes time, so that the main process waits f
     --steps N   training steps (default 8)
     --cut       then a last step whose range is never closed (the capture ends inside it)
     --stop      then pyprof.stop() and 2 more steps: ranges with no op recorded in them
+    --eval N    in each step, N forward passes under torch.no_grad() besides the training one
 Marks "epoch start" and "epoch end" with pyprof.mark.
 """
 
@@ -55,7 +56,10 @@ class SlowImages(Dataset):
         return self.x[i], self.y[i]
 
 
-def train_step(model, optimizer, x, y):
+def train_step(model, optimizer, x, y, evals=0):
+    for _ in range(evals):
+        with torch.no_grad():
+            model(x)
     optimizer.zero_grad()
     loss = nn.functional.cross_entropy(model(x), y)
     loss.backward()
@@ -68,6 +72,7 @@ def main():
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--cut", action="store_true")
     parser.add_argument("--stop", action="store_true")
+    parser.add_argument("--eval", type=int, default=0)
     args = parser.parse_args()
     torch.manual_seed(0)
     model = CNN()
@@ -81,7 +86,7 @@ def main():
     for _ in range(args.steps):
         x, y = next(batches)
         with pyprof.range("step"):
-            train_step(model, optimizer, x, y)
+            train_step(model, optimizer, x, y, args.eval)
     pyprof.mark("epoch end")
     if args.stop:
         pyprof.stop()
