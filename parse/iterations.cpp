@@ -158,7 +158,7 @@ std::vector<IterationStep> outermost_spans(const Trace& trace, std::vector<int32
       if (end <= last.end) continue;  // nested (or a copy)
       if (r.start < last.end) last.end = r.start;
     }
-    steps.push_back({r.start, end, std::string(trace.pool.get(r.name))});
+    steps.push_back({r.start, end, std::string(trace.pool.get(r.name)), r.end == kOpenEnd});
   }
   return steps;
 }
@@ -327,15 +327,29 @@ bool is_numbered_name(std::string_view name, std::string_view base, bool ignore_
 Iterations detect_iterations(const Trace& trace, const Correlation& corr,
                              std::string_view step_range) {
   const Bounds bounds = trace_bounds(trace, corr);
-  if (!step_range.empty()) return step_range_rule(trace, step_range, bounds.end);
-  Iterations it = profiler_step_rule(trace, bounds.end);
-  if (it.rule == IterationRule::kNone) it = user_range_rule(trace, bounds.end);
-  if (it.rule == IterationRule::kNone) it = optimizer_rule(trace, bounds);
-  if (it.rule == IterationRule::kNone) it = module_rule(trace, bounds);
+  Iterations it;
+  if (!step_range.empty()) {
+    it = step_range_rule(trace, step_range, bounds.end);
+  } else {
+    it = profiler_step_rule(trace, bounds.end);
+    if (it.rule == IterationRule::kNone) it = user_range_rule(trace, bounds.end);
+    if (it.rule == IterationRule::kNone) it = optimizer_rule(trace, bounds);
+    if (it.rule == IterationRule::kNone) it = module_rule(trace, bounds);
+  }
+  // The collector keeps a range that overlaps its window (--delay, --duration) whole, but only
+  // the events inside the window: a step across the window's start or end holds part of its
+  // work, as one whose range never closed does.
+  for (IterationStep& step : it.steps) {
+    if (step.start < trace.capture_window_begin || step.end > trace.capture_window_end) {
+      step.cut = true;
+    }
+  }
   return it;
 }
 
-std::string iteration_summary(const Iterations& it, std::string_view step_range) {
+namespace {
+
+std::string rule_summary(const Iterations& it, std::string_view step_range) {
   const size_t n = it.steps.size();
   switch (it.rule) {
     case IterationRule::kStepRange:
@@ -359,6 +373,21 @@ std::string iteration_summary(const Iterations& it, std::string_view step_range)
                        step_range);
   }
   return "none detected (no step, ProfilerStep, optimizer or repeating module ranges)";
+}
+
+}  // namespace
+
+std::string iteration_summary(const Iterations& it, std::string_view step_range) {
+  std::string text = rule_summary(it, step_range);
+  size_t cut = 0;
+  for (const IterationStep& step : it.steps) cut += step.cut ? 1 : 0;
+  if (cut > 0) {
+    text += fmt::format(
+        "; {} cut by the capture (across an edge of the --delay/--duration window, or its range "
+        "never closed): prof leaves {} out of the steady state",
+        cut == 1 ? "1 step" : std::to_string(cut) + " steps", cut == 1 ? "it" : "them");
+  }
+  return text;
 }
 
 }  // namespace pyprof::parse

@@ -41,6 +41,10 @@ struct IterationStep {
   int64_t start = 0;  // records' timebase, ns; [start, end)
   int64_t end = 0;
   std::string name;  // the range that made it ("ProfilerStep#12", "step 3", "LeNet")
+  // The capture holds part of its work: its range was never closed (a program killed or ended
+  // mid-step; the step ends with the trace), or it lies across the edge of the capture window
+  // (`pyprof profile --delay/--duration`: the range is kept whole, the ops outside dropped).
+  bool cut = false;
 };
 
 struct Iterations {

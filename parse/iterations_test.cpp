@@ -274,6 +274,27 @@ TEST(Iterations, UnclosedLastStepEndsWithTheTrace) {
   b.op(150, 170);
   Iterations it = b.detect();
   EXPECT_EQ(spans(it), (Spans{{0, 100}, {100, 170}}));
+  // The capture holds part of it: cut (docs/formats.md §3, header `iterations`).
+  EXPECT_FALSE(it.steps[0].cut);
+  EXPECT_TRUE(it.steps[1].cut);
+  EXPECT_NE(iteration_summary(it, "").find("1 step cut by the capture"), std::string::npos);
+}
+
+// `pyprof profile --delay 50 --duration 200`: the collector keeps the ranges that overlap the
+// window [50, 250) whole, and only the ops inside it: the steps across its edges are cut.
+TEST(Iterations, StepsAcrossTheCaptureWindowAreCut) {
+  Builder b;
+  b.trace.capture_window_begin = 50;
+  b.trace.capture_window_end = 250;
+  for (int64_t start : {0, 100, 200}) b.range("step", start, start + 90);
+  b.op(60, 80);
+  b.op(110, 180);
+  b.op(210, 240);
+  Iterations it = b.detect();
+  ASSERT_EQ(it.steps.size(), 3u);
+  EXPECT_TRUE(it.steps[0].cut);  // began before the window
+  EXPECT_FALSE(it.steps[1].cut);
+  EXPECT_TRUE(it.steps[2].cut);  // ended after it
 }
 
 TEST(Iterations, EmptyTraceHasNone) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
@@ -214,6 +215,7 @@ bool NsysReader::read_metadata(Trace& trace, std::string& error) {
   // full disk): what the threads still held was never written.
   bool finalized = false;
   std::optional<std::string> write_error;
+  std::optional<int64_t> delay, duration;
   bool ok =
       read_name_value_table(
           trace, "META_DATA_CAPTURE", error,
@@ -222,6 +224,16 @@ bool NsysReader::read_metadata(Trace& trace, std::string& error) {
               trace.cuda_trace = std::string(s.text(1));
             }
             if (name == "FINALIZED_BY") finalized = true;
+            // The collector's window, ns since the session started (the records' timebase):
+            // [DELAY_NS, DELAY_NS + DURATION_NS), either end open when not given.
+            if (name == "DELAY_NS" || name == "DURATION_NS") {
+              const std::string_view text = s.text(1);
+              int64_t v = -1;
+              auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+              if (ec == std::errc() && end == text.data() + text.size() && v >= 0) {
+                (name == "DELAY_NS" ? delay : duration) = v;
+              }
+            }
             // torchrun's RANK / WORLD_SIZE, when the program had them.
             if (name == "RANK" || name == "WORLD_SIZE") {
               int64_t v = -1;
@@ -239,6 +251,11 @@ bool NsysReader::read_metadata(Trace& trace, std::string& error) {
                               trace.stats.capture_stats.emplace_back(std::string(name), s.int64(1));
                             });
   trace.unfinished_capture = !finalized && trace.stats.capture_stats.empty();
+  if (delay) trace.capture_window_begin = *delay;
+  if (duration) {
+    trace.capture_window_begin = std::max<int64_t>(trace.capture_window_begin, 0);
+    trace.capture_window_end = trace.capture_window_begin + std::min(*duration, INT64_MAX / 2);
+  }
   // A failed write (a full disk) is also written into the final record when that still fits
   // (docs/formats.md §2): the database is then incomplete by a known amount.
   Trace::WriteFailure failure;

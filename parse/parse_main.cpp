@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/cli_help.h"
 #include "common/input_files.h"
 #include "common/output_file.h"
 #include "common/phase_timer.h"
@@ -101,9 +102,28 @@ void print_summary(fmt::memory_buffer& out, const std::string& path, const Trace
                        : "");
   }
   if (c.backward > 0) {
+    // A leaf tensor's gradient accumulation (torch::autograd::AccumulateGrad) runs in no forward
+    // op's node: unpaired by nature, and said so.
+    int64_t accumulate_grad = 0;
+    for (const Attribution& a : corr.attributions) {
+      if (a.dir != Direction::kBackward || a.paired || a.node < 0) continue;
+      accumulate_grad +=
+          trace.pool.get(trace.ranges[a.node].name).find("AccumulateGrad") != std::string_view::npos
+              ? 1
+              : 0;
+    }
+    const int64_t unpaired = c.backward - c.backward_paired;
+    std::string why;
+    if (accumulate_grad > 0) {
+      why = fmt::format(
+          " ({}AccumulateGrad: a parameter's gradient accumulation, which has no "
+          "forward op{})",
+          accumulate_grad == unpaired ? "all " : fmt::format("{} ", accumulate_grad),
+          accumulate_grad == unpaired ? "; normal" : "");
+    }
     fmt::format_to(std::back_inserter(out),
-                   "  backward: {} records, {} paired with their forward op, {} unpaired\n",
-                   c.backward, c.backward_paired, c.backward - c.backward_paired);
+                   "  backward: {} records, {} paired with their forward op, {} unpaired{}\n",
+                   c.backward, c.backward_paired, unpaired, why);
   }
   if (c.declared_pairs > 0) {
     fmt::format_to(std::back_inserter(out),
@@ -410,6 +430,16 @@ int run_all(const std::vector<std::string>& inputs, const std::string& output,
     std::fwrite(messages.data(), 1, messages.size(), stderr);
     return code;
   }
+  if ((output.empty() || output == "-") && inputs.size() == 2 &&
+      (inputs[1].ends_with(".dict") || !fs::exists(inputs[1]))) {
+    // `pyprof parse net.sqlite net.dict`: an output named where an input goes.
+    fmt::print(stderr,
+               "pyprof parse: error: {} is {}: to write the net.dict there, give -o (pyprof parse "
+               "{} -o {})\nRun with --help for usage.\n",
+               inputs[1], fs::exists(inputs[1]) ? "parse's output, not a trace" : "no file",
+               inputs[0], inputs[1]);
+    return 2;
+  }
   if (output.empty() || output == "-") {
     fmt::print(stderr,
                "pyprof parse: error: {} traces: give -o DIR (one net.dict per trace is written "
@@ -500,6 +530,7 @@ int main(int argc, char** argv) {
       "ranges and direction.\n"
       "Writes JSON Lines (docs/formats.md §3); a summary goes to standard error.",
       "pyprof parse"};
+  app.formatter(std::make_shared<pyprof::WrappingFormatter>());
   std::vector<std::string> inputs;
   std::string output;
   bool quiet = false;

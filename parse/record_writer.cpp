@@ -390,6 +390,10 @@ void RecordWriter::write_header_object(JsonWriter& w, const std::string& source)
       w.integer(step.start);
       w.raw_key("end");
       w.integer(step.end);
+      if (step.cut) {
+        w.raw_key("cut");
+        w.boolean(true);
+      }
       w.end_object();
     }
     w.end_array();
@@ -897,6 +901,31 @@ void RecordFormatter::write_comm(const RangeRecord& r) {
   end_record();
 }
 
+void RecordFormatter::write_mark(const RangeRecord& r) {
+  {
+    JsonWriter w(record_, kNoTruncation, 0);
+    w.begin_object();
+    w.raw_key("kind");
+    w.trusted_string("mark");
+    w.raw_key("name");
+    pooled(w, r.name);
+    if (r.domain != 0) {
+      w.raw_key("domain");
+      pooled(w, r.domain);
+    }
+    w.raw_key("start");
+    w.integer(r.start);
+    w.raw_key("pid");
+    w.integer(r.pid);
+    write_rank(w);
+    w.raw_key("tid");
+    w.integer(r.tid);
+    write_step_at(w, r.start);
+    w.end_object();
+  }
+  end_record();
+}
+
 void RecordFormatter::write_record(size_t k) {
   if (corr_.cpu_only) {
     write_op_instance(k, corr_.order[k], corr_.attributions[k]);
@@ -919,6 +948,26 @@ bool RecordWriter::write_comm_lines(RecordFormatter& f) {
   });
   for (int32_t i : scopes) {
     f.write_comm(trace_.ranges[i]);
+    if (buffer_.size() >= kFlushBytes && !flush()) return false;
+  }
+  return true;
+}
+
+bool RecordWriter::write_mark_lines(RecordFormatter& f) {
+  // The program's own marks; pyprof's settings and compiled-kernel marks went to the header
+  // and the compiled_kernel lines, and are not in trace_.ranges.
+  std::vector<int32_t> marks;
+  for (size_t i = 0; i < trace_.ranges.size(); ++i) {
+    const RangeRecord& r = trace_.ranges[i];
+    if (r.shape == RangeShape::kMark && r.kind == MarkerKind::kUser) {
+      marks.push_back(static_cast<int32_t>(i));
+    }
+  }
+  std::stable_sort(marks.begin(), marks.end(), [&](int32_t a, int32_t b) {
+    return trace_.ranges[a].start < trace_.ranges[b].start;
+  });
+  for (int32_t i : marks) {
+    f.write_mark(trace_.ranges[i]);
     if (buffer_.size() >= kFlushBytes && !flush()) return false;
   }
   return true;
@@ -1089,6 +1138,7 @@ bool RecordWriter::write(const std::string& source) {
     if (buffer_.size() >= kFlushBytes) ok = flush();
   }
   ok = ok && write_comm_lines(f);
+  ok = ok && write_mark_lines(f);
   if (ok && write_ranges_) ok = write_range_lines(f);
   ok = ok && flush();
   // Waited for after a failure too: the caller closes the stream once this returns, so no

@@ -102,6 +102,8 @@ class RecordFormatter {
   void write_record(size_t k);
   void write_sync(const Attribution& a);
   void write_comm(const RangeRecord& r);
+  // A `"kind":"mark"` line: a user's instantaneous marker (pyprof.mark, nvtxMark).
+  void write_mark(const RangeRecord& r);
   void write_range(int32_t index, int32_t forward_op);
 
  private:
@@ -186,6 +188,7 @@ class RecordWriter : private ArgsSource {
   // "gloo:all_reduce" on its worker thread, "nccl:all_reduce", ...): on a CPU-only profile the
   // only record of the time a collective took, waiting for the other ranks included.
   bool write_comm_lines(RecordFormatter& f);
+  bool write_mark_lines(RecordFormatter& f);
   bool write_range_lines(RecordFormatter& f);
   // As records written on this thread resolve their args: defining new ones in buffer_.
   ArgsRef resolve(int32_t range) override { return resolve_args(range, buffer_); }

@@ -160,6 +160,10 @@ struct Trace {
   std::string version;  // tool version when the file says it, else ""
   // pyprof databases: META_DATA_CAPTURE PYPROF_CUDA_TRACE ("on: ..." or why kernels are absent).
   std::string cuda_trace;
+  // pyprof databases: the capture window of `pyprof profile --delay/--duration` (META_DATA_CAPTURE
+  // DELAY_NS, DURATION_NS) in the records' timebase, [begin, end); open when not given.
+  int64_t capture_window_begin = INT64_MIN;
+  int64_t capture_window_end = INT64_MAX;
   // pyprof databases: the last settings mark's object (the torch flags the program ran with,
   // docs/formats.md §1.4), validated JSON; empty when the trace has none.
   std::string torch_settings;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <unordered_set>
 
 #include "prof/device_peaks.h"
 #include "prof/time_model.h"
@@ -161,6 +162,11 @@ class Advisor {
   void add(std::string rule, std::string finding, double at_stake, std::string evidence,
            std::string fix) {
     double percent = wall_ > 0 ? 100 * at_stake / wall_ : 0;
+    out_.push_back({std::move(rule), std::move(finding), at_stake, percent, std::move(evidence),
+                    std::move(fix)});
+  }
+  void add_with_percent(std::string rule, std::string finding, double at_stake, double percent,
+                        std::string evidence, std::string fix) {
     out_.push_back({std::move(rule), std::move(finding), at_stake, percent, std::move(evidence),
                     std::move(fix)});
   }
@@ -488,16 +494,24 @@ class Advisor {
     }
   }
 
-  // backward-forward-ratio outside [kBwdFwdLow, kBwdFwdHigh].
+  // backward-forward-ratio outside [kBwdFwdLow, kBwdFwdHigh]. Forward and backward are the
+  // phase report's (PhaseOf): the optimizer's ops (fprop records inside Optimizer.step) are
+  // neither. A backward much faster than the forward is a finding only when forward work has
+  // no backward at all (no_grad evaluation in the step, frozen layers): a backward that is
+  // merely quick (a first layer computes no input gradient, a CPU's kernels) has nothing to fix.
   void backward_forward() {
     double fwd = 0, bwd = 0;
     std::map<std::string, std::pair<double, double>> per_op;
-    for (const ProfRecord& r : data_.records) {
+    PhaseOf phase_of(data_.strings);
+    std::vector<Phase> phases(data_.records.size());
+    for (size_t i = 0; i < data_.records.size(); ++i) {
+      const ProfRecord& r = data_.records[i];
+      phases[i] = phase_of(r);
       double t = static_cast<double>(time_of(r, cpu_));
-      if (r.dir == Dir::kFprop) {
+      if (phases[i] == Phase::kForward) {
         fwd += t;
         per_op[op_name(data_, r)].first += t;
-      } else if (r.dir == Dir::kBprop) {
+      } else if (phases[i] == Phase::kBackward) {
         bwd += t;
         per_op[op_name(data_, r)].second += t;
       }
@@ -507,20 +521,79 @@ class Advisor {
     if (ratio >= kBwdFwdLow && ratio <= kBwdFwdHigh) return;
     bool high = ratio > kBwdFwdHigh;
     std::map<std::string, double> ev;
-    for (const auto& [op, t] : per_op) {
-      double excess = high ? t.second - 2 * t.first : t.first - t.second / 2;
-      if (excess > 0) ev[op] = excess;
+    double stake = 0;
+    std::string finding = fmt::format(
+        "Backward took {:.2f}x the forward time ({} vs {}); about "
+        "2x is usual.",
+        ratio, ns_text(bwd), ns_text(fwd));
+    if (high) {
+      for (const auto& [op, t] : per_op) {
+        double excess = t.second - 2 * t.first;
+        if (excess > 0) ev[op] = excess;
+      }
+      stake = bwd - 2 * fwd;
+    } else {
+      double forward_only = 0;
+      const std::vector<char> has_backward = forward_with_backward(phases);
+      // GEMM-like work (matmul, conv, attention, rnn) without a backward: a layer evaluated
+      // under no_grad or frozen. Copies, casts and pointwise ops around the model (moving a
+      // batch to the device) have no backward in any training step.
+      for (size_t i = 0; i < data_.records.size(); ++i) {
+        if (phases[i] != Phase::kForward || has_backward[i]) continue;
+        const ProfRecord& r = data_.records[i];
+        if (!r.modeled || !is_gemm_family(data_.strings.get(r.family))) continue;
+        double t = static_cast<double>(time_of(r, cpu_));
+        forward_only += t;
+        ev[op_name(data_, r)] += t;
+      }
+      if (share(forward_only) < kMinShare) return;
+      finding += fmt::format(
+          " {} of the forward ({:.0f}%) ran GEMM-like ops whose results no "
+          "backward used.",
+          ns_text(forward_only), 100 * forward_only / fwd);
+      stake = forward_only;
     }
-    double stake = high ? bwd - 2 * fwd : fwd - bwd / 2;
-    add("backward-forward-ratio",
-        fmt::format("Backward took {:.2f}x the forward time ({} vs {}); about 2x is usual.", ratio,
-                    ns_text(bwd), ns_text(fwd)),
-        stake, top3(ev, high ? " over 2x fwd" : " over bwd/2"),
+    add("backward-forward-ratio", finding, stake,
+        top3(ev, high ? " over 2x fwd" : " without backward"),
         high ? "look for backward-only work: gradient checkpointing recomputation, "
                "non-deterministic algorithms (torch.use_deterministic_algorithms), hooks, or "
                "ops whose backward is slow (index/scatter, embedding with many duplicates)"
              : "the forward does work the backward does not need: no_grad evaluation mixed into "
                "the step, or layers frozen (requires_grad=False) - check this is intended");
+  }
+
+  // Per record: a forward record whose op a backward record names as its forward op (a bprop
+  // record's op_id is its forward op's, net.dict `fwd_op_id`), or, on a CPU profile, one in a
+  // call tree holding such an op (aten::conv2d's backward node names the aten::convolution
+  // inside it).
+  std::vector<char> forward_with_backward(const std::vector<Phase>& phases) const {
+    std::unordered_set<int64_t> forward_ops;
+    for (const ProfRecord& r : data_.records) {
+      if (r.dir == Dir::kBprop && r.op_id != 0) forward_ops.insert(r.op_id);
+    }
+    const size_t n = data_.records.size();
+    std::vector<char> has(n, 0);
+    auto named = [&](size_t i) {
+      const ProfRecord& r = data_.records[i];
+      return phases[i] == Phase::kForward && r.op_id != 0 && forward_ops.count(r.op_id) > 0;
+    };
+    if (!cpu_) {
+      for (size_t i = 0; i < n; ++i) has[i] = named(i) ? 1 : 0;
+      return has;
+    }
+    auto root_of = [&](size_t i) {
+      int32_t root = static_cast<int32_t>(i);
+      for (int guard = 0; data_.records[root].parent >= 0 && guard < 1000; ++guard) {
+        root = data_.records[root].parent;
+      }
+      return root;
+    };
+    std::unordered_set<int32_t> roots_with_backward;
+    for (size_t i = 0; i < n; ++i) {
+      if (named(i)) roots_with_backward.insert(root_of(i));
+    }
+    for (size_t i = 0; i < n; ++i) has[i] = roots_with_backward.count(root_of(i)) ? 1 : 0;
+    return has;
   }
 
   // dtype-casts and contiguous-copies.
@@ -536,8 +609,15 @@ class Advisor {
     std::map<std::string, std::pair<int64_t, double>> casts;  // shapes+dtype: count, time
     double layout = 0;
     std::map<std::string, double> layout_ev;
+    PhaseOf phase_of(data_.strings);
     for (const ProfRecord& r : data_.records) {
       if (cpu_ ? r.kind != Kind::kOp : r.kind == Kind::kOp) continue;
+      // The optimizer's own copies and casts (Adam's 0-dim step and learning-rate tensors) are
+      // its bookkeeping, and its fix is optimizer-not-foreach's; a 0-dim tensor's cast (a
+      // scalar: a loss value, a counter) moves a few bytes and is no model's data.
+      if (phase_of(r) == Phase::kOptimizer || data_.strings.get(r.shapes).starts_with("[]")) {
+        continue;
+      }
       // CPU: the outermost call, with its callees' time (the copy runs in aten::copy_).
       double t = static_cast<double>(r.duration);
       if (is_cast(r) && !(cpu_ && inside_match(data_, r, is_cast))) {
@@ -579,17 +659,58 @@ class Advisor {
     }
   }
 
-  // dataloader-wait: time inside the DataLoader's __next__ range.
+  // dataloader-wait: time inside the DataLoader's __next__ range, within the steps; and the
+  // loop's time between the selected steps (Iterations::between), where a
+  // `for batch in loader: with pyprof.range("step"):` loop fetches its batches: that is
+  // dataloader-wait when a DataLoader range ran there, else time-between-steps.
   void dataloader() {
     double t = 0;
     std::map<std::string, double> ev;
     for (const ProfRecord& r : data_.records) {
-      std::string_view layer = data_.strings.get(r.layer);
-      if (layer.find("DataLoader") == std::string_view::npos) continue;
+      if (!names_dataloader_range(data_.strings.get(r.layer))) continue;
       double rt = static_cast<double>(time_of(r, cpu_));
       t += rt;
       ev[op_name(data_, r)] += rt;
     }
+    const Iterations::Between& between = data_.iterations.between;
+    const double loop_wall = static_cast<double>(between.wall + between.steps_wall);
+    const double gap_share = loop_wall > 0 ? static_cast<double>(between.wall) / loop_wall : 0;
+    if (gap_share >= kMinShare) {
+      std::map<std::string, double> gap_ev;
+      for (const auto& [op, time] : between.time_by_op) {
+        gap_ev[std::string(data_.strings.get(op))] += static_cast<double>(time);
+      }
+      const double wall = static_cast<double>(between.wall);
+      const std::string where = fmt::format(
+          "The loop spent {} ({:.1f}% of its wall time) between the selected steps, outside "
+          "every step range ({} gaps, {} each on average); the ops recorded there took {} on "
+          "this process",
+          ns_text(wall), 100 * gap_share, between.gaps,
+          ns_text(wall / static_cast<double>(std::max<int64_t>(between.gaps, 1))),
+          ns_text(static_cast<double>(between.records.time)));
+      // The rule's share is of the loop's wall time, the time the gaps are part of.
+      if (between.dataloader.records > 0) {
+        add_with_percent(
+            "dataloader-wait",
+            where + fmt::format(", {} of them in the DataLoader's __next__: the rest of the gap "
+                                "is waiting for the next batch.",
+                                ns_text(static_cast<double>(between.dataloader.time))),
+            wall, 100 * gap_share, top3(gap_ev),
+            "DataLoader(num_workers=N, pin_memory=True, persistent_workers=True, "
+            "prefetch_factor=2) so that batches are ready before the step asks; a dataset that "
+            "decodes or augments in __getitem__ needs more workers (or the work moved off the "
+            "loop)");
+      } else {
+        add_with_percent(
+            "time-between-steps", where + ".", wall, 100 * gap_share,
+            gap_ev.empty() ? "(no op recorded between the steps: Python or waiting)" : top3(gap_ev),
+            "see what the loop does between the step ranges (data loading, logging, "
+            "evaluation, checkpointing): move it into the step range to have the reports "
+            "cover it (or out of the loop), and overlap data loading with DataLoader workers");
+      }
+    }
+    // Within the steps (`next(it)` inside the step range), unless the gaps' rule said it.
+    if (gap_share >= kMinShare && between.dataloader.records > 0) return;
     if (share(t) >= kMinShare) {
       add("dataloader-wait",
           fmt::format("Work inside the DataLoader's __next__ took {} ({} of the time), on the "

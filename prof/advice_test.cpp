@@ -168,6 +168,103 @@ TEST(Advice, BackwardForwardRatio) {
   EXPECT_EQ(b.find(advise(b.d), "backward-forward-ratio"), nullptr);
 }
 
+// Adam's step is fprop work inside Optimizer.step#: the phase report calls it optimizer, and so
+// does the rule. Forward 10 µs, backward 20 µs (2x: silent), optimizer 30 µs: counting the
+// optimizer as forward would read 20/40 = 0.5x.
+TEST(Advice, BackwardForwardRatioUsesThePhases) {
+  Builder b;
+  b.d.cpu_only = true;
+  ProfRecord& fw = b.add(Kind::kOp, "aten::conv2d", 10'000);
+  fw.op_id = 1;
+  fw.modeled = true;
+  fw.family = b.d.strings.intern("conv");
+  ProfRecord& bw = b.add(Kind::kOp, "aten::conv2d", 20'000);
+  bw.dir = Dir::kBprop;
+  bw.op_id = 1;  // a bprop record's op_id is its forward op's
+  for (int i = 0; i < 3; ++i) {
+    ProfRecord& adam = b.add(Kind::kOp, "aten::lerp_", 10'000);
+    adam.layer = b.d.strings.intern("pyprof:Optimizer.step#Adam.step");
+  }
+  EXPECT_EQ(b.find(advise(b.d), "backward-forward-ratio"), nullptr);
+  // A backward much quicker than a forward whose results it all used: nothing to fix.
+  b.d.records[1].duration = b.d.records[1].self_duration = 5'000;
+  EXPECT_EQ(b.find(advise(b.d), "backward-forward-ratio"), nullptr);
+  // Forward work no backward used (a no_grad evaluation in the step): that is the finding.
+  ProfRecord& eval = b.add(Kind::kOp, "aten::addmm", 40'000);
+  eval.op_id = 2;
+  eval.modeled = true;
+  eval.family = b.d.strings.intern("matmul");
+  b.add(Kind::kOp, "aten::copy_", 30'000);  // moving a batch: no backward, and none expected
+  auto v = advise(b.d);
+  const Advice* a = b.find(v, "backward-forward-ratio");
+  ASSERT_NE(a, nullptr);
+  EXPECT_DOUBLE_EQ(a->at_stake_ns, 40'000);
+  EXPECT_NE(a->evidence.find("aten::addmm (40.0 µs without backward)"), std::string::npos)
+      << a->evidence;
+  EXPECT_EQ(a->evidence.find("lerp_"), std::string::npos);
+  EXPECT_NE(a->finding.find("0.06x the forward time (5.00 µs vs 80.0 µs)"), std::string::npos)
+      << a->finding;
+  EXPECT_EQ(a->evidence.find("copy_"), std::string::npos);
+}
+
+// Adam's casts of its 0-dim step counters and any scalar's cast are no model data's casts.
+TEST(Advice, OptimizerAndScalarCastsAreNotBlamed) {
+  Builder b;
+  b.d.cpu_only = true;
+  b.add(Kind::kOp, "aten::mm", 100'000);
+  for (int i = 0; i < 5; ++i) {
+    ProfRecord& c = b.add(Kind::kOp, "aten::_to_copy", 6'000);
+    c.shapes = b.d.strings.intern("[]");
+    c.dtype = b.d.strings.intern("float32");
+    ProfRecord& o = b.add(Kind::kOp, "aten::_to_copy", 6'000);
+    o.shapes = b.d.strings.intern("[64,128]");
+    o.layer = b.d.strings.intern("pyprof:Optimizer.step#Adam.step");
+  }
+  EXPECT_EQ(b.find(advise(b.d), "dtype-casts"), nullptr);
+}
+
+// A `for batch in loader: with pyprof.range("step"):` loop: the batches are fetched between
+// the steps, where prof's selection (prof/iterations.h) accounts for the gaps.
+TEST(Advice, WaitBetweenStepsIsTheDataLoaders) {
+  Builder b;
+  b.d.cpu_only = true;
+  b.add(Kind::kOp, "aten::mm", 100'000);
+  Iterations::Between& between = b.d.iterations.between;
+  between.gaps = 3;
+  between.wall = 60'000;
+  between.steps_wall = 240'000;
+  between.records = {3, 1'500};
+  between.dataloader = {3, 1'500};
+  between.time_by_op[b.d.strings.intern("aten::set_")] = 1'500;
+  auto v = advise(b.d);
+  const Advice* a = b.find(v, "dataloader-wait");
+  ASSERT_NE(a, nullptr);
+  EXPECT_DOUBLE_EQ(a->at_stake_ns, 60'000);
+  EXPECT_DOUBLE_EQ(a->percent, 20);  // of the loop's wall time, 60 of 300 µs
+  EXPECT_NE(a->finding.find("60.0 µs (20.0% of its wall time) between the selected steps"),
+            std::string::npos)
+      << a->finding;
+  EXPECT_NE(a->evidence.find("aten::set_"), std::string::npos);
+  between.wall = 3'000;  // 1%: the workers kept up
+  EXPECT_EQ(b.find(advise(b.d), "dataloader-wait"), nullptr);
+}
+
+TEST(Advice, TimeBetweenStepsWithoutADataLoader) {
+  Builder b;
+  b.d.cpu_only = true;
+  b.add(Kind::kOp, "aten::mm", 100'000);
+  Iterations::Between& between = b.d.iterations.between;
+  between.gaps = 2;
+  between.wall = 50'000;
+  between.steps_wall = 50'000;
+  auto v = advise(b.d);
+  EXPECT_EQ(b.find(v, "dataloader-wait"), nullptr);
+  const Advice* a = b.find(v, "time-between-steps");
+  ASSERT_NE(a, nullptr);
+  EXPECT_DOUBLE_EQ(a->percent, 50);
+  EXPECT_NE(a->evidence.find("no op recorded between the steps"), std::string::npos);
+}
+
 TEST(Advice, GpuRulesSayNothingOnCpuProfiles) {
   Builder b;
   b.d.cpu_only = true;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/input_files.h"
+#include "common/cli_help.h"
 #include "common/output_file.h"
 #include "common/terminal_text.h"
 #include "prof/diff.h"
@@ -89,11 +90,15 @@ int main(int argc, char** argv) {
       "detected in a profile's repeating op sequence); else, as for fixed-length captures, per "
       "call. --fail-above PCT makes it a CI gate. docs/diff.md.",
       "pyprof diff"};
+  app.formatter(std::make_shared<pyprof::WrappingFormatter>());
   std::string base_path, new_path, reports = "step,op,op_type,module,kernel", formats = "text",
                                    output;
-  app.add_option("base", base_path, "the baseline profile (net.dict, or any input of pyprof parse)")
+  app.add_option("base", base_path,
+                 "the baseline profile: a net.dict, or (through `pyprof diff`) anything pyprof "
+                 "parse reads: a database, a torch.profiler trace")
       ->required();
-  app.add_option("new", new_path, "the profile to compare with it (likewise)")->required();
+  app.add_option("new", new_path, "the profile to compare with it (the same kinds of input)")
+      ->required();
   app.add_option("--report", reports,
                  "levels to compare, comma-separated: step, op, op_type, module, kernel "
                  "(default all)");

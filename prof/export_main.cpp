@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/input_files.h"
+#include "common/cli_help.h"
 #include "common/output_file.h"
 #include "common/terminal_text.h"
 #include "prof/trace_export.h"
@@ -63,6 +64,7 @@ int main(int argc, char** argv) {
       "tracks, flows launch -> kernel and forward op -> backward node (docs/export.md). "
       "`pyprof parse` reads the trace back.",
       "pyprof export"};
+  app.formatter(std::make_shared<pyprof::WrappingFormatter>());
   std::string input, output, format = "chrome";
   bool quiet = false, no_tf32 = false;
   app.add_option("input", input,
@@ -80,6 +82,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"chrome", "perfetto"}));
   app.add_flag("--no-tf32", no_tf32, "as pyprof prof: fp32 GEMMs are not Tensor Core eligible");
   app.add_flag("-q,--quiet", quiet, "no summary on standard error");
+  // Hidden (group ""): `pyprof export DB` parses DB into a temporary net.dict first and names
+  // DB here, so that the summary names the file the user gave.
+  std::string source_label;
+  app.add_option("--source-label", source_label, "the input's name in the summary")->group("");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -139,9 +145,10 @@ int main(int argc, char** argv) {
   }
   if (!ok) return 1;
   if (!quiet) {
-    fmt::print(stderr, "pyprof export: {} -> {} ({} records, {} ranges, {} trace events; {})\n",
-               pyprof::terminal_safe(input), output, result.records, result.ranges, result.events,
-               format);
+    fmt::print(stderr,
+               "pyprof export: {} -> {} ({} records, {} ranges, {} marks, {} trace events; {})\n",
+               pyprof::terminal_safe(source_label.empty() ? input : source_label), output,
+               result.records, result.ranges, result.marks, result.events, format);
     for (const std::string& note : result.notes) {
       fmt::print(stderr, "  note: {}\n", pyprof::terminal_safe(note));
     }

@@ -45,7 +45,19 @@ double busy_percent(const StepStats& s) {
 }
 
 const char* state_text(StepState s) {
-  return s == StepState::kSelected ? "yes" : s == StepState::kWarmUp ? "warm-up" : "no";
+  switch (s) {
+    case StepState::kSelected:
+      return "yes";
+    case StepState::kWarmUp:
+      return "warm-up";
+    case StepState::kCut:
+      return "cut";
+    case StepState::kEmpty:
+      return "empty";
+    case StepState::kLeftOut:
+      break;
+  }
+  return "no";
 }
 
 std::vector<double> selected_samples(const ReadResult& data,
@@ -241,6 +253,93 @@ std::string autotuning_note(const ReadResult& data) {
   return note + ") left out: they time launch configurations, not the program's work";
 }
 
+namespace {
+
+// The CPU-side time that places a record among the steps, as parse placed it (docs/formats.md
+// §3 `step`): a GPU record's launch, an op's start.
+int64_t placing_time(const ProfRecord& r) { return r.launch_start >= 0 ? r.launch_start : r.start; }
+
+// The first step whose span starts after `t` (steps are in time order and do not overlap).
+size_t next_step_after(const std::vector<Step>& steps, int64_t t) {
+  return static_cast<size_t>(
+      std::upper_bound(steps.begin(), steps.end(), t,
+                       [](int64_t time, const Step& s) { return time < s.start; }) -
+      steps.begin());
+}
+
+bool is_whole(StepState s) { return s != StepState::kCut && s != StepState::kEmpty; }
+
+// "1:4,5:8": the selected steps as slices (one when they are consecutive).
+std::string selected_text(const std::vector<StepState>& state) {
+  std::string text;
+  for (size_t i = 0; i < state.size();) {
+    if (state[i] != StepState::kSelected) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < state.size() && state[j] == StepState::kSelected) ++j;
+    if (!text.empty()) text += ',';
+    text += j - i == 1 ? std::to_string(i) : fmt::format("{}:{}", i, j);
+    i = j;
+  }
+  return text;
+}
+
+// Accounts for the gaps before the selected steps (Iterations::between) and, while a selection
+// is active, for where the records it leaves out are (Iterations::left_*).
+void account_outside(ReadResult& data) {
+  Iterations& it = data.iterations;
+  it.between = {};
+  it.left_in_steps = it.left_between = it.left_before = it.left_after = it.left_before_trace = {};
+  it.total_time = 0;
+  const std::vector<Step>& steps = it.steps;
+  for (size_t k = 0; k < steps.size(); ++k) {
+    if (it.state[k] != StepState::kSelected) continue;
+    it.between.steps_wall += steps[k].end - steps[k].start;
+    if (k > 0 && steps[k].start > steps[k - 1].end) {
+      ++it.between.gaps;
+      it.between.wall += steps[k].start - steps[k - 1].end;
+    }
+  }
+  for (const ProfRecord& r : data.records) {
+    const int64_t time = report_time(r, data.cpu_only);
+    it.total_time += time;
+    Iterations::Part* left = nullptr;
+    if (r.step >= 0) {
+      if (it.state[r.step] != StepState::kSelected) left = &it.left_in_steps;
+    } else if (r.before_trace) {
+      // It ran during the trace, perhaps inside a step's span, but was launched before the
+      // trace began: neither the loop's time between steps nor any step's work.
+      left = &it.left_before_trace;
+    } else {
+      const size_t next = next_step_after(steps, placing_time(r));
+      if (next == 0) {
+        left = &it.left_before;
+      } else if (next == steps.size()) {
+        left = &it.left_after;
+      } else {
+        left = &it.left_between;
+        if (it.state[next] == StepState::kSelected) {
+          ++it.between.records.records;
+          it.between.records.time += time;
+          if (names_dataloader_range(data.strings.get(r.layer))) {
+            ++it.between.dataloader.records;
+            it.between.dataloader.time += time;
+          }
+          it.between.time_by_op[r.op != 0 ? r.op : r.name] += time;
+        }
+      }
+    }
+    if (left && it.selection_active) {
+      ++left->records;
+      left->time += time;
+    }
+  }
+}
+
+}  // namespace
+
 bool select_iterations(ReadResult& data, const IterationRequest& request, std::string& error) {
   leave_out_autotuning(data);
   Iterations& it = data.iterations;
@@ -268,39 +367,108 @@ bool select_iterations(ReadResult& data, const IterationRequest& request, std::s
     return true;
   }
   it.stats = step_stats(data);
+  // A step the capture cut, or one without a record, is not a whole iteration: never selected,
+  // and out of the steady state, whatever the request.
+  bool cut_with_records = false;
+  for (int64_t i = 0; i < count; ++i) {
+    if (it.steps[i].cut) {
+      it.state[i] = StepState::kCut;
+      cut_with_records = cut_with_records || it.stats[i].records > 0;
+    } else if (it.stats[i].records == 0) {
+      it.state[i] = StepState::kEmpty;
+    }
+  }
   int64_t begin = 0, end = count;
   if (!resolve_iteration_request(request, count, begin, end, error)) return false;
   if (request.mode == IterationRequest::Mode::kDefault) {
+    // The warm-up rule judges step 0 against the other whole steps.
     std::vector<int64_t> walls;
-    for (const StepStats& s : it.stats) walls.push_back(s.wall);
-    WarmUp w = detect_warm_up(walls);
+    for (int64_t i = 0; i < count; ++i) {
+      if (is_whole(it.state[i])) walls.push_back(it.stats[i].wall);
+    }
+    WarmUp w = is_whole(it.state[0]) ? detect_warm_up(walls) : WarmUp{};
     if (w.detected) {
       it.state[0] = StepState::kWarmUp;
       it.warm_up_wall = w.wall;
       it.warm_up_median = w.median;
-      begin = 1;
       it.selection_active = true;
     }
+    it.selection_active = it.selection_active || cut_with_records;
   } else if (request.mode != IterationRequest::Mode::kAll) {
+    bool any = false;
     for (int64_t i = 0; i < count; ++i) {
-      if (i < begin || i >= end) it.state[i] = StepState::kLeftOut;
+      if (!is_whole(it.state[i])) continue;
+      if (i < begin || i >= end) {
+        it.state[i] = StepState::kLeftOut;
+      } else {
+        any = true;
+      }
+    }
+    if (!any) {
+      error = fmt::format(
+          "--iterations {}: selects no whole iteration (the capture cut or left empty the steps "
+          "it names; --iterations all keeps every record)",
+          request.text);
+      return false;
     }
     it.selection_active = true;
   }
-  it.selection = request.mode == IterationRequest::Mode::kAll ? "all"
-                 : end - begin == 1                           ? std::to_string(begin)
-                                                              : fmt::format("{}:{}", begin, end);
+  it.selection = request.mode == IterationRequest::Mode::kAll ? "all" : selected_text(it.state);
+  account_outside(data);
   if (!it.selection_active) return true;
 
-  it.records_left_out = keep_records(data, [&](const ProfRecord& r) {
+  auto in_selection = [&](const ProfRecord& r) {
     return r.step >= 0 && it.state[r.step] == StepState::kSelected;
-  });
+  };
+  if (request.keep_unselected) {
+    for (ProfRecord& r : data.records) {
+      r.selected = in_selection(r);
+      it.records_left_out += r.selected ? 0 : 1;
+    }
+    return true;
+  }
+  it.records_left_out = keep_records(data, in_selection);
   return true;
 }
 
+namespace {
+
+std::string time_text(int64_t ns) { return format_quantity(static_cast<double>(ns), Unit::kTime); }
+
+// "step 7 cut by the capture (...); steps 8, 9 empty (...)" ("" when every step is whole).
+std::string partial_steps_text(const Iterations& it) {
+  std::vector<size_t> cut, empty;
+  for (size_t i = 0; i < it.state.size(); ++i) {
+    if (it.state[i] == StepState::kCut) cut.push_back(i);
+    if (it.state[i] == StepState::kEmpty) empty.push_back(i);
+  }
+  auto list = [](const std::vector<size_t>& steps) {
+    std::string text = steps.size() == 1 ? "step " : "steps ";
+    for (size_t k = 0; k < steps.size() && k < 5; ++k) {
+      text += (k ? ", " : "") + std::to_string(steps[k]);
+    }
+    if (steps.size() > 5) text += fmt::format(" and {} more", steps.size() - 5);
+    return text;
+  };
+  std::string text;
+  if (!cut.empty()) {
+    text = list(cut) +
+           " cut by the capture (across an edge of the --delay/--duration window, or a range "
+           "never closed: the program ended inside)";
+  }
+  if (!empty.empty()) {
+    text += (text.empty() ? "" : "; ") + list(empty) +
+            " empty (no record: pyprof.stop() before them, or outside the capture)";
+  }
+  return text.empty() ? text : text + ": left out of the steady state";
+}
+
+}  // namespace
+
 std::string iteration_note(const ReadResult& data) {
   const Iterations& it = data.iterations;
-  if (!it.selection_active) return "";
+  const std::string partial = partial_steps_text(it);
+  if (!it.selection_active && partial.empty()) return "";
   std::string note = fmt::format("iterations: {} by {} ({}); reports cover {}", it.steps.size(),
                                  it.rule, it.range, it.selection);
   if (!it.state.empty() && it.state[0] == StepState::kWarmUp) {
@@ -310,10 +478,38 @@ std::string iteration_note(const ReadResult& data) {
         format_quantity(static_cast<double>(it.warm_up_wall), Unit::kTime),
         format_quantity(static_cast<double>(it.warm_up_median), Unit::kTime));
   }
+  if (!partial.empty()) note += "; " + partial;
+  if (!it.selection_active) return note;
   note += fmt::format("; {} record{} outside them left out", it.records_left_out,
                       it.records_left_out == 1 ? "" : "s");
-  if (it.before_trace_records > 0) {
-    note += fmt::format(" ({} launched before the trace began)", it.before_trace_records);
+  const int64_t left =
+      it.left_in_steps.time + it.left_between.time + it.left_before.time + it.left_after.time +
+      it.left_before_trace.time;
+  if (it.records_left_out > 0) {
+    note += fmt::format(", {} of {} {} ({:.1f}%):", time_text(left), time_text(it.total_time),
+                        data.cpu_only ? "op self time" : "GPU time",
+                        it.total_time > 0
+                            ? 100.0 * static_cast<double>(left) / static_cast<double>(it.total_time)
+                            : 0.0);
+    const char* sep = " ";
+    auto part = [&](const Iterations::Part& p, const char* where) {
+      if (p.records == 0) return;
+      note += fmt::format("{}{} {} ({})", sep, p.records, where, time_text(p.time));
+      sep = ", ";
+    };
+    part(it.left_in_steps, "in steps not selected");
+    part(it.left_between, "between steps");
+    part(it.left_before, "before the first step");
+    part(it.left_after, "after the last step");
+    part(it.left_before_trace, "launched before the trace began");
+  }
+  if (it.between.wall > 0) {
+    note += fmt::format(
+        "; the loop spent {} ({:.1f}% of its wall time) between the selected steps, outside "
+        "every step range (--report advice looks at it)",
+        time_text(it.between.wall),
+        100.0 * static_cast<double>(it.between.wall) /
+            static_cast<double>(it.between.wall + it.between.steps_wall));
   }
   return note;
 }
@@ -455,9 +651,47 @@ std::vector<SummaryRow> iteration_summary_rows(const ReadResult& data) {
                                fmt::format("{} ns", it.warm_up_median));
   }
   rows.push_back(cover);
+  int64_t cut = 0, empty = 0;
+  for (StepState state : it.state) {
+    cut += state == StepState::kCut ? 1 : 0;
+    empty += state == StepState::kEmpty ? 1 : 0;
+  }
+  if (cut > 0) {
+    rows.push_back({"steps cut by the capture (left out)", std::to_string(cut), Unit::kCount, ""});
+  }
+  if (empty > 0) {
+    rows.push_back({"empty steps (left out)", std::to_string(empty), Unit::kCount, ""});
+  }
+  auto percent = [](int64_t part, int64_t whole) {
+    return fmt::format(
+        "{:.1f}", whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0);
+  };
   if (it.selection_active) {
     rows.push_back({"records outside the selected iterations (left out)",
                     std::to_string(it.records_left_out), Unit::kCount, ""});
+    const int64_t left = it.left_in_steps.time + it.left_between.time + it.left_before.time +
+                         it.left_after.time + it.left_before_trace.time;
+    rows.push_back({"time left out (ns)", std::to_string(left), Unit::kTime, ""});
+    rows.push_back({"time left out %", percent(left, it.total_time), Unit::kPercent, ""});
+    rows.push_back({"left out: in steps not selected (ns)", std::to_string(it.left_in_steps.time),
+                    Unit::kTime, ""});
+    rows.push_back(
+        {"left out: between steps (ns)", std::to_string(it.left_between.time), Unit::kTime, ""});
+    rows.push_back({"left out: before the first step (ns)", std::to_string(it.left_before.time),
+                    Unit::kTime, ""});
+    rows.push_back({"left out: after the last step (ns)", std::to_string(it.left_after.time),
+                    Unit::kTime, ""});
+    if (it.left_before_trace.records > 0) {
+      rows.push_back({"left out: launched before the trace began (ns)",
+                      std::to_string(it.left_before_trace.time), Unit::kTime, ""});
+    }
+  }
+  if (it.between.wall > 0) {
+    rows.push_back({"wall time between the selected steps (ns)", std::to_string(it.between.wall),
+                    Unit::kTime, ""});
+    rows.push_back({"wall time between the selected steps %",
+                    percent(it.between.wall, it.between.wall + it.between.steps_wall),
+                    Unit::kPercent, ""});
   }
   std::vector<double> walls =
       selected_samples(data, [](const StepStats& s) { return static_cast<double>(s.wall); });

@@ -29,6 +29,9 @@ struct IterationRequest {
   // kSingle: the index in begin.
   std::optional<int64_t> begin, end;
   std::string text;  // as given, for messages
+  // `--all-records`: keep the records outside the selection, marked ProfRecord::selected =
+  // false, for the per-record table alone (no report reads them then).
+  bool keep_unselected = false;
 };
 
 // Parses --iterations: "A:B", "A:", ":B", ":", "N" (negative indices count from the end, as in

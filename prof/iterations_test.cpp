@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 
 namespace pyprof::prof {
@@ -130,7 +131,7 @@ ReadResult gpu_profile() {
     r.modeled = flops > 0;
     data.records.push_back(r);
   };
-  kernel(-1, 0, 5, Dir::kNone, 0);  // before the first step
+  kernel(-1, -10, 5, Dir::kNone, 0);  // before the first step
   kernel(0, 10, 50, Dir::kFprop, 1000);
   kernel(1, 100, 10, Dir::kFprop, 400);
   kernel(1, 105, 10, Dir::kBprop, 800);  // overlaps the one before: busy is their union, 15
@@ -265,8 +266,89 @@ TEST(IterationReport, StepRowsAndSteadyState) {
             "1:3 (step 0 left out as warm-up: 100 ns against a median of 40 ns; --iterations "
             "all keeps it)");
   EXPECT_EQ(rows[2].value, "2");
-  EXPECT_EQ(rows[3].metric, "step time median (ns)");
-  EXPECT_EQ(rows[3].value, "40");
+  // What the selection left out and where: step 0's kernel (50 ns) and the one before every
+  // step (5 ns), of 115 ns of GPU time; the steps follow each other, nothing between them.
+  std::map<std::string, std::string> by_metric;
+  for (const SummaryRow& r : rows) by_metric[r.metric] = r.value;
+  EXPECT_EQ(by_metric["time left out (ns)"], "55");
+  EXPECT_EQ(by_metric["time left out %"], "47.8");
+  EXPECT_EQ(by_metric["left out: in steps not selected (ns)"], "50");
+  EXPECT_EQ(by_metric["left out: between steps (ns)"], "0");
+  EXPECT_EQ(by_metric["left out: before the first step (ns)"], "5");
+  EXPECT_EQ(by_metric["left out: after the last step (ns)"], "0");
+  EXPECT_EQ(by_metric.count("wall time between the selected steps (ns)"), 0u);
+  EXPECT_EQ(by_metric["step time median (ns)"], "40");
+}
+
+// A loop that fetches its batches between the step ranges: the gaps before the selected steps,
+// their records, and steps the capture cut or left empty.
+TEST(SelectIterations, GapsBetweenStepsCutAndEmptySteps) {
+  ReadResult data;
+  data.cpu_only = true;
+  data.iterations.rule = "user_range";
+  data.iterations.range = "step";
+  // step 0 [0,100) warm-up; 1 [120,160); 2 [170,210); 3 [230,270); 4 [280,290) empty;
+  // 5 [300,400) cut (its range never closed).
+  data.iterations.steps = {{0, "step", 0, 100},   {1, "step", 120, 160}, {2, "step", 170, 210},
+                           {3, "step", 230, 270}, {4, "step", 280, 290}, {5, "step", 300, 400}};
+  data.iterations.steps[5].cut = true;
+  auto op = [&](int32_t step, int64_t start, int64_t self, std::string_view layer = "") {
+    ProfRecord r;
+    r.kind = Kind::kOp;
+    r.step = step;
+    r.start = start;
+    r.duration = r.self_duration = self;
+    r.dir = Dir::kFprop;
+    r.op = r.name = data.strings.intern("aten::mm");
+    r.layer = data.strings.intern(layer);
+    data.records.push_back(r);
+  };
+  op(0, 10, 80);
+  op(-1, 105, 4, "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__");
+  op(1, 125, 30);
+  op(-1, 162, 2, "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__");
+  op(2, 175, 30);
+  op(3, 235, 30);
+  op(5, 310, 20);  // the cut step's partial work
+  op(-1, 450, 1);  // after the last step
+  std::string error;
+  ASSERT_TRUE(select_iterations(data, IterationRequest{}, error)) << error;
+  const Iterations& it = data.iterations;
+  EXPECT_EQ(it.state[0], StepState::kWarmUp);  // 100 > 1.25 x 40, the median of 1, 2, 3 only
+  EXPECT_EQ(it.state[4], StepState::kEmpty);
+  EXPECT_EQ(it.state[5], StepState::kCut);
+  EXPECT_EQ(it.selection, "1:4");
+  EXPECT_EQ(data.records.size(), 3u);  // steps 1, 2, 3
+  // The gaps before steps 1, 2, 3: 20 + 10 + 20 ns of wall time, next to 120 ns of steps.
+  EXPECT_EQ(it.between.gaps, 3);
+  EXPECT_EQ(it.between.wall, 50);
+  EXPECT_EQ(it.between.steps_wall, 120);
+  EXPECT_EQ(it.between.records.records, 2);
+  EXPECT_EQ(it.between.dataloader.time, 6);
+  EXPECT_EQ(it.left_in_steps.time, 100);  // the warm-up's 80 and the cut step's 20
+  EXPECT_EQ(it.left_between.time, 6);
+  EXPECT_EQ(it.left_after.time, 1);
+  EXPECT_EQ(it.left_before.records, 0);
+  std::string note = iteration_note(data);
+  EXPECT_NE(note.find("step 5 cut by the capture"), std::string::npos) << note;
+  EXPECT_NE(note.find("step 4 empty"), std::string::npos) << note;
+  EXPECT_NE(note.find("5 records outside them left out, 107 ns of 197 ns op self time (54.3%): "
+                      "2 in steps not selected (100 ns), 2 between steps (6 ns), 1 after the "
+                      "last step (1 ns)"),
+            std::string::npos)
+      << note;
+  // The steady state is over the whole selected steps: 40 ns each.
+  std::vector<ReportTable> tables = iteration_report(data);
+  EXPECT_EQ(tables[0].rows[4][2], "empty");
+  EXPECT_EQ(tables[0].rows[5][2], "cut");
+  EXPECT_EQ(tables[1].rows[0][3], "40");  // max wall
+  // Naming the cut step alone selects no whole iteration.
+  ReadResult again;
+  again.iterations = data.iterations;
+  IterationRequest five;
+  ASSERT_TRUE(parse_iteration_request("5", five, error));
+  EXPECT_FALSE(select_iterations(again, five, error));
+  EXPECT_NE(error.find("no whole iteration"), std::string::npos) << error;
 }
 
 // read_dict on net.dict text.

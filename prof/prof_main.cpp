@@ -4,6 +4,7 @@
 // Exit codes: 0 ok, 1 bad input or unwritable output, 2 usage, 141 standard output closed by
 // its reader (`... | head`; nothing printed).
 #include <fmt/core.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -17,10 +18,12 @@
 #include <thread>
 #include <vector>
 
+#include "common/cli_help.h"
 #include "common/input_files.h"
 #include "common/ordered_chunks.h"
 #include "common/output_file.h"
 #include "common/phase_timer.h"
+#include "common/suggest.h"
 #include "common/terminal_text.h"
 #include "models/op_model.h"
 #include "prof/device_peaks.h"
@@ -92,6 +95,7 @@ int main(int argc, char** argv) {
       "reports. Conventions: a multiply-add is 2 FLOPs; bytes are the ideal DRAM traffic "
       "(docs/ops.md).",
       "pyprof prof"};
+  app.formatter(std::make_shared<pyprof::WrappingFormatter>());
   std::string columns, reports, formats = "text", output, error_text;
   int width = 0, depth = 0;
   bool csv = false, json = false, no_tf32 = false, raw = false;
@@ -107,9 +111,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_flag("--csv", csv, "CSV (every field quoted)");
   app.add_flag("--json", json, "JSON Lines, one object per record");
-  app.add_option(
-      "--report", reports,
-      "reports instead of the per-record table: " + report_list_text() + " (comma-separated)");
+  app.add_option("--report", reports,
+                 "reports instead of the per-record table: " + report_list_text() +
+                     " (comma-separated), or all (every report of one profile: ranks aside)");
   app.add_option("--formats", formats,
                  "report formats: text, csv, json (comma-separated; several need -o PREFIX)");
   app.add_flag("--raw", raw,
@@ -134,6 +138,10 @@ int main(int argc, char** argv) {
                  "the median of the others, with 3 steps or more); records outside the selected "
                  "steps are left out (docs/prof.md, Iterations); records of Triton's autotuning "
                  "(pyprof.autotune ranges) are always left out, with a note");
+  bool all_records = false;
+  app.add_flag("--all-records", all_records,
+               "the per-record table: every record, also those the iteration selection leaves "
+               "out of the reports, with column `selected` 0 (pyprof.read_dict's default)");
   app.add_flag("--no-tf32", no_tf32, "fp32 GEMMs and convolutions are not Tensor Core eligible");
   std::string explain_tc;
   app.add_option("--explain-tc", explain_tc,
@@ -176,7 +184,15 @@ int main(int argc, char** argv) {
       !parse_iteration_request(iterations, iteration_request, error_text)) {
     return fail(error_text, 2);
   }
+  iteration_request.keep_unselected = all_records;
   std::vector<std::string> report_list = split_list(reports);
+  if (std::find(report_list.begin(), report_list.end(), "all") != report_list.end()) {
+    // Every report of one profile; ranks reads many and stays apart.
+    report_list.clear();
+    for (const std::string& name : report_names()) {
+      if (name != "ranks") report_list.push_back(name);
+    }
+  }
   std::vector<std::string> format_list = split_list(formats);
   std::vector<ReportFormat> report_formats;
   for (const std::string& f : format_list) {
@@ -190,13 +206,20 @@ int main(int argc, char** argv) {
     return fail("--formats applies to --report", 2);
   }
   if (report_list.empty() && raw) return fail("--raw applies to --report", 2);
+  if (!report_list.empty() && all_records) {
+    return fail("--all-records applies to the per-record table, not to --report", 2);
+  }
   if (!report_list.empty() && report_formats.size() > 1 && output.empty()) {
     return fail("several --formats need -o PREFIX (files PREFIX.REPORT.FORMAT)", 2);
   }
   for (const std::string& r : report_list) {
     bool known = false;
     for (const std::string& name : report_names()) known = known || name == r;
-    if (!known) return fail("unknown report '" + r + "' (reports: " + report_list_text() + ")", 2);
+    if (!known) {
+      return fail("unknown report '" + r + "'" + pyprof::did_you_mean(r, report_names()) +
+                      " (reports: " + report_list_text() + ", all)",
+                  2);
+    }
   }
   std::vector<const Column*> cols;
   std::string error;
@@ -211,9 +234,26 @@ int main(int argc, char** argv) {
   }
 
   const bool ranks_only = report_list.size() == 1 && report_list[0] == "ranks";
-  if (inputs.size() > 1 || (inputs.size() == 1 && pyprof::is_input_folder(inputs[0]))) {
+  // --report ranks reads each input as one rank, even a single one: one without a rank is left
+  // out with a warning (docs/prof.md §6), never shown as rank -1.
+  if (inputs.size() > 1 || (inputs.size() == 1 && ((ranks_only && inputs[0] != "-") ||
+                                                   pyprof::is_input_folder(inputs[0])))) {
     if (!ranks_only) {
-      return fail("several inputs (or a folder) go with --report ranks alone", 2);
+      // `pyprof prof summary net.dict`: a report name where a file was meant.
+      for (const std::string& in : inputs) {
+        if (std::filesystem::exists(in)) continue;
+        const std::string report = pyprof::closest_name(in, report_names());
+        if (!report.empty()) {
+          return fail("'" + in + "' is no file; to print a report give --report " + report +
+                          " (reports: " + report_list_text() + ", all)",
+                      2);
+        }
+        return fail("cannot open " + in + ": no such file", 1);
+      }
+      return fail(
+          "several inputs (or a folder): prof reads one net.dict; several net.dicts, one per "
+          "rank, go with --report ranks",
+          2);
     }
     // The ranks report compares the whole job: a rank that cannot be read fails it.
     std::vector<std::string> files, failed;
@@ -254,7 +294,12 @@ int main(int argc, char** argv) {
       }
       summaries.push_back(std::move(read[k]));
     }
-    if (summaries.empty()) return fail("no input states its rank", 1);
+    if (summaries.empty()) {
+      return fail(
+          "no input states its rank: --report ranks compares the ranks of a distributed job "
+          "(one net.dict per rank: pyprof parse -j 2 DIR -o dicts, docs/prof.md §6)",
+          1);
+    }
     std::vector<ReportTable> tables = ranks_report(std::move(summaries));
     std::vector<pyprof::OutputFile> outputs;
     outputs.reserve(report_formats.size());
@@ -269,6 +314,13 @@ int main(int argc, char** argv) {
       if (outputs[i].failed()) break;
     }
     std::exit(finish_outputs(outputs));
+  }
+  if (inputs.empty() && isatty(STDIN_FILENO)) {
+    // Nothing to read but a terminal: say so rather than wait for a net.dict to be typed.
+    return fail(
+        "no input: give a net.dict (pyprof parse NAME.sqlite -o net.dict), or - to read "
+        "standard input\nRun with --help for usage.",
+        2);
   }
   const std::string input = inputs.empty() ? std::string("-") : inputs[0];
   pyprof::protect_inputs({input, peaks_path});

@@ -156,6 +156,7 @@ struct Fields {
   int64_t version = 0;
   std::string_view records, source, kind, dir, name, long_name, op, legacy_mod, module, stack,
       bwd_op, args, bwd_args, src_kind, dst_kind;
+  std::string_view domain;  // a mark line's NVTX domain
   std::string_view kernel;  // a compiled_kernel line's "kernel" object
   // A compiled_kernel line's "graph", a record's "compiled_graph": the compile id that tells
   // apart kernels of one name in two graphs (docs/formats.md §3).
@@ -311,6 +312,9 @@ void read_iterations(od::value v, Fields& f) {
             has_start = sv.get_int64().get(step.start) == simdjson::SUCCESS;
           } else if (k == "end") {
             has_end = sv.get_int64().get(step.end) == simdjson::SUCCESS;
+          } else if (k == "cut") {
+            bool cut = false;
+            step.cut = sv.get_bool().get(cut) == simdjson::SUCCESS && cut;
           }
         }
         const size_t i = it.steps.size();
@@ -474,6 +478,8 @@ bool read_object_fields(od::object o, Fields& f, std::deque<std::string>& unesca
           str(f.dir);
         else if (key == "dst_kind")
           str(f.dst_kind);
+        else if (key == "domain")
+          str(f.domain);
         else if (key == "duration")
           time(f.duration, "duration");
         else if (key == "device")
@@ -1450,6 +1456,16 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
       c.name = out.strings.intern(f.name);
       c.step = step_index(f.step);
       out.comm.push_back(c);
+      continue;
+    }
+    if (f.kind == "mark") {
+      Mark m;
+      m.start = f.start;
+      m.tid = f.tid;
+      m.name = out.strings.intern(f.name);
+      m.domain = out.strings.intern(f.domain);
+      m.step = step_index(f.step);
+      out.marks.push_back(m);
       continue;
     }
     if (f.kind == "sync") {

@@ -56,6 +56,9 @@ struct ProfRecord {
   // Launched before the trace began (net.dict `before_trace`, docs/formats.md §3): it ran
   // during the trace, but no step holds it (prof/iterations.h counts such records apart).
   bool before_trace = false;
+  // In the reports' selection of iterations (prof/iterations.h). False only for a record that
+  // select_iterations kept for the per-record table alone (`--all-records`).
+  bool selected = true;
   int32_t device = -1;
   int64_t stream = -1;
   int32_t grid[3] = {0, 0, 0};
@@ -156,6 +159,9 @@ struct Step {
   std::string name;   // "ProfilerStep#12", "step 3"
   int64_t start = 0;
   int64_t end = 0;
+  // Its range was never closed (header `"cut": true`): the capture ended inside the step
+  // (`--duration`, pyprof.stop() while it ran, a killed program), so it holds part of its work.
+  bool cut = false;
 };
 
 // What a step held, from its records before any selection (prof/iterations.h): the `iteration`
@@ -169,8 +175,10 @@ struct StepStats {
   double flops = 0;     // counted FLOPs
 };
 
-// How a step stands in the reports after prof's selection (prof/iterations.h).
-enum class StepState : uint8_t { kSelected, kLeftOut, kWarmUp };
+// How a step stands in the reports after prof's selection (prof/iterations.h). kCut: the capture
+// ended inside it (Step::cut); kEmpty: it holds no record (pyprof.stop() before it, or nothing
+// of it was recorded). Neither is a whole iteration: both are left out of the steady state.
+enum class StepState : uint8_t { kSelected, kLeftOut, kWarmUp, kCut, kEmpty };
 
 // The header's `iterations` and prof's selection of them. Empty steps: no iterations.
 struct Iterations {
@@ -189,7 +197,38 @@ struct Iterations {
   // selection: in no step, so a selection leaves them out with the records between steps.
   int64_t before_trace_records = 0;
   int64_t before_trace_time = 0;  // their GPU time (ns)
+  // Where the records a selection left out were, for the note and the summary: their count and
+  // report time (GPU kernel and copy time, CPU op self time; reports.h report_time()).
+  struct Part {
+    int64_t records = 0;
+    int64_t time = 0;
+  };
+  Part left_in_steps;      // in steps not selected (warm-up, cut, empty, outside --iterations)
+  Part left_between;       // between two steps (outside both)
+  Part left_before;        // before the first step (setup)
+  Part left_after;         // after the last step (teardown)
+  Part left_before_trace;  // launched before the trace began (ProfRecord::before_trace)
+  int64_t total_time = 0;  // every record's report time, before the selection
+  // The loop's time between the selected steps: the gaps [end of step k-1, start of step k)
+  // before each selected step k >= 1. A `for batch in loader: with pyprof.range("step"):` loop
+  // fetches the next batch there, outside every step range, so the reports leave those records
+  // out while a selection is active; advice judges the gaps (prof/advice.h).
+  struct Between {
+    int64_t gaps = 0;  // gaps of positive length
+    int64_t wall = 0;  // their wall time, summed
+    Part records;      // the records in them
+    Part dataloader;   // of those, the ones inside a DataLoader range (names_dataloader_range)
+    std::map<uint32_t, int64_t> time_by_op;  // op (or record name) id -> report time
+    int64_t steps_wall = 0;                  // the selected steps' wall time
+  } between;
 };
+
+// A user range torch's DataLoader opens around fetching a batch
+// ("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", as a record's `layer` has
+// it, ranges joined by ':').
+inline bool names_dataloader_range(std::string_view layer) {
+  return layer.find("DataLoader") != std::string_view::npos;
+}
 
 // A synchronizing API call (net.dict kind `sync`, docs/formats.md §3): the host waited in it
 // for the GPU. Not a record: it has no GPU time, and no report counts it.
@@ -212,9 +251,20 @@ struct CommSpan {
   int32_t step = -1;
 };
 
+// A program's instantaneous marker (net.dict `"kind":"mark"`: pyprof.mark("..."), nvtxMark).
+// Not a record: it has no duration, and no time sum counts it.
+struct Mark {
+  int64_t start = 0;
+  int64_t tid = -1;
+  uint32_t name = 0;
+  uint32_t domain = 0;  // its NVTX domain ("": the default one)
+  int32_t step = -1;
+};
+
 struct ReadResult {
   std::vector<ProfRecord> records;
   std::vector<SyncCall> syncs;  // in the dict's order (start order)
+  std::vector<Mark> marks;      // in start order
   std::vector<CommSpan> comm;   // in start order
   int64_t rank = -1;            // the header's `rank`; -1: not stated
   int64_t world_size = -1;      // the header's `world_size`; -1: not stated

@@ -13,6 +13,7 @@
 
 #include "prof/advice.h"
 #include "prof/iterations.h"
+#include "prof/marks.h"
 #include "prof/ranks.h"
 #include "prof/roofline.h"
 #include "prof/table.h"
@@ -22,8 +23,8 @@ namespace pyprof::prof {
 
 const std::vector<std::string>& report_names() {
   static const std::vector<std::string> kNames = {
-      "kernel", "op",       "instance",  "module", "summary",   "tc",    "family",  "phase",
-      "peaks",  "roofline", "iteration", "advice", "timemodel", "ranks", "compiled"};
+      "kernel", "op",       "instance",  "module", "summary",   "tc",    "family",   "phase",
+      "peaks",  "roofline", "iteration", "advice", "timemodel", "ranks", "compiled", "marks"};
   return kNames;
 }
 
@@ -810,6 +811,9 @@ ReportTable summary_report(const ReadResult& data) {
     if (!it.human.empty()) t.human[{t.rows.size(), 1}] = it.human;
     row(it.metric, it.value, it.unit);
   }
+  if (!data.marks.empty()) {  // pyprof.mark("..."): listed by --report marks
+    row("marks (--report marks)", std::to_string(data.marks.size()), Unit::kCount);
+  }
   if (!data.torch_settings.empty()) {
     // What the program ran with (pyprof captures): the flags that decide the kernels.
     auto flag = [&](const char* key) {
@@ -1008,6 +1012,8 @@ bool build_report(const std::string& name, const ReadResult& data, const ReportO
     for (ReportTable& t : timemodel_report(data, options.top)) out.push_back(std::move(t));
   } else if (name == "compiled") {
     out.push_back(compiled_report(data, options.top));
+  } else if (name == "marks") {
+    out.push_back(marks_report(data));
   } else if (name == "ranks") {  // one rank; several come through prof_main's ranks path
     for (ReportTable& t : ranks_report({summarize_rank(data)})) out.push_back(std::move(t));
   } else {

@@ -10,6 +10,7 @@
 
 #include "common/json_writer.h"
 #include "common/ordered_chunks.h"
+#include "common/suggest.h"
 
 namespace pyprof::prof {
 
@@ -38,6 +39,7 @@ const std::vector<Column>& all_columns() {
       {"bytes", "Bytes(ideal DRAM)", 12, true},
       // Ours.
       {"duration", "Duration(ns)", 10, true},
+      {"counted_ns", "CountedTime(ns)", 10, true},
       {"tflops", "TFLOP/s", 8, true},
       {"gbps", "GB/s", 8, true},
       {"ai", "FLOP/Byte", 9, true},
@@ -49,6 +51,8 @@ const std::vector<Column>& all_columns() {
       {"op_flops", "OpFLOPs(FMA=2)", 12, true},
       {"op_bytes", "OpBytes(ideal DRAM)", 12, true},
       {"flag", "Flag", 10, false},
+      {"step", "Step", 4, true},
+      {"selected", "Selected", 3, true},
   };
   return kColumns;
 }
@@ -76,8 +80,13 @@ bool select_columns(const std::string& list, std::vector<const Column*>& out, st
     }
     if (!found) {
       std::string keys;
-      for (const Column& c : all_columns()) keys += std::string(keys.empty() ? "" : ",") + c.key;
-      error = "unknown column '" + key + "' (columns: " + keys + ")";
+      std::vector<std::string> names;
+      for (const Column& c : all_columns()) {
+        keys += std::string(keys.empty() ? "" : ",") + c.key;
+        names.emplace_back(c.key);
+      }
+      error = "unknown column '" + key + "'" + pyprof::did_you_mean(key, names) +
+              " (columns: " + keys + ")";
       return false;
     }
     out.push_back(found);
@@ -118,6 +127,15 @@ void append_xyz(std::string& out, const int32_t v[3]) {
 
 int64_t time_of(const ProfRecord& r, const ReadResult& data) {
   return data.cpu_only ? r.self_duration : r.duration;
+}
+
+// The time a record's rate divides by (docs/prof.md §3): the time of exactly the work its FLOPs
+// and bytes count, counted_time(): a CPU op's inclusive time when it counts its call tree, 0
+// when it counts nothing (an op inside a counted one, an autocast wrapper: no rate). A record
+// above its device's peak keeps its own duration: its rate is the evidence for its flag.
+int64_t rate_time(const ProfRecord& r) {
+  if (r.above_peak) return r.duration;
+  return counted_time(r);
 }
 
 void append_number(std::string& out, double v) {
@@ -161,6 +179,20 @@ void append_fixed(std::string& out, double v, int decimals) {
   fmt::format_to(std::back_inserter(out), "{:.{}f}", v, decimals);
 }
 
+namespace {
+
+// A rate as the reports write it raw (reports.h raw_rate_text): `decimals` decimals, or 3
+// significant digits below 0.1, so that a CPU op's 0.000638 TFLOP/s is not printed 0.000.
+void append_rate(std::string& out, double v, int decimals) {
+  if (v != 0 && std::fabs(v) < 0.1) {
+    fmt::format_to(std::back_inserter(out), "{:.3g}", v);
+  } else {
+    append_fixed(out, v, decimals);
+  }
+}
+
+}  // namespace
+
 void append_cell(std::string& out, const Column& c, const ProfRecord& r, size_t index,
                  const ReadResult& data) {
   // Columns are told apart by their position in all_columns(): one switch per cell, not a
@@ -187,6 +219,7 @@ void append_cell(std::string& out, const Column& c, const ProfRecord& r, size_t 
     kFlops,
     kBytes,
     kDuration,
+    kCountedNs,
     kTflops,
     kGbps,
     kAi,
@@ -197,11 +230,14 @@ void append_cell(std::string& out, const Column& c, const ProfRecord& r, size_t 
     kFamily,
     kOpFlops,
     kOpBytes,
-    kFlag
+    kFlag,
+    kStep,
+    kSelected
   };
   const Strings& s = data.strings;
   bool kernel = r.kind == Kind::kKernel;
   int64_t t = time_of(r, data);
+  const int64_t rate_ns = rate_time(r);
   auto int_or_dash = [&](bool known, int64_t v) {
     if (known) {
       append_int(out, v);
@@ -269,16 +305,23 @@ void append_cell(std::string& out, const Column& c, const ProfRecord& r, size_t 
                                 : column == kOpFlops ? r.op_flops
                                                      : r.op_bytes);
     }
+    case kCountedNs:
+      if (r.modeled) {
+        append_int(out, counted_time(r));
+      } else {
+        out += "na";
+      }
+      return;
     case kTflops:
-      if (r.modeled && t > 0) {
-        append_fixed(out, r.flops / static_cast<double>(t) / 1e3, 3);
+      if (r.modeled && rate_ns > 0) {
+        append_rate(out, r.flops / static_cast<double>(rate_ns) / 1e3, 3);
       } else {
         out += "na";
       }
       return;
     case kGbps:
-      if (r.modeled && t > 0) {
-        append_fixed(out, r.bytes / static_cast<double>(t), 1);
+      if (r.modeled && rate_ns > 0) {
+        append_rate(out, r.bytes / static_cast<double>(rate_ns), 1);
       } else {
         out += "na";
       }
@@ -291,7 +334,8 @@ void append_cell(std::string& out, const Column& c, const ProfRecord& r, size_t 
       }
       return;
     case kTcEligible:
-      out += r.modeled ? (r.tc_eligible ? "1" : "0") : "na";
+      // Tensor Cores are a GPU's: a CPU op record has no such question to answer.
+      out += r.modeled && r.kind != Kind::kOp ? (r.tc_eligible ? "1" : "0") : "na";
       return;
     case kModule:
       return append_or_dash(out, s.get(r.module));
@@ -303,6 +347,11 @@ void append_cell(std::string& out, const Column& c, const ProfRecord& r, size_t 
       return append_or_dash(out, s.get(r.family));
     case kFlag:
       out += r.bad_time ? "bad-time" : r.above_peak ? "above-peak" : "-";
+      return;
+    case kStep:
+      return int_or_dash(r.step >= 0, r.step);
+    case kSelected:
+      out += r.selected ? '1' : '0';
       return;
     default:
       out += '?';

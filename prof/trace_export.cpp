@@ -298,6 +298,7 @@ class Exporter {
   void gpu_record(const Line& l, size_t index);
   void cpu_record(const Line& l, size_t index);
   void sync_call(const Line& l);
+  void mark(const Line& l);
   void range(const Line& l);
   void flow(const char* cat, int64_t id, bool start, int64_t pid, std::string_view tid_json,
             int64_t ts);
@@ -445,6 +446,33 @@ void Exporter::sync_call(const Line& l) {
   note_cpu_thread(l.pid, l.tid);
   begin_cpu_slice("cuda_runtime", l.name, l.pid, l.tid, l.start, l.duration);
   end_event();
+}
+
+// pyprof.mark("..."): an instant event on its thread's track ("s": "t", thread scope).
+void Exporter::mark(const Line& l) {
+  if (l.pid == kNone || l.tid == kNone || l.start == kNone || l.name.empty()) return;
+  note_cpu_thread(l.pid, l.tid);
+  JsonWriter& w = begin_event();
+  w.raw_key("ph");
+  w.trusted_string("i");
+  w.raw_key("s");
+  w.trusted_string("t");
+  w.raw_key("cat");
+  w.trusted_string("pyprof_mark");
+  w.raw_key("name");
+  w.raw_value(l.name);
+  id_value(w, "pid", l.pid);
+  id_value(w, "tid", l.tid);
+  time(w, "ts", l.start);
+  if (!l.domain.empty()) {
+    w.raw_key("args");
+    w.begin_object();
+    w.raw_key("domain");
+    w.raw_value(l.domain);
+    w.end_object();
+  }
+  end_event();
+  ++result_.marks;
 }
 
 void Exporter::gpu_record(const Line& l, size_t index) {
@@ -1010,6 +1038,11 @@ bool Exporter::run(std::FILE* in, std::string& error) {
     }
     // Cross-rank spans of the communication backend: for prof's ranks report, not exported.
     if (is(l.kind, "comm")) continue;
+    if (is(l.kind, "mark")) {
+      mark(l);
+      ok = flush();
+      continue;
+    }
     // What an Inductor kernel computes: its costs are prof's; its node list goes on its slices.
     if (is(l.kind, "compiled_kernel")) {
       define_compiled_kernel(l);

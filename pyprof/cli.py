@@ -10,24 +10,30 @@ USAGE = """usage: pyprof <command> [options]
        pyprof --version
 
 commands:
-  profile   run a program; record its NVTX ranges and, on a GPU, its CUDA activity into
-            NAME.sqlite (pyprof profile -o NAME [--force] [--delay S] [--duration S]
-            [--capture-range cudaProfilerApi] [--no-cuda-trace] -- CMD ...)
-  parse     attribute every kernel to its op, module and direction; JSON Lines out
-            (pyprof parse DB [-o FILE]; also python -m pyprof.parse DB > net.dict)
+  profile   run a program; record its NVTX ranges and, on a GPU, its CUDA
+            activity into NAME.sqlite (pyprof profile -o NAME [--force]
+            [--delay S] [--duration S] [--capture-range cudaProfilerApi]
+            [--no-cuda-trace] -- CMD ...; pyprof's options before the command)
+  parse     attribute every kernel to its op, module and direction; JSON Lines
+            out (pyprof parse DB [-o FILE]; also python -m pyprof.parse DB)
   prof      FLOPs, bytes, Tensor Core use per kernel or op, and reports
-            (pyprof prof [--csv|--json|--parquet|-w N] [-c COLS] [--report op,module,...]
-            [--formats text,csv,json,parquet] [--iterations A:B|all] net.dict)
-  report    one self-contained HTML page: headline figures, roofline, time breakdowns,
-            sortable tables (pyprof report INPUT [-o net.html] [--peaks FILE])
-  export    a Chrome / Perfetto trace of ops, modules, user ranges, kernels and their flows
-            (pyprof export [--format chrome|perfetto] net.dict|DB|TRACE -o trace.json[.gz])
-  peak      measure this machine's matmul FLOP/s per dtype and its copy bandwidth; -o FILE
-            writes a peaks file for --peaks (pyprof peak [-o FILE] [--device cpu|cuda[:N]])
-  diff      compare two profiles per iteration (or per call: fixed-length captures), op,
-            module and kernel with a significance test and a verdict per row; --fail-above
-            PCT gates CI (exit 3; 4: refused, nothing could be tested)
-            (pyprof diff BASE NEW [--formats text,csv,json] [-o PREFIX] [--fail-above PCT])
+            (pyprof prof [--csv|--json|--parquet|-w N] [-c COLS]
+            [--report op,module,...|all] [--formats text,csv,json,parquet]
+            [--iterations A:B|all] net.dict)
+  report    one self-contained HTML page: headline figures, roofline, time
+            breakdowns, sortable tables (pyprof report INPUT [-o net.html]
+            [--peaks FILE])
+  export    a Chrome / Perfetto trace of ops, modules, user ranges, marks,
+            kernels and their flows (pyprof export [--format chrome|perfetto]
+            net.dict|DB|TRACE -o trace.json[.gz])
+  peak      measure this machine's matmul FLOP/s per dtype and its copy
+            bandwidth; -o FILE writes a peaks file for --peaks
+            (pyprof peak [-o FILE] [--device cpu|cuda[:N]])
+  diff      compare two profiles per iteration (or per call: fixed-length
+            captures), op, module and kernel with a significance test and a
+            verdict per row; --fail-above PCT gates CI (exit 3; 4: refused,
+            nothing could be tested) (pyprof diff BASE NEW
+            [--formats text,csv,json] [-o PREFIX] [--fail-above PCT])
 
 Run `pyprof <command> --help` for the options of one command.
 """
@@ -117,10 +123,13 @@ def export(args: list[str]) -> int:
 
     from pyprof import _files, _signals
 
-    takes_value = {"-o", "--output", "--format"}
+    takes_value = {"-o", "--output", "--format", "--source-label"}
     inputs = [args[i] for i in _input_positions(args, takes_value)]
     if len(inputs) != 1 or any(a in ("-h", "--help") for a in args) or _is_dict(inputs[0]):
         return run_tool("pyprof-export", args)
+    if not os.path.exists(inputs[0]):
+        print(f"pyprof export: error: cannot open {inputs[0]}: no such file", file=sys.stderr)
+        return 1
     if (status := _run_missing_tool("pyprof-parse", "pyprof-export")) is not None:
         return status
     # pyprof-export sees only the temporary net.dict: the input is protected here.
@@ -130,9 +139,12 @@ def export(args: list[str]) -> int:
         parsed = _signals.run([tool_path("pyprof-parse"), "--ranges", "-q", inputs[0],
                                "-o", dict_path])
         if parsed.returncode != 0:
+            print(f"pyprof export: error: {inputs[0]}: pyprof parse could not read it (above)",
+                  file=sys.stderr)
             return 1 if parsed.returncode != 2 else 2
         rest = [dict_path if a == inputs[0] else a for a in args]
-        return _signals.run([tool_path("pyprof-export")] + rest).returncode
+        return _signals.run([tool_path("pyprof-export"), *rest,
+                             "--source-label", inputs[0]]).returncode
 
 
 def diff(args: list[str]) -> int:

@@ -33,9 +33,10 @@ RECORD_COLUMNS: dict[str, str] = {
     "idx": "int", "seq": "int", "altseq": "str", "tid": "int", "layer": "str", "trace": "str",
     "dir": "str", "sub": "int", "mod": "str", "op": "str", "kernel": "str", "params": "str",
     "sil": "int", "tc": "int", "device": "int", "stream": "int", "grid": "str", "block": "str",
-    "flops": "int", "bytes": "int", "duration": "int", "tflops": "float", "gbps": "float",
-    "ai": "float", "tc_eligible": "int", "module": "str", "dtype": "str", "shapes": "str",
-    "family": "str", "op_flops": "int", "op_bytes": "int", "flag": "str",
+    "flops": "int", "bytes": "int", "duration": "int", "counted_ns": "int", "tflops": "float",
+    "gbps": "float", "ai": "float", "tc_eligible": "int", "module": "str", "dtype": "str",
+    "shapes": "str", "family": "str", "op_flops": "int", "op_bytes": "int", "flag": "str",
+    "step": "int", "selected": "int",
 }
 
 # Values that mean "no value" in a numeric column of a report's JSON: prof writes `na` as null
@@ -302,14 +303,19 @@ def to_frame(table):
 # ---- the API ------------------------------------------------------------------------------
 
 def read_dict(path, **options):
-    """One row per record as prof sees it: every column of `pyprof prof --json -c all`
-    (docs/dataframes.md lists them with their types and units).
+    """One row per record as prof sees it: every column of `pyprof prof --json -c all
+    --all-records` (docs/dataframes.md lists them with their types and units). Every record of
+    the profile, also those prof's iteration selection leaves out of its reports (the warm-up
+    step, the time between steps): `selected` says which are in them (1) and which not (0);
+    `records[records.selected == 1]` sums to the reports' totals.
 
     path: a net.dict, or anything `pyprof parse` reads (parsed first into a temporary file).
-    options: pyprof-prof options, e.g. no_tf32=True (--no-tf32), peaks="h100.json".
+    options: pyprof-prof options, e.g. no_tf32=True (--no-tf32), peaks="h100.json",
+    iterations="2:5"; all_records=False keeps the selected records alone.
     Raises ProfError with the tool's message when parse or prof fails.
     """
     _require_pandas("pyprof.read_dict")
+    options = {"all_records": True, **options}
     with tempfile.TemporaryDirectory(prefix="pyprof-frames-") as workdir:
         out = _prof_json(path, ["--json", "-c", "all", *option_args(options)], workdir)
         frame = to_frame(records_table(out))

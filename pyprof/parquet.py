@@ -24,14 +24,17 @@ import sys
 # command line passes through handles(), and most are exec'ed to pyprof-prof untouched.
 
 PARQUET_HELP = """Parquet (pyprof's Python front, needs pyarrow: pip install 'pyprof[report]'):
-  --parquet                   the per-record table as a Parquet file (needs -o FILE); every
-                              column unless -c says which
-  --formats ...,parquet       reports also (or only) as PREFIX.REPORT.parquet (needs -o PREFIX)
+  --parquet               the per-record table as a Parquet file (needs -o
+                          FILE); every column unless -c says which
+  --formats ...,parquet   reports also (or only) as PREFIX.REPORT.parquet (needs
+                          -o PREFIX)
   --parquet -o DIR [--report R,...|all] [-j N] RANK.dict... | FOLDER
-                              several ranks: a dataset partitioned by rank,
-                              DIR/records/rank=R/part-0.parquet, DIR/ranks/rank=R/...,
-                              DIR/rank_steps/, DIR/REPORT/rank=R/...; N ranks at a time
-                              (default: the cores); read it with DuckDB, pyarrow, Spark, Dask
+                          several ranks: a dataset partitioned by rank,
+                          DIR/records/rank=R/part-0.parquet,
+                          DIR/ranks/rank=R/..., DIR/rank_steps/,
+                          DIR/REPORT/rank=R/...; N ranks at a
+                          time (default: the cores); read it with DuckDB,
+                          pyarrow, Spark, Dask
   Column names are the JSON keys; numbers are int64/float64, `na`/`-` are nulls
   (docs/dataframes.md).
 """

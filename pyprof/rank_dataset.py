@@ -34,7 +34,7 @@ _RANKS_PER_STEP_TABLE = "rank steps"
 # Every report pyprof-prof makes of one profile (its --report list less `ranks`): what
 # `--report all` writes. tests/test_ranks.py checks it against pyprof-prof --help.
 PER_RANK_REPORTS = ("kernel", "op", "instance", "module", "summary", "tc", "family", "phase",
-                    "peaks", "roofline", "iteration", "advice", "timemodel", "compiled")
+                    "peaks", "roofline", "iteration", "advice", "timemodel", "compiled", "marks")
 
 
 class DatasetError(Exception):

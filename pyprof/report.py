@@ -25,7 +25,7 @@ from pyprof.frames import is_net_dict
 
 # The reports the page is made of, in one prof run.
 PAGE_REPORTS = ["summary", "op", "instance", "kernel", "module", "tc", "family", "phase", "peaks",
-                "roofline", "iteration", "advice", "timemodel", "compiled"]
+                "roofline", "iteration", "advice", "timemodel", "compiled", "marks"]
 # The page holds the op instances and kernels with the most time, at most this many (prof's
 # --top: a million-kernel profile has as many instances); `pyprof prof --report` gives all.
 MAX_TABLE_ROWS = 2000
@@ -416,8 +416,9 @@ def roofline_figure(types: list[dict], instances: list[dict], peaks: list[dict],
         hovertext=[hover(r, "op type") for r in type_pts], hoverinfo="text",
         meta={"role": "points", "level": "op type"}))
     fig.update_layout(
-        xaxis={"type": "log", "title": "arithmetic intensity (FLOP / byte of ideal DRAM traffic)"},
-        yaxis={"type": "log", "title": "achieved FLOP/s"}, height=560,
+        xaxis={"type": "log", "title": "arithmetic intensity (FLOP / byte of ideal DRAM traffic)",
+               "exponentformat": "SI"},
+        yaxis={"type": "log", "title": "achieved FLOP/s", "exponentformat": "SI"}, height=560,
         margin={"l": 70, "r": 20, "t": 30, "b": 60}, legend={"font": {"size": 11}},
         template="plotly_white")
     text = (f"{len(type_pts)} op types and {len(inst_pts)} op instances with a FLOP model and "
@@ -516,6 +517,7 @@ def build_page_data(header: dict, tables: dict[str, list[dict]], steps: int,
     advice = table(tables, "advice")
     time_model = table(tables, "time model")
     model_far = table(tables, "model points far")
+    marks = table(tables, "marks")
 
     cpu_only = header.get("records") == "op"
     devices = header.get("devices") or []
@@ -617,6 +619,7 @@ def build_page_data(header: dict, tables: dict[str, list[dict]], steps: int,
         "summary": table_spec(summary, "empty summary"),
         "iterations": table_spec(iterations, "no iterations detected"),
         "steady": steady_spec(steady),
+        "marks": table_spec(marks, "no marks: the program called no pyprof.mark(\"...\")"),
         "advice": table_spec(advice, "no rule fired: nothing with at least 2% of the time at "
                                      "stake (docs/advice.md lists the rules)"),
         "timemodel": table_spec(time_model, "no op family with enough costed points to fit"),
@@ -916,7 +919,9 @@ warm-up step 0 is left out by default (docs/prof.md, Iterations). The steady sta
 and spread over the selected iterations.</p>
 <div class="chart" id="fig-iterations"></div>
 <h3>Steady state</h3><div id="table-steady"></div>
-<h3>Per iteration</h3><div id="table-iterations"></div></section>
+<h3>Per iteration</h3><div id="table-iterations"></div>
+<h3>Marks</h3><p class="explain">The program's <code>pyprof.mark("...")</code> calls: when each
+happened, on which thread, in which step.</p><div id="table-marks"></div></section>
 <section id="advice"><h2>Advice</h2><p class="explain">Rules that fired on this profile, each
 with the time a fix could save estimated from the profile itself, the evidence and the fix
 (docs/advice.md).</p><div id="table-advice"></div>

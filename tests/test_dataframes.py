@@ -87,7 +87,7 @@ def is_null(v) -> bool:
 @pytest.mark.parametrize("name", INPUTS)
 def test_records_frame_equals_prof_csv_cell_by_cell(dicts, name):
     frame = pyprof.read_dict(dicts[name])
-    rows = prof_csv("-c", "all", dicts[name])
+    rows = prof_csv("-c", "all", "--all-records", dicts[name])
     header, rows = rows[0], rows[1:]
     assert list(frame.columns) == list(frames.RECORD_COLUMNS)
     assert len(header) == len(frame.columns) and len(rows) == len(frame) > 0
@@ -135,7 +135,12 @@ def test_input_parsed_first_equals_dict(lenet, dicts):
 
 @pytest.mark.parametrize("name", INPUTS)
 def test_sums_equal_summary(dicts, name):
-    frame = pyprof.read_dict(dicts[name])
+    # Every record, those the iteration selection leaves out of the reports marked selected 0.
+    every = pyprof.read_dict(dicts[name])
+    assert len(every) == len(testlib.read_dict(dicts[name])[1])
+    frame = every[every["selected"] == 1].reset_index(drop=True)
+    selected_only = pyprof.read_dict(dicts[name], all_records=False)
+    assert selected_only["kernel"].fillna("").tolist() == frame["kernel"].fillna("").tolist()
     summary = pyprof.read_report(dicts[name], "summary")
     values = dict(zip(summary["Metric"], summary["Value"]))
     counted = frame[frame["flag"].isna()]

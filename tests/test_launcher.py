@@ -509,11 +509,15 @@ def test_reports_rank_and_pid_files(tmp_path, stub_collector):
     assert r.returncode == 0, r.stderr
     assert "warning" not in r.stderr
     assert (tmp_path / "r.sqlite").read_text() == "x" * len(".sqlite")  # not replaced
-    assert r.stderr.splitlines() == [
+    lines = r.stderr.splitlines()
+    assert lines[:3] == [
         f"pyprof: {tmp_path / 'r.sqlite'} (7 bytes)",
         f"pyprof: {tmp_path / 'r.pid99.sqlite'} ({len('.pid99.sqlite')} bytes)",
         f"pyprof: {tmp_path / 'r.rank1.sqlite'} ({len('.rank1.sqlite')} bytes)",
     ]
+    # A child's file (a DataLoader worker's) is said to be a profile of its own.
+    assert len(lines) == 4 and lines[3].startswith(
+        "pyprof: note: the .pid<P> file is the program's child process (DataLoader workers")
 
 
 @pytest.mark.skipif(not REAL_COLLECTOR.exists(),

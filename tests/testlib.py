@@ -105,7 +105,7 @@ def read_records(text: str, with_syncs: bool = False) -> tuple[dict, list[dict]]
     kernels compute) never."""
     lines = expand_args([json.loads(line) for line in text.splitlines() if line.strip()])
     records = [r for r in lines[1:]
-               if r.get("kind") not in ("comm", "compiled_kernel")
+               if r.get("kind") not in ("comm", "compiled_kernel", "mark")
                and (with_syncs or r.get("kind") != "sync")]
     return lines[0], records
 

@@ -663,6 +663,13 @@ int child_databases(const Run& run, int64_t launch_coarse_ns) {
   return count;
 }
 
+// "-o, --force": our options found after the command (LaunchOptions::options_after_command).
+std::string misplaced_text(const LaunchOptions& opts) {
+  std::string text;
+  for (const std::string& o : opts.options_after_command) text += (text.empty() ? "" : ", ") + o;
+  return text;
+}
+
 // Makes sure NAME.sqlite exists: a program that never made an NVTX call never loaded the
 // collector, so nothing wrote it.
 void ensure_root_database(const Run& run, int status, int64_t launch_coarse_ns) {
@@ -686,6 +693,10 @@ void ensure_root_database(const Run& run, int status, int64_t launch_coarse_ns) 
   } else {
     note = "the program made no NVTX calls";
     why = "the program made no NVTX calls (did it call pyprof.init()?)";
+    if (!run.opts.options_after_command.empty()) {
+      why += fmt::format("; {} after the command went to the program, not to pyprof profile",
+                         misplaced_text(run.opts));
+    }
   }
   // A launcher (torchrun, a multiprocessing parent) whose child processes profiled themselves:
   // expected, so a note rather than a warning.
@@ -738,6 +749,7 @@ void report_databases(const Run& run, int64_t launch_coarse_ns) {
                       ? reinterpret_cast<FinishedFn>(dlsym(run.collector_handle, kFinishedSymbol))
                       : nullptr;
   int unfinished = 0;
+  int children = 0;
   for (const std::string& name : names) {
     const std::string path = run.dir + "/" + name;
     struct stat st {};
@@ -745,10 +757,21 @@ void report_databases(const Run& run, int64_t launch_coarse_ns) {
     const int64_t mtime_ns =
         static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
     if (mtime_ns + kSlackNs < launch_coarse_ns) continue;
+    children += name.find(".pid") != std::string::npos ? 1 : 0;
     const bool cut_short = finished != nullptr && finished(path.c_str()) == 0;
     unfinished += cut_short ? 1 : 0;
     fmt::print(stderr, "pyprof: {} ({} bytes){}\n", path, static_cast<int64_t>(st.st_size),
                cut_short ? " UNFINISHED" : "");
+  }
+  if (children > 0) {
+    // DataLoader workers and other forked processes: each file is a profile of its own.
+    fmt::print(stderr,
+               "pyprof: note: the .pid<P> file{0} {1} the program's child process{2} (DataLoader "
+               "workers, multiprocessing): each is a profile of its own, not a rank; "
+               "`pyprof parse FILE -o worker.dict` and `pyprof prof --report op worker.dict` "
+               "show its work (a DataLoader worker's: the dataset's __getitem__ and collate); "
+               "docs/formats.md §2\n",
+               children == 1 ? "" : "s", children == 1 ? "is" : "are", children == 1 ? "" : "es");
   }
   if (unfinished > 0) {
     static_assert(kEventsPerThreadChunk == 4096, "the message below quotes the chunk size");
@@ -785,6 +808,15 @@ int profile_main(int argc, char** argv) {
   if (const int rc = claim_output(run, claim); rc != 0) return rc;
   if (const int rc = handle_earlier_run(run); rc != 0) return rc;
 
+  if (!run.opts.options_after_command.empty()) {
+    // `pyprof profile python train.py -o run`: every word after the command is the command's.
+    fmt::print(stderr,
+               "pyprof: note: {} after the command go{} to the program, not to pyprof profile "
+               "(its options go before the command: pyprof profile [OPTIONS] -- CMD ...); "
+               "recording into {}.sqlite\n",
+               misplaced_text(run.opts), run.opts.options_after_command.size() == 1 ? "es" : "",
+               run.opts.output);
+  }
   const int64_t launch_coarse_ns = clock_ns(CLOCK_REALTIME_COARSE);
   open_status_pipe(run);
   int exit_code = 0;

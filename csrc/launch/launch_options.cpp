@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "common/cli_help.h"
 #include "common/env_vars.h"
 
 namespace pyprof::launch {
@@ -73,6 +74,7 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args,
       "CUDA kernels, API calls and copies (CUPTI) into NAME.sqlite (other processes it starts "
       "write NAME.rank<R>.sqlite / NAME[.rank<R>].pid<P>.sqlite).",
       std::string(prog_name));
+  app.formatter(std::make_shared<pyprof::WrappingFormatter>());
   app.prefix_command();  // the first non-option word starts CMD; the rest is CMD's
   app.add_option("-o,--output", opts.output,
                  "Output name: writes NAME.sqlite (a trailing .sqlite is ignored)")
@@ -124,6 +126,18 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args,
   }
   if (command.empty() || command.front().empty()) {
     return {std::nullopt, usage_error("no command given")};
+  }
+  if (!has_mark) {
+    // Ours only when given like ours: "-o NAME", "--output=NAME", "--force", ...
+    for (size_t i = 1; i < command.size(); ++i) {
+      const std::string& a = command[i];
+      for (std::string_view ours : {"-o", "--output", "--force", "--delay", "--duration",
+                                    "--capture-range", "--no-cuda-trace"}) {
+        if (a == ours || (ours.starts_with("--") && a.starts_with(std::string(ours) + "="))) {
+          opts.options_after_command.push_back(a);
+        }
+      }
+    }
   }
   opts.command = std::move(command);
   opts.capture_range_cuda_profiler = capture_range == "cudaProfilerApi";

@@ -30,6 +30,10 @@ struct LaunchOptions {
   // --no-cuda-trace: NVTX only, CUPTI is never started.
   bool cuda_trace = true;
   std::vector<std::string> command;  // never empty after a successful parse
+  // Our own options found among the command's arguments when no `--` separates them
+  // (`pyprof profile python train.py -o run`): they go to the program, which the launcher says,
+  // since the user most likely meant them for pyprof.
+  std::vector<std::string> options_after_command;
 };
 
 struct ParseOutcome {
