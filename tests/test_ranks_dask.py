@@ -19,7 +19,7 @@ import pytest
 
 import testlib
 
-pytestmark = pytest.mark.slow  # starts a Dask cluster (two worker processes): ~15 s
+pytestmark = pytest.mark.slow  # a Dask cluster of two worker processes: ~40 s on two busy cores
 
 RANKS, STEPS, SLOW_RANK, SLOW_STEP = 16, 4, 11, 2
 STEP_NS = 10_000_000        # every step of every rank: 10 ms
