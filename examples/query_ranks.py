@@ -7,8 +7,9 @@ straggler, and bus bandwidth per collective (docs/dataframes.md §4.1).
     python examples/query_ranks.py ds --json             # the same, one JSON object
 
 DuckDB (pip install duckdb) runs embedded, in this process, and reads only the columns a query
-names; the `rank` column comes from the folder names (rank=R). The same files read in Spark
-with spark.read.parquet("ds/records") and in Dask with dd.read_parquet("ds/records").
+names; the `rank` column comes from the folder names (rank=R). Dask reads the same files with
+dd.read_parquet("ds/records") and gives the same answers (tests/test_ranks_dask.py,
+docs/dataframes.md §4.1); Spark's spark.read.parquet("ds/records") takes the layout too, untested.
 """
 
 from __future__ import annotations

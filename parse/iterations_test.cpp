@@ -7,40 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "parse/trace_builder_test_util.h"
+
 namespace pyprof::parse {
 namespace {
 
-// Builds a Trace range by range (pid 1, tid `tid`), then correlates it.
-struct Builder {
-  Trace trace;
-  int32_t range(std::string_view name, int64_t start, int64_t end,
-                MarkerKind kind = MarkerKind::kUser, uint32_t tid = 1) {
-    RangeRecord r;
-    r.start = start;
-    r.end = end;
-    r.pid = 1;
-    r.tid = tid;
-    r.kind = kind;
-    r.dialect = kind == MarkerKind::kUser ? Dialect::kUser : Dialect::kPyprof;
-    r.name = trace.pool.intern(name);
-    trace.ranges.push_back(r);
-    return static_cast<int32_t>(trace.ranges.size() - 1);
-  }
+// A trace (parse/trace_builder_test_util.h) with ops of one name, then correlated and searched.
+struct Builder : TraceBuilder {
   int32_t op(int64_t start, int64_t end, uint32_t tid = 1) {
     return range("aten::mm", start, end, MarkerKind::kOp, tid);
-  }
-  // A kernel launched at `launch` (a cudaLaunchKernel call on thread `tid`) that runs at `run`.
-  void kernel(int64_t launch, int64_t run, uint32_t tid = 1) {
-    const int64_t id = static_cast<int64_t>(trace.api_calls.size()) + 1;
-    trace.api_calls.push_back(
-        {launch, launch + 5, id, 1, tid, trace.pool.intern("cudaLaunchKernel")});
-    GpuActivity a;
-    a.start = run;
-    a.end = run + 10;
-    a.correlation_id = id;
-    a.pid = 1;
-    a.short_name = a.long_name = trace.pool.intern("k");
-    trace.activities.push_back(a);
   }
   Iterations detect(std::string_view step_range = {}) {
     corr = correlate(trace);

@@ -50,8 +50,11 @@ fi
 # the `report` extra of pyproject.toml).
 pip_missing=()
 # plotly draws the HTML report's charts (its plotly.js is inlined in the page); selenium drives
-# chromium in the report's tests; duckdb queries many ranks' Parquet (examples/query_ranks.py).
-for mod in pytest numpy pandas pyarrow plotly selenium duckdb; do
+# chromium in the report's tests; duckdb queries many ranks' Parquet (examples/query_ranks.py),
+# and Dask's dataframe on a local cluster (distributed) reads the same dataset in
+# tests/test_ranks_dask.py.
+for mod in pytest numpy pandas pyarrow plotly selenium duckdb "dask.dataframe:dask[dataframe]" \
+           distributed; do
   $PYTHON -c "import ${mod%%:*}" 2>/dev/null || pip_missing+=("${mod##*:}")
 done
 if ((${#pip_missing[@]})); then

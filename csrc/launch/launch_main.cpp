@@ -43,13 +43,13 @@
 #include "common/env_vars.h"
 #include "launch_options.h"
 #include "output_names.h"
+#include "run_status.h"
 
 extern char** environ;
 
 namespace pyprof::launch {
 namespace {
 
-constexpr int kFailure = 1;
 constexpr int kOutputInUse = 75;
 constexpr int kCannotExecute = 126;
 constexpr int kNotFound = 127;
@@ -261,15 +261,6 @@ struct Run {
   uint64_t status_pipe_inode = 0;
 };
 
-// A database a collector could not write completely, as reported on the status pipe.
-struct WriteFailure {
-  std::string path;
-  bool usable = false;  // the file is a readable database holding what was kept
-  std::string ranges, marks, kernels, events_dropped, cuda_dropped;
-  std::string reason;    // names the file and the cause ("disk full (or write failed) writing ...")
-  bool removed = false;  // an unusable file was deleted
-};
-
 // Deletes the databases the collector could not make usable (not even the schema fit): a file
 // holding nothing would only make the next run with the same name need --force.
 void remove_unusable_databases(std::vector<WriteFailure>& failures) {
@@ -303,8 +294,7 @@ void open_status_pipe(Run& run) {
 
 // The reports collectors wrote, one line each (format: env::kStatusFd).
 std::vector<WriteFailure> read_write_failures(Run& run) {
-  std::vector<WriteFailure> failures;
-  if (run.status_read_fd < 0) return failures;
+  if (run.status_read_fd < 0) return {};
   close(run.status_write_fd);
   run.status_write_fd = -1;
   std::string text;
@@ -317,36 +307,7 @@ std::vector<WriteFailure> read_write_failures(Run& run) {
   }
   close(run.status_read_fd);
   run.status_read_fd = -1;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string_view line(text.data() + start, end - start);
-    start = end + 1;
-    if (!line.starts_with(std::string(env::kStatusLinePrefix) + "\t")) continue;
-    WriteFailure failure;
-    size_t field_start = std::string_view(env::kStatusLinePrefix).size() + 1;
-    while (field_start <= line.size()) {
-      size_t field_end = line.find('\t', field_start);
-      if (field_end == std::string_view::npos) field_end = line.size();
-      const std::string_view field = line.substr(field_start, field_end - field_start);
-      field_start = field_end + 1;
-      const size_t eq = field.find('=');
-      if (eq == std::string_view::npos) continue;
-      const std::string_view key = field.substr(0, eq);
-      const std::string value(field.substr(eq + 1));
-      if (key == "path") failure.path = value;
-      if (key == "usable") failure.usable = value == "1";
-      if (key == "ranges") failure.ranges = value;
-      if (key == "marks") failure.marks = value;
-      if (key == "kernels") failure.kernels = value;
-      if (key == "events_dropped") failure.events_dropped = value;
-      if (key == "cuda_dropped") failure.cuda_dropped = value;
-      if (key == "reason") failure.reason = value;
-    }
-    failures.push_back(std::move(failure));
-  }
-  return failures;
+  return parse_write_failures(text);
 }
 
 // One error line per incomplete database: why (naming the file) and what it still holds.
@@ -378,12 +339,7 @@ int prepare_output(Run& run) {
   run.dir = canonical_or_absolute(name.dir);
   run.base = name.base;
   run.prefix = (run.dir == "/" ? "" : run.dir) + "/" + run.base;
-  run.files_base = run.base;
-  const char* rank = std::getenv(env::kRank);
-  if (rank != nullptr && *rank != '\0' &&
-      std::all_of(rank, rank + std::strlen(rank), [](char c) { return c >= '0' && c <= '9'; })) {
-    run.files_base += std::string(".rank") + rank;
-  }
+  run.files_base = run_files_base(run.base, std::getenv(env::kRank));
   return 0;
 }
 
@@ -528,12 +484,6 @@ std::vector<std::string> session_env(const Run& run, int64_t mono_ns, int64_t ut
     set(env::kCudaInjection, run.collector);
   }
   return entries;
-}
-
-int exit_status_of(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return kFailure;
 }
 
 // Runs the command and returns its wait status, or nullopt after printing why it did not run
@@ -834,10 +784,7 @@ int profile_main(int argc, char** argv) {
   }
   report_databases(run, launch_coarse_ns);
   report_write_failures(failures);
-  const int command_status = exit_status_of(*status);
-  // The command's own failure says more than ours; a successful run with an incomplete
-  // database must not look like success.
-  return failures.empty() || command_status != 0 ? command_status : kFailure;
+  return launcher_exit_status(exit_status_of(*status), !failures.empty());
 }
 
 }  // namespace

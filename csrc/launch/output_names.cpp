@@ -10,6 +10,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 namespace pyprof::launch {
@@ -141,6 +142,17 @@ std::string root_database_name(std::string_view base, const char* rank_env) {
     name += rank_env;
   }
   name += ".sqlite";
+  return name;
+}
+
+std::string run_files_base(std::string_view base, const char* rank_env) {
+  std::string name(base);
+  if (rank_env != nullptr && *rank_env != '\0' &&
+      std::all_of(rank_env, rank_env + std::strlen(rank_env),
+                  [](char c) { return c >= '0' && c <= '9'; })) {
+    name += ".rank";
+    name += rank_env;
+  }
   return name;
 }
 

@@ -25,6 +25,11 @@ OutputName split_output_name(std::string_view name);
 // when the environment it inherits sets RANK (the collector applies the same rule).
 std::string root_database_name(std::string_view base, const char* rank_env);
 
+// The name this launcher's files start with: `base`, or "base.rank<R>" when the launcher itself
+// runs with a numeric RANK=R (one launcher per rank, e.g. under srun): the launchers of a job's
+// other ranks share NAME, and their files, lock and listing are theirs.
+std::string run_files_base(std::string_view base, const char* rank_env);
+
 enum class RunFileKind { kOther, kDatabase, kSidecar };
 
 // Whether `filename` (no directory) is one of the files of the run named `base`.
