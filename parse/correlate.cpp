@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <future>
 #include <limits>
+#include <map>
 #include <tuple>
 #include <unordered_map>
 
@@ -678,13 +679,30 @@ Correlation correlate(Trace& trace) {
     }
     // Before the counts below: the two together were parse's memory peak.
     forward_ops.release();
+    // A replayed kernel's op instance is its capture op's within one replay: (the op range or
+    // backward node, the replay's launch call) numbered after every range's rank.
+    std::map<std::pair<int32_t, int32_t>, int64_t> replays;
+    int64_t next_instance = static_cast<int64_t>(trace.ranges.size());
+    for (int32_t i : by_launch) {
+      if (capture_of[static_cast<size_t>(i)] < 0) continue;
+      const Attribution& a = of_activity(i);
+      const int32_t instance = a.dir == Direction::kBackward ? a.node : a.op;
+      if (instance < 0) continue;
+      auto [it, added] = replays.try_emplace({instance, a.launch}, 0);
+      if (added) it->second = ++next_instance;
+      out.replay_instance[position[static_cast<size_t>(i)]] = it->second;
+    }
     // sub: position among the activities of one op instance (the backward node for bprop, as
     // PyProf numbered dgrad 0 / wgrad 1), in launch order.
     std::vector<int32_t> count(trace.ranges.size(), 0);
+    std::unordered_map<int64_t, int32_t> replay_count;
     for (int32_t i : by_launch) {
       Attribution& a = of_activity(i);
       int32_t instance = a.dir == Direction::kBackward ? a.node : a.op >= 0 ? a.op : -1;
-      if (instance >= 0) a.sub = count[instance]++;
+      if (instance < 0) continue;
+      auto replay = out.replay_instance.find(position[static_cast<size_t>(i)]);
+      a.sub =
+          replay == out.replay_instance.end() ? count[instance]++ : replay_count[replay->second]++;
     }
   }
 

@@ -104,6 +104,11 @@ struct Correlation {
   // (Trace::compiled_by_site): range -> its place among the ranges of its name directly inside
   // the same range (one run of the graph's wrapper calls them in code order). Empty otherwise.
   std::unordered_map<int32_t, int32_t> call_site;
+  // GPU activities a CUDA graph replayed, attributed at their node's capture (position in
+  // `order` -> instance number): each replay is an op instance of its own, numbered after every
+  // range's `rank`, so that prof costs every replay (the capture's op ran once, its graph many
+  // times). Empty without graph replays.
+  std::unordered_map<int32_t, int64_t> replay_instance;
 };
 
 static_assert(sizeof(Attribution) == 40);

@@ -454,7 +454,8 @@ void RecordFormatter::write_step_at(JsonWriter& w, int64_t t) {
   w.integer(step);
 }
 
-void RecordFormatter::write_attribution(JsonWriter& w, const Attribution& a) {
+void RecordFormatter::write_attribution(JsonWriter& w, const Attribution& a,
+                                        int64_t replay_instance) {
   const auto& ranges = trace_.ranges;
   const auto& pool = trace_.pool;
   w.raw_key("op");
@@ -489,12 +490,13 @@ void RecordFormatter::write_attribution(JsonWriter& w, const Attribution& a) {
   w.integer(seq_of(trace_, a));
   w.raw_key("sub");
   w.integer(a.sub);
-  // Which op instance this record belongs to (the op range, or the backward node for bprop):
-  // a number unique within the file, present even when markers carry no op ids.
+  // Which op instance this record belongs to (the op range, or the backward node for bprop; a
+  // graph replay's own): a number unique within the file, present even when markers carry no
+  // op ids.
   int32_t instance = a.dir == Direction::kBackward ? a.node : a.op;
   if (instance >= 0) {
     w.raw_key("instance");
-    w.integer(corr_.rank[instance]);
+    w.integer(replay_instance != 0 ? replay_instance : corr_.rank[instance]);
   }
   const std::array<int32_t, 2> args = args_ranges(ranges, a);
   if (args[0] >= 0) write_args(w, args[0], "args", "args_ref");
@@ -644,7 +646,8 @@ void RecordFormatter::write_activity(size_t k, int32_t index, const Attribution&
       w.null();
     }
     write_step(w, k);
-    write_attribution(w, a);
+    const auto replay = corr_.replay_instance.find(static_cast<int32_t>(k));
+    write_attribution(w, a, replay == corr_.replay_instance.end() ? 0 : replay->second);
     // A kernel no mark names (cuBLAS's, under the C++ wrapper's extern call) takes the graph
     // key of the call it ran in, and prof costs it from that call's marks.
     const int32_t call_range = compiled_call_range(act.short_name, a);

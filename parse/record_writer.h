@@ -114,7 +114,9 @@ class RecordFormatter {
   void end_record();
   // `"rank": R` on every record of a trace whose rank is known (Trace::distributed).
   void write_rank(JsonWriter& w);
-  void write_attribution(JsonWriter& w, const Attribution& a);
+  // `replay_instance`: the record's instance number when a CUDA graph replayed it
+  // (Correlation::replay_instance), 0 otherwise.
+  void write_attribution(JsonWriter& w, const Attribution& a, int64_t replay_instance = 0);
   // `"compiled_graph": "0/1"` on a record of a compiled kernel whose name two graphs share
   // (Trace::CompiledName::kByGraph): the compile id of the Dynamo region its op ran in. For a
   // name its graph calls at several places (Trace::compiled_by_site), followed by the place of

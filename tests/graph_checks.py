@@ -9,6 +9,8 @@ import json
 import re
 import sqlite3
 
+import pytest
+
 import pyprof_db
 import testlib
 
@@ -71,6 +73,44 @@ def check_graph_replays(stderr, replayed, eager, replays):
     if names(replayed) != collections.Counter({k: n * replays for k, n in names(eager).items()}):
         print("kernel names differ between replays and the eager step:",
               dict(names(replayed)), dict(names(eager)))
+
+
+def check_replay_costs(dict_path, replayed, eager, replays):
+    """prof costs every replay: the replayed kernels' FLOPs, op by op and direction by direction,
+    are `replays` times the eager step's (each replay is an op instance of its own; when they
+    shared the capture's, the op's cost was spread over all replays: one step's FLOPs for
+    three)."""
+    records = [r for r in testlib.read_dict(dict_path)[1]
+               if r["kind"] in ("kernel", "memcpy", "memset")]
+    rows = prof_records(dict_path)
+    assert [r["name"] for r in records] == [row["kernel"] for row in rows]
+    flops_of = {id(r): row["flops"] or 0 for r, row in zip(records, rows)}
+
+    def by_op(rs):
+        out = collections.Counter()
+        for r in rs:
+            out[(r["op"], r["dir"])] += flops_of[id(r)]
+        return out
+
+    # The same record objects: read the dict once more so ids match.
+    replayed_ids = {(r["name"], r["start"]) for r in replayed}
+    eager_ids = {(r["name"], r["start"]) for r in eager}
+    replay_rs = [r for r in records if (r["name"], r["start"]) in replayed_ids]
+    eager_rs = [r for r in records if (r["name"], r["start"]) in eager_ids]
+    assert len(replay_rs) == len(replayed) and len(eager_rs) == len(eager)
+    expected = {key: f * replays for key, f in by_op(eager_rs).items() if f}
+    got = {key: f for key, f in by_op(replay_rs).items() if f}
+    print("replayed FLOPs by (op, dir):", got, "eager step:", dict(by_op(eager_rs)))
+    assert expected and got == pytest.approx(expected), (got, expected)
+    # One instance per op and replay.
+    instances = collections.defaultdict(set)
+    for r in replay_rs:
+        instances[(r["op"], r["dir"])].add(r["instance"])
+    eager_instances = collections.defaultdict(set)
+    for r in eager_rs:
+        eager_instances[(r["op"], r["dir"])].add(r["instance"])
+    assert {k: len(v) for k, v in instances.items()} == \
+        {k: len(v) * replays for k, v in eager_instances.items()}
 
 
 def check_reduce_overhead(stderr, records, kernels, rows, dict_path):

@@ -31,7 +31,7 @@ import pytest
 
 import pyprof_db
 import testlib
-from graph_checks import (check_graph_replays, check_graph_summary, check_reduce_overhead,
+from graph_checks import (check_graph_replays, check_replay_costs, check_graph_summary, check_reduce_overhead,
                           check_step_matmul_flops, check_triton_kernels, compiled_kernel_lines,
                           graph_node_rows, prof_records, replayed_and_eager)
 
@@ -65,6 +65,7 @@ def test_cuda_graph_replays_are_attributed_to_their_capture(tmp_path):
     assert graph_node_rows(db) > 0
     replayed, eager = replayed_and_eager(db, records)
     check_graph_replays(stderr, replayed, eager, replays)
+    check_replay_costs(dict_path, replayed, eager, replays)
     check_graph_summary(dict_path, len(replayed))
 
 

@@ -33,7 +33,7 @@ import shutil
 import pytest
 
 import testlib
-from graph_checks import (check_graph_replays, check_graph_summary, check_reduce_overhead,
+from graph_checks import (check_graph_replays, check_replay_costs, check_graph_summary, check_reduce_overhead,
                           check_step_matmul_flops, check_triton_kernels, compiled_kernel_lines,
                           compiled_kernel_variants, prof_records, replayed_and_eager)
 
@@ -61,6 +61,7 @@ def test_cuda_graph_replays_take_their_capture_ops(tmp_path):
     replayed, eager = replayed_and_eager(db, records)
     assert (len(replayed), len(eager)) == (63, 21)
     check_graph_replays(stderr, replayed, eager, 3)
+    check_replay_costs(dict_path, replayed, eager, 3)
     check_graph_summary(dict_path, 63)
 
 
