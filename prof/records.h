@@ -31,6 +31,11 @@ struct ProfRecord {
   bool counted = false;  // this record carries its op's cost (see assign_costs)
   bool tc_eligible = false;
   bool estimated = false;  // bprop cost estimated from the forward op (no backward args)
+  // bprop, estimated: the family of the op this kernel ran in (its backward node's op, net.dict
+  // `bwd_op`: aten::mm's "matmul" in a linear's MmBackward, clone's "movement" in its
+  // UnsafeViewBackward), known from the op's name; 0 when it has none. assign_costs charges a
+  // GEMM-like estimate to the nodes that ran an op of its family.
+  uint32_t bwd_op_family = 0;
   // Its bytes or FLOPs per second exceed its device's peak by kAbovePeakFactor: a timing
   // artefact (CUPTI), kept out of the totals (counted = false) and shown in the `flag` column.
   bool above_peak = false;
