@@ -19,6 +19,7 @@
 
 #include "common/marker_schema.h"
 #include "models/op_model.h"
+#include "prof/above_peak.h"
 #include "prof/tensor_cores.h"
 
 // read_dict runs four steps per line of net.dict, in one pass over the input, steps 1 and 2 on
@@ -1297,47 +1298,6 @@ void link_cpu_parents(const std::vector<CpuOp>& cpu_ops, std::vector<ProfRecord>
   }
 }
 
-// Flags counted GPU records whose bytes or FLOPs per second exceed their device's peak by
-// kAbovePeakFactor (a kernel's share of its op's cost is by duration, so its rate is its op
-// instance's), takes them out of the totals, and warns once.
-void flag_above_peak(ReadResult& result) {
-  const ProfRecord* first = nullptr;
-  const DevicePeak* first_device = nullptr;
-  for (ProfRecord& r : result.records) {
-    if (!r.counted || r.duration <= 0) continue;
-    const DevicePeak* device = nullptr;
-    for (const DevicePeak& d : result.devices) {
-      if (d.id == r.device) device = &d;
-    }
-    if (!device) continue;
-    double seconds = static_cast<double>(r.duration) * 1e-9;
-    bool bytes_impossible = device->memory_bandwidth > 0 &&
-                            r.bytes / seconds > kAbovePeakFactor * device->memory_bandwidth;
-    bool flops_impossible =
-        device->flops > 0 && r.flops / seconds > kAbovePeakFactor * device->flops;
-    if (!bytes_impossible && !flops_impossible) continue;
-    r.above_peak = true;
-    r.counted = false;
-    if (result.above_peak++ == 0) {
-      first = &r;
-      first_device = device;
-    }
-  }
-  if (!first) return;
-  double seconds = static_cast<double>(first->duration) * 1e-9;
-  result.warnings.push_back(fmt::format(
-      "{} faster than their device can run (over {:.0f}x its peak memory bandwidth or "
-      "compute; first: {}, {:.0f} bytes and {:.0f} FLOPs in {} ns = {:.1f} GB/s, {:.3f} TFLOP/s "
-      "on {} (peak {:.1f} GB/s, {:.1f} TFLOP/s)): a timing artefact, flagged `above-peak` (column "
-      "flag) and left out of the totals",
-      count_of(result.above_peak, "record"), kAbovePeakFactor, result.strings.get(first->name),
-      first->bytes, first->flops, first->duration, first->bytes / seconds / 1e9,
-      first->flops / seconds / 1e12,
-      first_device->name.empty() ? "device " + std::to_string(first_device->id)
-                                 : first_device->name,
-      first_device->memory_bandwidth / 1e9, first_device->flops / 1e12));
-}
-
 // A forward op whose backward is estimated from its own cost (no backward arguments: emit_nvtx,
 // legacy PyProf) may have several backward nodes, each with kernels; the estimate is charged
 // once (docs/prof.md §1, "Backward"):
@@ -1544,7 +1504,7 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
   return true;
 }
 
-void assign_costs(ReadResult& result) {
+void assign_costs(ReadResult& result, const PeaksFile* peaks) {
   auto& records = result.records;
   if (!result.cpu_only) {
     charge_backward_estimates(result);
@@ -1589,7 +1549,7 @@ void assign_costs(ReadResult& result) {
         r.bytes *= share;
       }
     }
-    flag_above_peak(result);
+    flag_above_peak(result, peaks);
     return;
   }
   // CPU records: each op instance is a record; a call tree is counted at its outermost

@@ -250,9 +250,11 @@ def test_unattributed_row_of_the_op_report(tmp_path):
 
 
 def test_flop_rate_above_peak_compute_is_flagged():
-    """The H200 of the real nvFuser trace's header (132 SMs at 1.98 GHz, sm_90: at most 8192
-    FLOP/clock/SM, 2141 TFLOP/s): an fp16 GEMM of 2*4096^3 FLOPs in 100 us (1374 TFLOP/s) is
-    plausible and counted; the same in 100 ns is flagged and left out of the totals."""
+    """The H200 of the real nvFuser trace's header: its datasheet fp16 Tensor Core peak is 989.5
+    TFLOP/s dense (prof/gpu_peaks.txt). An fp16 GEMM of 2*4096^3 FLOPs in 150 us (916 TFLOP/s)
+    is plausible and counted; in 100 us (1374 TFLOP/s, 1.39x the fp16 peak) or 100 ns it is
+    impossible: flagged and left out of the totals. (The check before issue 30 compared every
+    record with 10x the densest mode, FP8's 2141 TFLOP/s by SMs x clock, and let 1374 pass.)"""
     header = {**GPU_HEADER, "devices": [{"id": 0, "name": "NVIDIA H200", "sm_count": 132,
                                          "clock_hz": 1980000000,
                                          "memory_bandwidth": 4916736000000,
@@ -260,14 +262,18 @@ def test_flop_rate_above_peak_compute_is_flagged():
                                          "compute_capability": [9, 0]}]}
     gemm = ("aten::mm", {"self": t([4096, 4096], "float16"), "mat2": t([4096, 4096], "float16")})
     flops = 2 * 4096 ** 3
-    text = dict_text([kernel(1, *gemm, duration=100_000), kernel(2, *gemm, duration=100)], header)
+    text = dict_text([kernel(1, *gemm, duration=150_000), kernel(2, *gemm, duration=100_000),
+                      kernel(3, *gemm, duration=100)], header)
     res = prof("--csv", "-c", "op,flops,tflops,flag", "-", stdin=text)
     rows = list(csv.DictReader(io.StringIO(res.stdout)))
-    assert [r["Flag"] for r in rows] == ["-", "above-peak"]
-    assert rows[1]["TFLOP/s"] == "1374389.535"
+    assert [r["Flag"] for r in rows] == ["-", "above-peak", "above-peak"]
+    assert [r["TFLOP/s"] for r in rows] == ["916.260", "1374.390", "1374389.535"]
     summary = summary_of(text)
     assert summary["FLOPs (FMA=2)"] == str(flops)
-    assert summary["records above device peak (out of totals)"] == "1"
+    assert summary["records above device peak (out of totals)"] == "2"
+    warnings = [line for line in res.stderr.splitlines() if "faster than" in line]
+    assert len(warnings) == 1 and "2 records" in warnings[0] and "(float16)" in warnings[0]
+    assert "peak 4916.7 GB/s, 989.5 TFLOP/s" in warnings[0], warnings
 
 
 def test_flop_rate_alone_is_checked():
@@ -283,6 +289,43 @@ def test_flop_rate_alone_is_checked():
     rows = list(csv.DictReader(io.StringIO(prof("--csv", "-c", "gbps,tflops,flag", "-",
                                                 stdin=text).stdout)))
     assert rows == [{"GB/s": "20132.7", "TFLOP/s": "54975.581", "Flag": "above-peak"}]
+
+
+V100 = {**GPU_HEADER, "devices": [{"id": 0, "name": "Tesla V100-SXM2-16GB", "sm_count": 80,
+                                   "clock_hz": 1530000000, "memory_bandwidth": 898048000000,
+                                   "total_memory": 16945512448, "compute_capability": [7, 0]}]}
+
+
+def test_a_rate_above_its_math_modes_peak_is_flagged():
+    """A V100 SXM2 (datasheet: fp32 15.7 TFLOP/s, fp16 Tensor Cores 125, no TF32): an fp32 GEMM
+    of 2*4096^3 FLOPs in 2.75 ms (50 TFLOP/s) runs 3.2x what its fp32 units can: flagged. At 14
+    TFLOP/s it is counted, and so is the same GEMM in fp16 at 50 TFLOP/s (Tensor Cores). The
+    check before issue 30 (10x the densest mode, fp16's 125 TFLOP/s) let all three pass."""
+    def gemm(dtype):
+        return ("aten::mm", {"self": t([4096, 4096], dtype), "mat2": t([4096, 4096], dtype)})
+    text = dict_text([kernel(1, *gemm("float32"), duration=2_748_779),
+                      kernel(2, *gemm("float32"), duration=9_817_068),
+                      kernel(3, *gemm("float16"), duration=2_748_779)], V100)
+    res = prof("--csv", "-c", "params,tflops,flag", "-", stdin=text)
+    rows = list(csv.DictReader(io.StringIO(res.stdout)))
+    assert [(r["TFLOP/s"], r["Flag"]) for r in rows] == [
+        ("50.000", "above-peak"), ("14.000", "-"), ("50.000", "-")], rows
+    assert "peak 898.0 GB/s, 15.7 TFLOP/s" in res.stderr, res.stderr
+
+
+def test_a_short_records_rate_is_judged_with_the_timer_step():
+    """Real traces' durations come in steps of the GPU timer, 32 ns (86-87% of the durations of
+    the nvprof V100, nsys RTX 2070 SUPER and H200 traces in tests/data are multiples of 32 ns),
+    and a record's start and end may each be late by a step: its FLOP rate is judged over its
+    duration plus 64 ns. An fp32 GEMM [64, 64] x [64, 704] (5,767,168 FLOPs) in 300 ns reads
+    19.2 TFLOP/s on the V100, over its 15.7 fp32 peak, but in 364 ns it would be 15.8: not
+    flagged. In 200 ns (28.8 TFLOP/s; 21.8 in 264 ns, over 1.25x the peak) it is."""
+    gemm = ("aten::mm", {"self": t([64, 64]), "mat2": t([64, 704])})
+    text = dict_text([kernel(1, *gemm, duration=300), kernel(2, *gemm, duration=200)], V100)
+    rows = list(csv.DictReader(io.StringIO(prof("--csv", "-c", "flops,tflops,flag", "-",
+                                                stdin=text).stdout)))
+    assert [(r["FLOPs(FMA=2)"], r["TFLOP/s"], r["Flag"]) for r in rows] == [
+        ("5767168", "19.224", "-"), ("5767168", "28.836", "above-peak")], rows
 
 
 # A name written by a hostile or broken program: ESC [2J clears a terminal, U+009B is the C1
