@@ -1157,6 +1157,7 @@ class RecordCoster {
     r.cost_op = r.name;
     r.modeled = c.modeled;
     r.flops = r.op_flops = c.flops;
+    r.op_masked_flops = c.masked_flops;
     r.bytes = r.op_bytes = c.bytes;
     r.tc_eligible = c.tc_eligible && (allow_tf32_ || c.dtype != "float32");
     r.params = interned(cached.params_id, c.params);
@@ -1199,6 +1200,7 @@ class RecordCoster {
     // backward node's inner ops): GEMM-like ops cost twice their forward (dgrad + wgrad).
     double scale = r.estimated && (c.family == "matmul" || c.family == "conv") ? 2 : 1;
     r.flops = r.op_flops = c.flops * scale;
+    r.op_masked_flops = c.masked_flops * scale;
     r.bytes = r.op_bytes = c.bytes * scale;
     r.tc_eligible = c.tc_eligible && (allow_tf32_ || c.dtype != "float32");
     r.params = r.estimated ? interned(cached->estimated_params_id, c.params + ",bwd=est")
@@ -1347,7 +1349,7 @@ void charge_backward_estimates(ReadResult& result) {
     });
     if (!mine) {
       r.modeled = r.estimated = r.tc_eligible = false;
-      r.flops = r.bytes = r.op_flops = r.op_bytes = 0;
+      r.flops = r.bytes = r.op_flops = r.op_bytes = r.op_masked_flops = 0;
       r.family = r.bwd_op_family;  // what it ran (a copy, a reduction), not the estimate's
       continue;
     }
@@ -1356,6 +1358,7 @@ void charge_backward_estimates(ReadResult& result) {
     r.bytes *= share;
     r.op_flops *= share;
     r.op_bytes *= share;
+    r.op_masked_flops *= share;
   }
 }
 

@@ -92,6 +92,9 @@ struct ProfRecord {
   double bytes = 0;          // and of its bytes
   double op_flops = 0;       // the whole op's FLOPs, counted or not (checks against oracles)
   double op_bytes = 0;
+  // The FLOPs FlopCounterMode counts for the whole op that its kernel skips (causal attention's
+  // masked blocks, models::OpCost::masked_flops): op_flops + op_masked_flops is the dense count.
+  double op_masked_flops = 0;
   uint32_t name = 0;  // kernel short name / op record name
   uint32_t long_name = 0;
   uint32_t op = 0;       // the op (forward op for bprop)
@@ -105,6 +108,12 @@ struct ProfRecord {
   uint32_t shapes = 0;  // input shapes "[32,128],[128,256]"
   uint32_t family = 0;
 };
+
+// A record's FLOPs as FlopCounterMode counts them (causal attention dense): its share of its
+// op's dense count, in the proportion its `flops` has of `op_flops` (0 when not counted).
+inline double dense_flops(const ProfRecord& r) {
+  return r.op_flops > 0 ? r.flops * (r.op_flops + r.op_masked_flops) / r.op_flops : r.flops;
+}
 
 // The time in which a record's counted FLOPs and bytes ran, for rates (TFLOP/s, GB/s, the
 // roofline): its duration when it carries its op's cost, else 0. On a GPU profile that is the

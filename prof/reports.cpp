@@ -664,7 +664,7 @@ ReportTable summary_report(const ReadResult& data) {
   int64_t tc_time = 0, counted_ns = 0, records = 0, timed_records = 0;
   int64_t inductor = 0, inductor_time = 0, inductor_unmodeled_time = 0, inductor_attributed = 0;
   int64_t graph_kernels = 0, graph_time = 0, graph_attributed = 0, compiled_call_kernels = 0;
-  double flops = 0, bytes = 0;
+  double flops = 0, bytes = 0, dense = 0;
   std::vector<std::pair<int64_t, int64_t>> intervals;
   for (const ProfRecord& r : data.records) {
     ++records;
@@ -692,6 +692,7 @@ ReportTable summary_report(const ReadResult& data) {
     if (r.counted) {
       flops += r.flops;
       bytes += r.bytes;
+      dense += dense_flops(r);
     }
     // A record whose time is unknown has no place on the time line.
     if (r.bad_time) continue;
@@ -736,6 +737,10 @@ ReportTable summary_report(const ReadResult& data) {
       pct(static_cast<double>(covered), static_cast<double>(total)), Unit::kPercent);
   row("counted time (ns)", std::to_string(counted_ns), Unit::kTime);
   row("FLOPs (FMA=2)", num(flops), Unit::kFlops);
+  // The FLOPs are what the kernels ran; FlopCounterMode's count differs where a causal attention
+  // kernel skipped its masked blocks (docs/ops.md "attention").
+  if (dense != flops)
+    row("FLOPs as FlopCounterMode counts them (causal attention dense)", num(dense), Unit::kFlops);
   row("bytes (ideal DRAM)", num(bytes), Unit::kBytes);
   if (counted_ns > 0) t.exact[{t.rows.size(), 1}] = tflops(flops, counted_ns);
   row("achieved TFLOP/s (over counted time)", rate(flops, counted_ns), Unit::kFlopRate);

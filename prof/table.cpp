@@ -49,6 +49,9 @@ const std::vector<Column>& all_columns() {
       {"op_flops", "OpFLOPs(FMA=2)", 12, true},
       {"op_bytes", "OpBytes(ideal DRAM)", 12, true},
       {"flag", "Flag", 10, false},
+      // FlopCounterMode's count (causal attention dense), beside `flops`, what ran.
+      {"flops_dense", "FLOPs(dense)", 12, true},
+      {"op_flops_dense", "OpFLOPs(dense)", 12, true},
   };
   return kColumns;
 }
@@ -197,7 +200,9 @@ void append_cell(std::string& out, const Column& c, const ProfRecord& r, size_t 
     kFamily,
     kOpFlops,
     kOpBytes,
-    kFlag
+    kFlag,
+    kFlopsDense,
+    kOpFlopsDense
   };
   const Strings& s = data.strings;
   bool kernel = r.kind == Kind::kKernel;
@@ -304,6 +309,15 @@ void append_cell(std::string& out, const Column& c, const ProfRecord& r, size_t 
     case kFlag:
       out += r.bad_time ? "bad-time" : r.above_peak ? "above-peak" : "-";
       return;
+    case kFlopsDense:
+    case kOpFlopsDense:
+      if (!r.modeled) {
+        out += "na";
+        return;
+      }
+      return append_number(out, static_cast<size_t>(&c - all_columns().data()) == kFlopsDense
+                                    ? dense_flops(r)
+                                    : r.op_flops + r.op_masked_flops);
     default:
       out += '?';
       return;

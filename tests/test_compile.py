@@ -468,8 +468,8 @@ def test_an_extern_calls_node_is_counted_once_at_the_call(gpt2_block):
     made that copy. The node runs as its own extern call (aten::_scaled_dot_product_flash_
     attention_for_cpu_backward, a record with its own cost), so the fused kernel must not count
     it too. Oracle: FlopCounterMode over one eager step of the same block: each op it counts
-    (the GEMMs and the attention) costs in a compiled step what it counts, and no fused kernel
-    carries any of those ops."""
+    (the GEMMs and the attention) costs in a compiled step what it counts (the causal
+    attention's dense count: `flops_dense`), and no fused kernel carries any of those ops."""
     out, header, _, dict_path = gpt2_block
     assert out["pyprof"]["compiled_nodes_missing"] == 0
     assert out["pyprof"]["compiled_graphs_unreadable"] == 0
@@ -491,10 +491,16 @@ def test_an_extern_calls_node_is_counted_once_at_the_call(gpt2_block):
     assert set(oracle) == set(FCM_OPS), oracle
     steps = header["iterations"]["count"]
     last = [json.loads(line) for line in testlib.prof(
-        "--json", "-c", "kernel,flops", "--iterations", f"{steps - 1}:{steps}",
+        "--json", "-c", "kernel,flops,flops_dense", "--iterations", f"{steps - 1}:{steps}",
         str(dict_path)).stdout.splitlines() if line.strip()]
-    ours = collections.Counter()
+    # The attention is causal: FlopCounterMode's count is the dense one (`flops_dense`); what
+    # the kernel executes, `flops`, is the 16*17/2 = 136 pairs its mask keeps of 256.
+    ours, executed = collections.Counter(), collections.Counter()
     for r in last:
         if r["kernel"] in FCM_OPS:
-            ours[r["kernel"]] += r["flops"]
+            ours[r["kernel"]] += r["flops_dense"]
+            executed[r["kernel"]] += r["flops"]
     assert dict(ours) == oracle
+    for op, n in oracle.items():
+        assert executed[op] == (n * 136 // 256 if "attention" in op else n), op
+

@@ -328,6 +328,41 @@ def test_a_short_records_rate_is_judged_with_the_timer_step():
         ("5767168", "19.224", "-"), ("5767168", "28.836", "above-peak")], rows
 
 
+def test_a_causal_attention_kernels_rate_is_over_what_it_executed():
+    """TraceLens's Qwen1.5 H100 example: causal flash attention on [16, 16, 559, 64] bf16. The
+    kernel skips the score blocks the mask hides: it executes the 559*560/2 query-key pairs the
+    mask keeps, 10,257,694,720 FLOPs (TraceLens: 10.24 GFLOP, half the dense count), where
+    FlopCounterMode counts all 559*559, 20,478,754,816. In 12 us that is 854.8 TFLOP/s, 86% of
+    the H100's 989.4 TFLOP/s bf16 peak; over the dense count it read 1706.6, a rate past the
+    peak that no kernel runs at. `flops` (and every rate and total) is what ran; `flops_dense`
+    and `op_flops_dense` keep FlopCounterMode's count, and the summary gives both."""
+    header = {**GPU_HEADER, "devices": [{"id": 0, "name": "NVIDIA H100 80GB HBM3",
+                                         "sm_count": 132, "clock_hz": 1980000000,
+                                         "memory_bandwidth": 3352320000000,
+                                         "compute_capability": [9, 0]}]}
+    qkv = t([16, 16, 559, 64], "bfloat16")
+    flash = ("aten::_scaled_dot_product_flash_attention",
+             {"query": qkv, "key": qkv, "value": qkv, "dropout_p": 0.0, "is_causal": True,
+              "return_debug_mask": False, "scale": None})
+    text = dict_text([kernel(1, *flash, name="flash_fwd_kernel", duration=12_000)], header)
+    res = prof("--json", "-c", "params,flops,flops_dense,op_flops_dense,tflops,flag", "-",
+               stdin=text)
+    (row,) = [json.loads(line) for line in res.stdout.splitlines()]
+    assert row == {"params": "B=16,H=16,Sq=559,Sk=559,D=64,bf16,causal",
+                   "flops": 10_257_694_720, "flops_dense": 20_478_754_816,
+                   "op_flops_dense": 20_478_754_816, "tflops": 854.808, "flag": None}, row
+    summary = summary_of(text)
+    assert summary["FLOPs (FMA=2)"] == "10257694720"
+    assert summary["FLOPs as FlopCounterMode counts them (causal attention dense)"] == \
+        "20478754816"
+    # Without the mask both counts are the dense one, and the summary has one row.
+    plain = dict_text([kernel(1, flash[0], {**flash[1], "is_causal": False},
+                              name="flash_fwd_kernel", duration=24_000)], header)
+    summary = summary_of(plain)
+    assert summary["FLOPs (FMA=2)"] == "20478754816"
+    assert "FLOPs as FlopCounterMode counts them (causal attention dense)" not in summary
+
+
 # A name written by a hostile or broken program: ESC [2J clears a terminal, U+009B is the C1
 # CSI, NUL ends C strings. json.dumps writes them as \u001b, \u009b, \u0000 and parse's JSON
 # reader gives prof the raw bytes.
