@@ -811,6 +811,16 @@ ReportTable summary_report(const ReadResult& data) {
                     flag("cuda.matmul.allow_tf32"), flag("float32_matmul_precision"),
                     flag("deterministic_algorithms"), flag("torch")),
         Unit::kText);
+    // pyprof.init() after torch.compile had compiled graphs (docs/compile.md): their kernels
+    // are not costed, and the summary says why and what to do.
+    if (const std::string before = flag("compiled_before_init"); before != "?" && before != "0") {
+      row("torch.compile graphs compiled before pyprof.init()",
+          before +
+              " (their Inductor kernels are not costed: on the CPU not recorded, their time "
+              "is CompiledFunction's; call pyprof.init() before the first compiled call, or "
+              "pyprof.init(recompile=True))",
+          Unit::kText);
+    }
   }
   // The top ops by their time column (CPU: self time; GPU: kernel and copy time).
   ReportTable ops = op_report(data);

@@ -504,3 +504,48 @@ def test_an_extern_calls_node_is_counted_once_at_the_call(gpt2_block):
     for op, n in oracle.items():
         assert executed[op] == (n * 136 // 256 if "attention" in op else n), op
 
+
+def test_init_after_the_first_compiled_call_is_said_and_recompile_recovers(gpt2_block, tmp_path):
+    """A program that compiles and warms up its model before pyprof.init(): Inductor compiled
+    the graphs without pyprof's settings, so their C++ kernels open no RecordFunction (their
+    time is CompiledFunction's own) and carry no ATen nodes. init() says so once on standard
+    error, with the fix, and the capture says it too (prof's summary). With
+    init(recompile=True) Dynamo's caches are reset: the graphs compile again under pyprof on
+    their next call, and every Inductor kernel is a record with its nodes, costing what it
+    costs when init() comes first (the gpt2_block fixture's run)."""
+    def run(name, *args):
+        tmp = tmp_path / name
+        tmp.mkdir()
+        res = pyprof_db.profile(tmp, GPT2_BLOCK, "--init-after-compile", *args, env=ENV,
+                                timeout=600)
+        assert res.returncode == 0, res.stderr[-3000:]
+        testlib.parse_to(tmp / "net.sqlite", tmp / "net.dict")
+        summary = {r["Metric"]: r["Value"] for r in map(json.loads, testlib.prof(
+            "--report", "summary", "--formats", "json", "--iterations", "all",
+            str(tmp / "net.dict")).stdout.splitlines())}
+        return res, last_json(res.stdout)["pyprof"], tmp / "net.dict", summary
+
+    def fused_costs(dict_path):
+        # By the kernel's name in its graph's code: Inductor numbers the graphs of a process
+        # (graph_<g>_), and the recompiled ones come after those compiled before init().
+        return {KERNEL.match(r["kernel"]).group(1): (r["dir"], r["flops"], r["bytes"],
+                                                     r["params"])
+                for r in prof_records(dict_path) if KERNEL.match(r["kernel"])}
+
+    late, stats, dict_path, summary = run("late")
+    warning = "torch.compile had compiled 1 graph(s) before pyprof.init()"
+    assert late.stderr.count(warning) == 1, late.stderr
+    assert "pyprof.init(recompile=True)" in late.stderr
+    assert (stats["compiled_before_init"], stats["compiled_graphs"]) == (1, 0), stats
+    assert not fused_costs(dict_path)  # the C++ kernels opened no RecordFunction
+    row = summary["torch.compile graphs compiled before pyprof.init()"]
+    assert row.startswith("1 (") and "pyprof.init(recompile=True)" in row, row
+
+    again, stats, dict_path, summary = run("recompiled", "--recompile")
+    assert "recompile=True reset Dynamo's caches" in again.stderr
+    assert warning + ": their" not in again.stderr
+    assert (stats["compiled_before_init"], stats["compiled_graphs"]) == (1, 2), stats
+    assert stats["compiled_nodes_missing"] == 0
+    assert "torch.compile graphs compiled before pyprof.init()" not in summary
+    first = fused_costs(gpt2_block[3])
+    assert first and fused_costs(dict_path) == first

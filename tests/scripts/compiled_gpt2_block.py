@@ -12,7 +12,8 @@ kernels; one of them is the layout copy that the attention backward's gradient i
 which Inductor's provenance names after the attention backward node.
 
 By default pyprof.init() comes first. With --init-after-compile the model is compiled and run
-(the warm-up) before pyprof.init(), as a program does that profiles an already compiled model.
+(the warm-up) before pyprof.init(), as a program does that profiles an already compiled model;
+--recompile then calls pyprof.init(recompile=True).
 --flop-counter runs one eager step of the same block under FlopCounterMode and prints its counts.
 Prints one JSON line.
 """
@@ -82,6 +83,8 @@ def main():
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--init-after-compile", action="store_true",
                         help="compile and run one step before pyprof.init()")
+    parser.add_argument("--recompile", action="store_true",
+                        help="with --init-after-compile: pyprof.init(recompile=True)")
     parser.add_argument("--flop-counter", action="store_true",
                         help="no pyprof: FlopCounterMode's counts of one eager step")
     args = parser.parse_args()
@@ -109,7 +112,7 @@ def main():
     if args.init_after_compile:
         step()  # compiled and warmed up before the profiler is attached
         import pyprof
-        pyprof.init()
+        pyprof.init(recompile=args.recompile)
     for _ in range(args.steps):
         loss = step()
     result = {"loss": float(loss.detach())}
