@@ -4,11 +4,15 @@
 // deviations: docs/ops.md "attention".
 //
 // FLOPs follow FlopCounterMode's sdpa_flop_count / sdpa_backward_flop_count: the two (forward)
-// or five (backward) batched GEMMs, 2 FLOPs per multiply-add, dense (a causal mask does not
-// halve the count), softmax/scaling/dropout not counted:
-//   forward  2 * B*Hq * Sq * Sk * (D + Dv)
-//   backward 2 * B*Hq * Sq * Sk * (3*D + 2*Dv)
+// or five (backward) batched GEMMs, 2 FLOPs per multiply-add, softmax/scaling/dropout not
+// counted, over the query-key pairs the kernel computes:
+//   forward  2 * B*Hq * pairs * (D + Dv)
+//   backward 2 * B*Hq * pairs * (3*D + 2*Dv)
 // (grouped-query attention: Hq query heads share Hkv key/value heads; the count uses Hq).
+// Without a causal mask pairs = Sq * Sk, FlopCounterMode's count. A causal flash, memory-
+// efficient or cuDNN kernel skips the score blocks its mask hides, so pairs are those the mask
+// keeps (causal_pairs): the exact triangle, not the kernel's tiles, whose sizes the trace does not
+// say (docs/ops.md "attention"). The dense count stays in OpCost::masked_flops.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -29,6 +33,12 @@ struct Spec {
   bool backward = false;  // grad_out first, then query, key, value
   const char* causal_name = "is_causal";
   int causal = -1;
+  // How a causal mask lines up when Sq != Sk: SDPA's is_causal keeps key j for query i when
+  // j <= i (top-left); FlashAttention-2's kernels when j <= i + Sk - Sq (bottom-right). The raw
+  // memory-efficient kernel says which by its custom_mask_type (1 top-left, 2 bottom-right).
+  bool causal_bottom_right = false;
+  bool mask_type_says = false;  // `causal` is custom_mask_type
+  bool skips_masked = true;     // false: the math path computes the masked scores too
   // Variable-length (nested/jagged) batches: cumulative sequence offsets and max lengths.
   const char* cum_q_name = "cum_seq_q";
   const char* cum_k_name = "cum_seq_k";
@@ -49,7 +59,31 @@ struct Shape {
   int64_t b = 0, hq = 0, hkv = 0, sq = 0, sk = 0, d = 0, dv = 0;
   double pairs = 0;  // sum over sequences of Sq*Sk (B*Hq*pairs query-key products per head dim)
   bool varlen = false;
+  int64_t max_q = 0, max_k = 0;  // varlen: the longest sequences (0: not given)
 };
+
+// The query-key pairs a causal mask keeps, per (batch, head). Dense: Sq rows, row i keeping
+// min(i + 1, Sk) keys (top-left) or clamp(i + 1 + Sk - Sq, 0, Sk) (bottom-right).
+// Variable-length batches give only totals and maxima: when Tq = Tk and max_q = max_k (self-
+// attention packing: each sequence its own triangle, whichever the alignment), a sequence of S
+// keeps S(S+1)/2 <= S(max+1)/2 pairs, so at most Tq*(max_q+1)/2; otherwise the dense bound stays.
+double causal_pairs(const Shape& sh, bool bottom_right) {
+  if (sh.varlen) {
+    if (sh.sq == sh.sk && sh.max_q > 0 && sh.max_q == sh.max_k) {
+      return std::min(sh.pairs,
+                      static_cast<double>(sh.sq) * (static_cast<double>(sh.max_q) + 1) / 2);
+    }
+    return sh.pairs;
+  }
+  const double sq = static_cast<double>(sh.sq), sk = static_cast<double>(sh.sk);
+  if (bottom_right) {
+    // sq <= sk: each row keeps sk - sq keys more than its triangle; sq > sk: the first sq - sk
+    // rows keep none, the rest a triangle of sk.
+    return sq <= sk ? sq * (sk - sq) + sq * (sq + 1) / 2 : sk * (sk + 1) / 2;
+  }
+  const double n = std::min(sq, sk);
+  return n * (n + 1) / 2 + std::max(0.0, sq - sk) * sk;
+}
 
 bool read_shape(const OpArgs& args, const Spec& s, const Tensor& q, const Tensor& k,
                 const Tensor& v, Shape& sh, std::string& why) {
@@ -75,6 +109,8 @@ bool read_shape(const OpArgs& args, const Spec& s, const Tensor& q, const Tensor
     sh.bh = static_cast<double>(sh.hq);
     int64_t max_q = s.max_q >= 0 ? args.int_or(s.max_q_name, static_cast<size_t>(s.max_q), 0) : 0;
     int64_t max_k = s.max_k >= 0 ? args.int_or(s.max_k_name, static_cast<size_t>(s.max_k), 0) : 0;
+    sh.max_q = max_q;
+    sh.max_k = max_k;
     double tq = static_cast<double>(sh.sq), tk = static_cast<double>(sh.sk);
     if (max_q > 0 && max_k > 0) {
       sh.pairs = std::min(tq * static_cast<double>(max_k), static_cast<double>(max_q) * tk);
@@ -139,9 +175,18 @@ bool attention(const OpArgs& args, OpCost& cost, const Spec& s) {
   Shape sh;
   std::string why;
   if (!read_shape(args, s, *q, *k, *v, sh, why)) return unmodeled(cost, why);
+  bool causal = false, bottom_right = s.causal_bottom_right;
+  if (s.causal >= 0) {
+    const Value* c = args.arg(s.causal_name, static_cast<size_t>(s.causal));
+    causal = c && (c->kind == Value::Kind::kBool || c->kind == Value::Kind::kInt) && c->i != 0;
+    if (causal && s.mask_type_says) bottom_right = c->i == 2;
+  }
   double dd = static_cast<double>(sh.d), dv = static_cast<double>(sh.dv);
-  double per = sh.bh * sh.pairs;  // query-key products
-  cost.flops = s.backward ? 2 * per * (3 * dd + 2 * dv) : 2 * per * (dd + dv);
+  const double per_pair = s.backward ? 2 * (3 * dd + 2 * dv) : 2 * (dd + dv);
+  const double dense = sh.bh * sh.pairs * per_pair;
+  cost.flops = causal && s.skips_masked ? sh.bh * causal_pairs(sh, bottom_right) * per_pair : dense;
+  cost.masked_flops = dense - cost.flops;
+  double per = sh.bh * sh.pairs;  // query-key products of the dense score matrix
 
   // Bytes: every tensor argument is read once (query, key, value, mask/bias, and in backward
   // grad_out, out, logsumexp); rank-0 values are emit_nvtx placeholders or scalars, skipped.
@@ -166,11 +211,6 @@ bool attention(const OpArgs& args, OpCost& cost, const Spec& s) {
     if (mask[0]) bytes += tensor_bytes(*q);
     if (mask[1]) bytes += tensor_bytes(*k);
     if (mask[2]) bytes += tensor_bytes(*v);
-  }
-  bool causal = false;
-  if (s.causal >= 0) {
-    const Value* c = args.arg(s.causal_name, static_cast<size_t>(s.causal));
-    causal = c && (c->kind == Value::Kind::kBool || c->kind == Value::Kind::kInt) && c->i != 0;
   }
   cost.bytes = bytes;
   cost.dtype = dt;
@@ -210,6 +250,7 @@ void register_attention(Registry& r) {
   r.add("scaled_dot_product_attention", f, model(sdpa));
   Spec math = sdpa;  // (..., attn_mask, dropout_p, is_causal, dropout_mask, *, scale, enable_gqa)
   math.writes_attn = true;
+  math.skips_masked = false;
   r.add("_scaled_dot_product_attention_math", f, model(math));
   Spec flash;  // (query, key, value, dropout_p, is_causal, return_debug_mask, *, scale)
   flash.causal = 4;
@@ -256,6 +297,7 @@ void register_attention(Registry& r) {
   flash_raw.max_q = 5;
   flash_raw.max_k = 6;
   flash_raw.causal = 8;
+  flash_raw.causal_bottom_right = true;
   flash_raw.lse = 1;
   r.add("_flash_attention_forward", f, model(flash_raw));
   // _efficient_attention_forward(query, key, value, bias, cu_seqlens_q, cu_seqlens_k,
@@ -272,6 +314,7 @@ void register_attention(Registry& r) {
   eff_raw.max_k = 7;
   eff_raw.causal_name = "custom_mask_type";  // 0 none, 1/2 causal (upper-left/lower-right)
   eff_raw.causal = 9;
+  eff_raw.mask_type_says = true;
   eff_raw.lse = 2;
   eff_raw.lse_flag = 10;
   r.add("_efficient_attention_forward", f, model(eff_raw));

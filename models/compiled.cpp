@@ -73,6 +73,7 @@ OpCost compiled_kernel_cost(std::string_view kernel_json, CompiledKernelNodes* n
     if (c.modeled) {
       ++nodes.modeled;
       cost.flops += c.flops;
+      cost.masked_flops += c.masked_flops;  // a causal attention node's skipped blocks
       nodes.unfused_bytes += c.bytes;
       tc = tc || c.tc_eligible;
     } else if (std::find(nodes.unmodeled.begin(), nodes.unmodeled.end(), op) ==
@@ -93,7 +94,7 @@ OpCost compiled_kernel_cost(std::string_view kernel_json, CompiledKernelNodes* n
   // would count its nodes on made-up extents.
   if (!have_bytes || has_symbolic_sizes(kernel_json) || nodes.modeled != nodes.count ||
       missing > 0 || !(cost.flops < kMaxCount) || !(bytes < kMaxCount)) {
-    cost.flops = 0;
+    cost.flops = cost.masked_flops = 0;
     return cost;
   }
   cost.modeled = true;

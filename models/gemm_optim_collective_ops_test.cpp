@@ -22,6 +22,8 @@ namespace {
 struct Case {
   const char* op;
   const char* args;
+  // The dense count, FlopCounterMode's: flops + masked_flops (a causal attention kernel's
+  // executed FLOPs are checked by AttentionModels.CausalCountsWhatTheKernelExecutes).
   double flops;
   double bytes;
   bool tc;
@@ -32,7 +34,7 @@ void check(const Case& c) {
   SCOPED_TRACE(std::string(c.op) + " " + c.args);
   OpCost cost = op_cost(c.op, OpArgs::from_json(c.args));
   ASSERT_TRUE(cost.modeled) << cost.params;
-  EXPECT_DOUBLE_EQ(cost.flops, c.flops);
+  EXPECT_DOUBLE_EQ(cost.flops + cost.masked_flops, c.flops);
   EXPECT_DOUBLE_EQ(cost.bytes, c.bytes);
   EXPECT_EQ(cost.tc_eligible, c.tc);
   EXPECT_NE(cost.params.find(c.params), std::string::npos) << cost.params;
@@ -684,6 +686,116 @@ const Case kAttention[] = {
 
 TEST(AttentionModels, Table) {
   for (const Case& c : kAttention) check(c);
+}
+
+// A causal attention kernel skips the score blocks its mask hides: FLOPs count the query-key
+// pairs the mask keeps, 2 * BH * pairs * (D + Dv) forward, * (3D + 2Dv) backward; the dense
+// count (FlopCounterMode's) is flops + masked_flops. SDPA's is_causal keeps key j for query i
+// when j <= i (top-left); FlashAttention-2's raw kernels and custom_mask_type 2 when
+// j <= i + Sk - Sq (bottom-right). Pairs by hand, BH = batch * query heads.
+struct CausalCase {
+  const char* op;
+  const char* args;
+  double flops;  // what the kernel executes
+  double dense;  // FlopCounterMode's count
+};
+
+const CausalCase kCausal[] = {
+    // [2,8,128,64]: pairs 128*129/2 = 8256; 2*16*8256*128 = 33816576 (dense 67108864).
+    {"aten::scaled_dot_product_attention",
+     R"({"query":{"shape":[2,8,128,64],"dtype":"float16"},"key":{"shape":[2,8,128,64],"dtype":"float16"},)"
+     R"("value":{"shape":[2,8,128,64],"dtype":"float16"},"attn_mask":null,"dropout_p":0.0,"is_causal":true,)"
+     R"("scale":null,"enable_gqa":false})",
+     33816576, 67108864},
+    {"aten::_scaled_dot_product_flash_attention",
+     R"({"query":{"shape":[2,8,128,64],"dtype":"float16"},"key":{"shape":[2,8,128,64],"dtype":"float16"},)"
+     R"("value":{"shape":[2,8,128,64],"dtype":"float16"},"dropout_p":0.0,"is_causal":true,)"
+     R"("return_debug_mask":false,"scale":null})",
+     33816576, 67108864},
+    // TraceLens's Qwen1.5 H100 example, [16,16,559,64] bf16: pairs 559*560/2 = 156520;
+    // 2*256*156520*128 = 10257694720, 10.26 GFLOP (TraceLens: 10.24, half the dense
+    // 20478754816 = 2*256*559*559*128; the triangle has S(S+1)/2 pairs, not S*S/2).
+    {"aten::_scaled_dot_product_efficient_attention",
+     R"({"query":{"shape":[16,16,559,64],"dtype":"bfloat16"},"key":{"shape":[16,16,559,64],"dtype":"bfloat16"},)"
+     R"("value":{"shape":[16,16,559,64],"dtype":"bfloat16"},"attn_bias":null,"compute_log_sumexp":true,)"
+     R"("dropout_p":0.0,"is_causal":true,"scale":null})",
+     10257694720, 20478754816},
+    // CPU flash, Sq 16 < Sk 24, top-left: pairs 16*17/2 = 136; 2*8*136*16 = 34816 (dense 98304).
+    {"aten::_scaled_dot_product_flash_attention_for_cpu",
+     R"({"query":{"shape":[2,4,16,8],"dtype":"float32"},"key":{"shape":[2,4,24,8],"dtype":"float32"},)"
+     R"("value":{"shape":[2,4,24,8],"dtype":"float32"},"dropout_p":0.0,"is_causal":true,"attn_mask":null,"scale":null})",
+     34816, 98304},
+    // cuDNN, Sq 48 > Sk 16, top-left: rows 0..15 keep 1..16 keys (136), rows 16..47 keep 16
+    // (512): 648 pairs; 2*4*648*(32+64) = 497664 (dense 2*4*48*16*96 = 589824).
+    {"aten::_scaled_dot_product_cudnn_attention",
+     R"({"query":{"shape":[1,4,48,32],"dtype":"bfloat16"},"key":{"shape":[1,4,16,32],"dtype":"bfloat16"},)"
+     R"("value":{"shape":[1,4,16,64],"dtype":"bfloat16"},"attn_bias":null,"compute_log_sumexp":false,)"
+     R"("dropout_p":0.0,"is_causal":true,"return_debug_mask":false,"scale":null})",
+     497664, 589824},
+    // raw flash [B,S,H,D], Sq 8 < Sk 24, bottom-right: row i keeps i+17 keys, 17..24: 164 pairs;
+    // 2*2*164*(16+16) = 20992 (dense 2*2*8*24*32 = 24576).
+    {"aten::_flash_attention_forward",
+     R"({"query":{"shape":[1,8,2,16],"dtype":"float16"},"key":{"shape":[1,24,2,16],"dtype":"float16"},)"
+     R"("value":{"shape":[1,24,2,16],"dtype":"float16"},"cum_seq_q":null,"cum_seq_k":null,"max_q":8,)"
+     R"("max_k":24,"dropout_p":0.0,"is_causal":true,"return_debug_mask":false,"scale":null})",
+     20992, 24576},
+    // raw efficient, custom_mask_type 2 (bottom-right), [2,100,8,64] / [2,300,2,64]: rows keep
+    // 201..300 keys: 25050 pairs; 2*16*25050*128 = 102604800 (dense 122880000).
+    {"aten::_efficient_attention_forward",
+     R"({"query":{"shape":[2,100,8,64],"dtype":"float16"},"key":{"shape":[2,300,2,64],"dtype":"float16"},)"
+     R"("value":{"shape":[2,300,2,64],"dtype":"float16"},"bias":null,"cu_seqlens_q":null,"cu_seqlens_k":null,)"
+     R"("max_seqlen_q":100,"max_seqlen_k":300,"dropout_p":0.0,"custom_mask_type":2,"compute_log_sumexp":true,)"
+     R"("scale":null,"seqlen_k":null,"window_size":null})",
+     102604800, 122880000},
+    // ... and custom_mask_type 1 (top-left) on the same: rows keep 1..100 keys: 5050 pairs.
+    {"aten::_efficient_attention_forward",
+     R"({"query":{"shape":[2,100,8,64],"dtype":"float16"},"key":{"shape":[2,300,2,64],"dtype":"float16"},)"
+     R"("value":{"shape":[2,300,2,64],"dtype":"float16"},"bias":null,"cu_seqlens_q":null,"cu_seqlens_k":null,)"
+     R"("max_seqlen_q":100,"max_seqlen_k":300,"dropout_p":0.0,"custom_mask_type":1,"compute_log_sumexp":true,)"
+     R"("scale":null,"seqlen_k":null,"window_size":null})",
+     20684800, 122880000},
+    // raw flash, variable length [300,8,64], 3 sequences of at most 150 (Tq = Tk, max_q =
+    // max_k: self-attention packing, each sequence its own triangle): a sequence of S keeps
+    // S(S+1)/2 <= S(max+1)/2 pairs, so at most 300*151/2 = 22650 (dense bound 45000);
+    // 2*8*22650*128 = 46387200.
+    {"aten::_flash_attention_forward",
+     R"({"query":{"shape":[300,8,64],"dtype":"float16"},"key":{"shape":[300,8,64],"dtype":"float16"},)"
+     R"("value":{"shape":[300,8,64],"dtype":"float16"},"cum_seq_q":{"shape":[4],"dtype":"int32"},)"
+     R"("cum_seq_k":{"shape":[4],"dtype":"int32"},"max_q":150,"max_k":150,"dropout_p":0.0,"is_causal":true,)"
+     R"("return_debug_mask":false,"scale":null})",
+     46387200, 92160000},
+    // backward, the same pairs in each of its five GEMMs: 2*16*8256*(192+128) = 84541440.
+    {"aten::_scaled_dot_product_flash_attention_backward",
+     R"({"grad_out":{"shape":[2,8,128,64],"dtype":"float16"},"query":{"shape":[2,8,128,64],"dtype":"float16"},)"
+     R"("key":{"shape":[2,8,128,64],"dtype":"float16"},"value":{"shape":[2,8,128,64],"dtype":"float16"},)"
+     R"("out":{"shape":[2,8,128,64],"dtype":"float16"},"logsumexp":{"shape":[2,8,128],"dtype":"float32"},)"
+     R"("cum_seq_q":{"shape":[0],"dtype":"int32"},"cum_seq_k":{"shape":[0],"dtype":"int32"},"max_q":128,"max_k":128,)"
+     R"("dropout_p":0.0,"is_causal":true,"philox_seed":{"shape":[2],"dtype":"int64"},)"
+     R"("philox_offset":{"shape":[],"dtype":"int64"},"scale":null})",
+     84541440, 167772160},
+    // CPU flash backward, Sq 16 < Sk 24: 136 pairs; 2*8*136*(24+16) = 87040 (dense 245760).
+    {"aten::_scaled_dot_product_flash_attention_for_cpu_backward",
+     R"({"grad_out":{"shape":[2,4,16,8],"dtype":"float32"},"query":{"shape":[2,4,16,8],"dtype":"float32"},)"
+     R"("key":{"shape":[2,4,24,8],"dtype":"float32"},"value":{"shape":[2,4,24,8],"dtype":"float32"},)"
+     R"("out":{"shape":[2,4,16,8],"dtype":"float32"},"logsumexp":{"shape":[2,4,16],"dtype":"float32"},)"
+     R"("dropout_p":0.0,"is_causal":true,"attn_mask":null,"scale":null})",
+     87040, 245760},
+    // The math path builds the mask and runs the dense GEMMs: nothing is skipped.
+    {"aten::_scaled_dot_product_attention_math",
+     R"({"query":{"shape":[2,4,16,8],"dtype":"float32"},"key":{"shape":[2,4,32,8],"dtype":"float32"},)"
+     R"("value":{"shape":[2,4,32,16],"dtype":"float32"},"attn_mask":null,"dropout_p":0.0,"is_causal":true,)"
+     R"("dropout_mask":null,"scale":null,"enable_gqa":false})",
+     196608, 196608},
+};
+
+TEST(AttentionModels, CausalCountsWhatTheKernelExecutes) {
+  for (const CausalCase& c : kCausal) {
+    SCOPED_TRACE(std::string(c.op) + " " + c.args);
+    OpCost cost = op_cost(c.op, OpArgs::from_json(c.args));
+    ASSERT_TRUE(cost.modeled) << cost.params;
+    EXPECT_DOUBLE_EQ(cost.flops, c.flops);
+    EXPECT_DOUBLE_EQ(cost.flops + cost.masked_flops, c.dense);
+  }
 }
 
 TEST(AttentionModels, Unfit) {

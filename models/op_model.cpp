@@ -518,14 +518,15 @@ OpCost op_cost(std::string_view op, const OpArgs& args) {
   // Counts past int64, whether an integer step overflowed or a floating-point product grew past
   // kMaxCount (or a bug made it negative or not finite), are not a cost.
   auto out_of_range = [](double v) { return !(v >= 0 && v < kMaxCount); };
-  if (cost.modeled && (count_overflowed || out_of_range(cost.flops) || out_of_range(cost.bytes))) {
+  if (cost.modeled && (count_overflowed || out_of_range(cost.flops) || out_of_range(cost.bytes) ||
+                       out_of_range(cost.flops + cost.masked_flops))) {
     cost.modeled = false;
     cost.problem = CostProblem::kOverflow;
     cost.params = "overflow: " + cost.params;
   }
   count_overflowed = false;
   if (!cost.modeled) {
-    cost.flops = 0;
+    cost.flops = cost.masked_flops = 0;
     cost.bytes = 0;
     return cost;
   }
@@ -542,6 +543,7 @@ OpCost op_cost(std::string_view op, const OpArgs& args) {
   }
   if (scale > 1) {
     cost.flops *= scale;
+    cost.masked_flops *= scale;
     cost.bytes *= scale;
     cost.params += ",list-est";
   }

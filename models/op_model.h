@@ -130,8 +130,11 @@ enum class CostProblem : uint8_t {
 struct OpCost {
   bool modeled = false;                      // false: no model for this op ("na")
   CostProblem problem = CostProblem::kNone;  // set with modeled = false
-  double flops = 0;                          // multiply-add = 2
-  double bytes = 0;                          // ideal DRAM traffic
+  double flops = 0;                          // multiply-add = 2; what the kernel executes
+  // FLOPs FlopCounterMode counts that the kernel skips: causal attention's masked score blocks
+  // (models/attention.cpp). flops + masked_flops is the dense, FlopCounterMode-compatible count.
+  double masked_flops = 0;
+  double bytes = 0;          // ideal DRAM traffic
   bool tc_eligible = false;  // Tensor Core eligible: dtype and alignment (see tc_eligible())
   std::string dtype;         // the op's compute dtype ("float16"), "" when unknown
   std::string params;        // short description for the Params column: "M=256,N=32,K=128,fp16"

@@ -333,7 +333,7 @@ int main(int argc, char** argv) {
   if (in != stdin) std::fclose(in);
   if (!ok) return fail((input == "-" ? std::string("standard input") : input) + ": " + error, 1);
   timer.lap("read");
-  assign_costs(data);
+  assign_costs(data, peaks_path.empty() ? nullptr : &peaks_file);
   if (!select_iterations(data, iteration_request, error)) return fail(error, 2);
   timer.lap("cost");
   // Warnings quote the trace's names, whatever bytes the profiled program wrote: escaped, so

@@ -17,10 +17,10 @@
 #include <new>
 #include <stdexcept>
 #include <thread>
-#include <unordered_set>
 
 #include "common/marker_schema.h"
 #include "models/op_model.h"
+#include "prof/above_peak.h"
 #include "prof/tensor_cores.h"
 
 // read_dict runs four steps per line of net.dict, in one pass over the input, steps 1 and 2 on
@@ -1195,6 +1195,7 @@ class RecordCoster {
     r.cost_op = r.name;
     r.modeled = c.modeled;
     r.flops = r.op_flops = c.flops;
+    r.op_masked_flops = c.masked_flops;
     r.bytes = r.op_bytes = c.bytes;
     r.tc_eligible = c.tc_eligible && (allow_tf32_ || c.dtype != "float32");
     r.params = interned(cached.params_id, c.params);
@@ -1217,6 +1218,8 @@ class RecordCoster {
       // from the forward op.
       CachedCost& forward = lookup(r.op, f.op, f.args, f.args_ref);
       if (forward.cost.modeled) {
+        // The registry knows the backward op's family by its name alone.
+        if (!cached->cost.family.empty()) r.bwd_op_family = strings_.intern(cached->cost.family);
         cached = &forward;
         source.backward_estimate = true;
       }
@@ -1228,10 +1231,14 @@ class RecordCoster {
     }
     r.modeled = c.modeled;
     r.estimated = source.backward_estimate && c.modeled;
+    // The estimate stands for the forward op's whole backward, not for one of the node's ops:
+    // the node's kernels share it as one part (assign_costs), whichever op each ran in.
+    if (r.estimated) r.cost_part = 0;
     // The backward of an op seen only by name (emit_nvtx / legacy records without the
     // backward node's inner ops): GEMM-like ops cost twice their forward (dgrad + wgrad).
     double scale = r.estimated && (c.family == "matmul" || c.family == "conv") ? 2 : 1;
     r.flops = r.op_flops = c.flops * scale;
+    r.op_masked_flops = c.masked_flops * scale;
     r.bytes = r.op_bytes = c.bytes * scale;
     r.tc_eligible = c.tc_eligible && (allow_tf32_ || c.dtype != "float32");
     r.params = r.estimated ? interned(cached->estimated_params_id, c.params + ",bwd=est")
@@ -1331,45 +1338,66 @@ void link_cpu_parents(const std::vector<CpuOp>& cpu_ops, std::vector<ProfRecord>
   }
 }
 
-// Flags counted GPU records whose bytes or FLOPs per second exceed their device's peak by
-// kAbovePeakFactor (a kernel's share of its op's cost is by duration, so its rate is its op
-// instance's), takes them out of the totals, and warns once.
-void flag_above_peak(ReadResult& result) {
-  const ProfRecord* first = nullptr;
-  const DevicePeak* first_device = nullptr;
-  for (ProfRecord& r : result.records) {
-    if (!r.counted || r.duration <= 0) continue;
-    const DevicePeak* device = nullptr;
-    for (const DevicePeak& d : result.devices) {
-      if (d.id == r.device) device = &d;
-    }
-    if (!device) continue;
-    double seconds = static_cast<double>(r.duration) * 1e-9;
-    bool bytes_impossible = device->memory_bandwidth > 0 &&
-                            r.bytes / seconds > kAbovePeakFactor * device->memory_bandwidth;
-    bool flops_impossible =
-        device->flops > 0 && r.flops / seconds > kAbovePeakFactor * device->flops;
-    if (!bytes_impossible && !flops_impossible) continue;
-    r.above_peak = true;
-    r.counted = false;
-    if (result.above_peak++ == 0) {
-      first = &r;
-      first_device = device;
+// A forward op whose backward is estimated from its own cost (no backward arguments: emit_nvtx,
+// legacy PyProf) may have several backward nodes, each with kernels; the estimate is charged
+// once (docs/prof.md §1, "Backward"):
+// - a GEMM-like op's estimate (matmul, conv: its dgrad and wgrad) is the work of the nodes that
+//   ran an op of its family (MmBackward's aten::mm for a linear). The kernels of its other
+//   nodes (UnsafeViewBackward's clone, AddBackward0's bias sum) did none of it: they are left
+//   unmodelled (their own cost is unknown without the backward ops' arguments), in the family
+//   of the op they ran;
+// - otherwise (a composite such as cross_entropy, whose NllLossBackward and LogSoftmaxBackward
+//   each do part of the work, or nodes whose ops are not known) the estimate is split equally
+//   between the nodes.
+// Within a node, its kernels share the node's part by duration (assign_costs).
+void charge_backward_estimates(ReadResult& result) {
+  struct Node {
+    int64_t instance;
+    bool work;  // ran an op of the forward op's family
+  };
+  struct Forward {
+    std::vector<Node> nodes;
+    bool gemm_like = false;
+  };
+  std::unordered_map<int64_t, Forward> forwards;  // by the forward op's instance
+  const uint32_t matmul = result.strings.intern("matmul"), conv = result.strings.intern("conv");
+  for (const ProfRecord& r : result.records) {
+    if (!r.estimated || !r.fwd_instance || !r.instance) continue;
+    Forward& f = forwards[r.fwd_instance];
+    f.gemm_like = f.gemm_like || r.family == matmul || r.family == conv;
+    auto it = std::find_if(f.nodes.begin(), f.nodes.end(),
+                           [&](const Node& n) { return n.instance == r.instance; });
+    if (it == f.nodes.end()) it = f.nodes.insert(f.nodes.end(), Node{r.instance, false});
+    it->work = it->work || r.bwd_op_family == r.family;
+  }
+  for (auto& [instance, f] : forwards) {
+    const bool by_work = f.gemm_like && std::any_of(f.nodes.begin(), f.nodes.end(),
+                                                    [](const Node& n) { return n.work; });
+    if (!by_work) {
+      for (Node& n : f.nodes) n.work = true;
     }
   }
-  if (!first) return;
-  double seconds = static_cast<double>(first->duration) * 1e-9;
-  result.warnings.push_back(fmt::format(
-      "{} faster than their device can run (over {:.0f}x its peak memory bandwidth or "
-      "compute; first: {}, {:.0f} bytes and {:.0f} FLOPs in {} ns = {:.1f} GB/s, {:.3f} TFLOP/s "
-      "on {} (peak {:.1f} GB/s, {:.1f} TFLOP/s)): a timing artefact, flagged `above-peak` (column "
-      "flag) and left out of the totals",
-      count_of(result.above_peak, "record"), kAbovePeakFactor, result.strings.get(first->name),
-      first->bytes, first->flops, first->duration, first->bytes / seconds / 1e9,
-      first->flops / seconds / 1e12,
-      first_device->name.empty() ? "device " + std::to_string(first_device->id)
-                                 : first_device->name,
-      first_device->memory_bandwidth / 1e9, first_device->flops / 1e12));
+  for (ProfRecord& r : result.records) {
+    if (!r.estimated || !r.fwd_instance || !r.instance) continue;
+    const Forward& f = forwards[r.fwd_instance];
+    const auto work = static_cast<size_t>(
+        std::count_if(f.nodes.begin(), f.nodes.end(), [](const Node& n) { return n.work; }));
+    const bool mine = std::any_of(f.nodes.begin(), f.nodes.end(), [&](const Node& n) {
+      return n.instance == r.instance && n.work;
+    });
+    if (!mine) {
+      r.modeled = r.estimated = r.tc_eligible = false;
+      r.flops = r.bytes = r.op_flops = r.op_bytes = r.op_masked_flops = 0;
+      r.family = r.bwd_op_family;  // what it ran (a copy, a reduction), not the estimate's
+      continue;
+    }
+    const double share = 1.0 / static_cast<double>(work);
+    r.flops *= share;
+    r.bytes *= share;
+    r.op_flops *= share;
+    r.op_bytes *= share;
+    r.op_masked_flops *= share;
+  }
 }
 
 }  // namespace
@@ -1529,27 +1557,10 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
   return true;
 }
 
-void assign_costs(ReadResult& result) {
+void assign_costs(ReadResult& result, const PeaksFile* peaks) {
   auto& records = result.records;
   if (!result.cpu_only) {
-    // A forward op whose backward is estimated from its own cost (no backward arguments) may
-    // have several backward nodes (cross_entropy: NllLossBackward and LogSoftmaxBackward): the
-    // estimate is split between them, so the backward is counted once.
-    std::unordered_map<int64_t, std::unordered_set<int64_t>> nodes;  // fwd instance -> nodes
-    for (const ProfRecord& r : records) {
-      if (r.estimated && r.fwd_instance && r.instance) nodes[r.fwd_instance].insert(r.instance);
-    }
-    for (ProfRecord& r : records) {
-      if (!r.estimated || !r.fwd_instance) continue;
-      size_t n = nodes[r.fwd_instance].size();
-      if (n > 1) {
-        double share = 1.0 / static_cast<double>(n);
-        r.flops *= share;
-        r.bytes *= share;
-        r.op_flops *= share;
-        r.op_bytes *= share;
-      }
-    }
+    charge_backward_estimates(result);
     // An op instance's cost is spread over its kernels by duration, so that the instance is
     // counted once and each kernel shows the rate of the op it belongs to. In a backward node
     // (the instance), each backward op's cost is spread over that op's kernels (cost_part).
@@ -1591,7 +1602,7 @@ void assign_costs(ReadResult& result) {
         r.bytes *= share;
       }
     }
-    flag_above_peak(result);
+    flag_above_peak(result, peaks);
     return;
   }
   // CPU records: each op instance is a record; a call tree is counted at its outermost

@@ -31,8 +31,14 @@ struct ProfRecord {
   bool counted = false;  // this record carries its op's cost (see assign_costs)
   bool tc_eligible = false;
   bool estimated = false;  // bprop cost estimated from the forward op (no backward args)
-  // Its bytes or FLOPs per second exceed its device's peak by kAbovePeakFactor: a timing
-  // artefact (CUPTI), kept out of the totals (counted = false) and shown in the `flag` column.
+  // bprop, estimated: the family of the op this kernel ran in (its backward node's op, net.dict
+  // `bwd_op`: aten::mm's "matmul" in a linear's MmBackward, clone's "movement" in its
+  // UnsafeViewBackward), known from the op's name; 0 when it has none. assign_costs charges a
+  // GEMM-like estimate to the nodes that ran an op of its family.
+  uint32_t bwd_op_family = 0;
+  // Its bytes or FLOPs per second exceed what its device can run (prof/above_peak.h): a timing
+  // artefact (CUPTI) or a cost the kernel did not do (an estimate), kept out of the totals
+  // (counted = false) and shown in the `flag` column.
   bool above_peak = false;
   // Its start or duration in net.dict is not a credible time (see kMaxRecordDuration): its
   // times are 0, it is out of every time sum and of the totals (counted = false), and the `flag`
@@ -92,6 +98,9 @@ struct ProfRecord {
   double bytes = 0;          // and of its bytes
   double op_flops = 0;       // the whole op's FLOPs, counted or not (checks against oracles)
   double op_bytes = 0;
+  // The FLOPs FlopCounterMode counts for the whole op that its kernel skips (causal attention's
+  // masked blocks, models::OpCost::masked_flops): op_flops + op_masked_flops is the dense count.
+  double op_masked_flops = 0;
   uint32_t name = 0;  // kernel short name / op record name
   uint32_t long_name = 0;
   uint32_t op = 0;       // the op (forward op for bprop)
@@ -105,6 +114,12 @@ struct ProfRecord {
   uint32_t shapes = 0;  // input shapes "[32,128],[128,256]"
   uint32_t family = 0;
 };
+
+// A record's FLOPs as FlopCounterMode counts them (causal attention dense): its share of its
+// op's dense count, in the proportion its `flops` has of `op_flops` (0 when not counted).
+inline double dense_flops(const ProfRecord& r) {
+  return r.op_flops > 0 ? r.flops * (r.op_flops + r.op_masked_flops) / r.op_flops : r.flops;
+}
 
 // The time in which a record's counted FLOPs and bytes ran, for rates (TFLOP/s, GB/s, the
 // roofline): its duration when it carries its op's cost, else 0. On a GPU profile that is the
@@ -127,11 +142,6 @@ struct DevicePeak {
   int64_t total_memory = 0;  // bytes
   int cc_major = -1, cc_minor = 0;
 };
-
-// A record whose rate exceeds its device's peak by more than this factor is physically
-// impossible, not merely fast: caches can serve an op's "ideal DRAM" bytes at up to ~4x DRAM
-// bandwidth (A100/H100 L2), and a FLOP model may count up to 2x what a kernel does (causal masks).
-inline constexpr double kAbovePeakFactor = 10;
 
 // The credible times of a record, in ns; a record outside them has an unknown time (bad_time).
 // A duration past 2^50 ns (13 days) is no kernel, copy or op a profile can hold. Starts are ns
@@ -313,9 +323,12 @@ struct ReadOptions {
 // the input is not a parse output at all (no header line).
 bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::string& error);
 
+struct PeaksFile;  // prof/device_peaks.h
+
 // Turns per-record op costs into counted costs: GPU records share their op instance's cost by
 // duration; CPU records count a call tree once, at its outermost modelled op. Then flags GPU
-// records above their device's peak (ProfRecord::above_peak) and warns once with their count.
-void assign_costs(ReadResult& result);
+// records above their device's peak (ProfRecord::above_peak, prof/above_peak.h; `peaks`: a
+// `--peaks` file's entries, or null) and warns once with their count.
+void assign_costs(ReadResult& result, const PeaksFile* peaks = nullptr);
 
 }  // namespace pyprof::prof

@@ -665,7 +665,7 @@ ReportTable summary_report(const ReadResult& data) {
   int64_t tc_time = 0, counted_ns = 0, records = 0, timed_records = 0;
   int64_t inductor = 0, inductor_time = 0, inductor_unmodeled_time = 0, inductor_attributed = 0;
   int64_t graph_kernels = 0, graph_time = 0, graph_attributed = 0, compiled_call_kernels = 0;
-  double flops = 0, bytes = 0;
+  double flops = 0, bytes = 0, dense = 0;
   // GPU records' intervals by device: busy time is a device's own (streams overlap).
   std::map<int32_t, std::vector<std::pair<int64_t, int64_t>>> intervals;
   for (const ProfRecord& r : data.records) {
@@ -694,6 +694,7 @@ ReportTable summary_report(const ReadResult& data) {
     if (r.counted) {
       flops += r.flops;
       bytes += r.bytes;
+      dense += dense_flops(r);
     }
     // A record whose time is unknown has no place on the time line.
     if (r.bad_time) continue;
@@ -757,6 +758,10 @@ ReportTable summary_report(const ReadResult& data) {
       pct(static_cast<double>(covered), static_cast<double>(total)), Unit::kPercent);
   row("counted time (ns)", std::to_string(counted_ns), Unit::kTime);
   row("FLOPs (FMA=2)", num(flops), Unit::kFlops);
+  // The FLOPs are what the kernels ran; FlopCounterMode's count differs where a causal attention
+  // kernel skipped its masked blocks (docs/ops.md "attention").
+  if (dense != flops)
+    row("FLOPs as FlopCounterMode counts them (causal attention dense)", num(dense), Unit::kFlops);
   row("bytes (ideal DRAM)", num(bytes), Unit::kBytes);
   if (counted_ns > 0) t.exact[{t.rows.size(), 1}] = tflops(flops, counted_ns);
   row("achieved TFLOP/s (over counted time)", rate(flops, counted_ns), Unit::kFlopRate);
@@ -830,6 +835,16 @@ ReportTable summary_report(const ReadResult& data) {
                     flag("cuda.matmul.allow_tf32"), flag("float32_matmul_precision"),
                     flag("deterministic_algorithms"), flag("torch")),
         Unit::kText);
+    // pyprof.init() after torch.compile had compiled graphs (docs/compile.md): their kernels
+    // are not costed, and the summary says why and what to do.
+    if (const std::string before = flag("compiled_before_init"); before != "?" && before != "0") {
+      row("torch.compile graphs compiled before pyprof.init()",
+          before +
+              " (their Inductor kernels are not costed: on the CPU not recorded, their time "
+              "is CompiledFunction's; call pyprof.init() before the first compiled call, or "
+              "pyprof.init(recompile=True))",
+          Unit::kText);
+    }
   }
   // The top ops by their time column (CPU: self time; GPU: kernel and copy time).
   ReportTable ops = op_report(data);

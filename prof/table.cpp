@@ -53,6 +53,9 @@ const std::vector<Column>& all_columns() {
       {"flag", "Flag", 10, false},
       {"step", "Step", 4, true},
       {"selected", "Selected", 3, true},
+      // FlopCounterMode's count (causal attention dense), beside `flops`, what ran.
+      {"flops_dense", "FLOPs(dense)", 12, true},
+      {"op_flops_dense", "OpFLOPs(dense)", 12, true},
   };
   return kColumns;
 }
@@ -232,7 +235,9 @@ void append_cell(std::string& out, const Column& c, const ProfRecord& r, size_t 
     kOpBytes,
     kFlag,
     kStep,
-    kSelected
+    kSelected,
+    kFlopsDense,
+    kOpFlopsDense
   };
   const Strings& s = data.strings;
   bool kernel = r.kind == Kind::kKernel;
@@ -353,6 +358,15 @@ void append_cell(std::string& out, const Column& c, const ProfRecord& r, size_t 
     case kSelected:
       out += r.selected ? '1' : '0';
       return;
+    case kFlopsDense:
+    case kOpFlopsDense:
+      if (!r.modeled) {
+        out += "na";
+        return;
+      }
+      return append_number(out, static_cast<size_t>(&c - all_columns().data()) == kFlopsDense
+                                    ? dense_flops(r)
+                                    : r.op_flops + r.op_masked_flops);
     default:
       out += '?';
       return;

@@ -60,13 +60,19 @@ _module_markers: dict[int, tuple[int, str]] = {}
 _real_os_exit = os._exit
 
 
-def init(model: torch.nn.Module | None = None, *, with_stack: bool = False) -> bool:
+def init(model: torch.nn.Module | None = None, *, with_stack: bool = False,
+         recompile: bool = False) -> bool:
     """Start annotating. Returns True when ranges are being recorded.
 
     model: names module ranges by their dotted path in this model ("Net.layer1.0.conv1").
         Without it, the first module called with no module around it is taken as the root.
     with_stack: add the user's file:line call site to each op called from Python. It takes
         the GIL on each such op (about +0.6 us per op, docs/benchmarks.md): off by default.
+    recompile: when torch.compile has already compiled graphs (init() called after the
+        compiled model's first call), reset Dynamo's caches so that each graph is compiled
+        again, under pyprof, on its next call: its kernels then are records with their ATen
+        nodes (docs/compile.md, "init() after the first compiled call"). Without it, pyprof
+        says once that those graphs' kernels are not costed, and how to fix it.
 
     Without an NVTX tool attached (no `pyprof profile`, no Nsight Systems) this says so once
     and installs nothing, so the program runs at full speed. Calling init() again is a no-op
@@ -94,6 +100,7 @@ def init(model: torch.nn.Module | None = None, *, with_stack: bool = False) -> b
         _C.set_module_namer(_name_new_module)
         _install_module_ranges()
         _prepare_for_torch_compile()
+        _check_compiled_before_init(recompile)
         _wrap_os_exit()
         # torch.profiler asking for CUDA activity while pyprof holds CUPTI: one line says so.
         from . import _torch_profiler
@@ -166,6 +173,46 @@ def _prepare_for_torch_compile() -> None:
             inductor_config.cpp.enable_kernel_profile = True
     else:
         os.environ.setdefault("TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE", "1")
+
+
+_compiled_before_init = 0  # graphs torch.compile had compiled when init() ran
+_recompiled_at_init = False  # init(recompile=True) reset them: they compile again under pyprof
+
+
+def _check_compiled_before_init(recompile: bool) -> None:
+    """Graphs Dynamo compiled before init() were compiled without pyprof's settings: Inductor's
+    C++ kernels open no RecordFunction (on the CPU their time is CompiledFunction's own), and no
+    kernel carries the ATen nodes it computes (on a GPU, Triton kernels without a FLOP model).
+    Their extern calls (GEMMs, attention) are ATen ops and are recorded as ever. Said once, with
+    the fix; the count goes into the capture (the settings mark, `compiled_before_init`), where
+    prof's summary shows it. With `recompile`, Dynamo's caches are reset so that each graph
+    compiles again under pyprof on its next call."""
+    global _compiled_before_init, _recompiled_at_init, _dynamo_callbacks_registered
+    if "torch._dynamo" not in sys.modules:
+        return  # nothing can have been compiled
+    try:
+        from torch._dynamo.utils import counters
+        graphs = int(counters["stats"]["unique_graphs"])
+    except Exception:  # a torch whose Dynamo keeps no such counter: nothing to say
+        return
+    if graphs <= 0:
+        return
+    _compiled_before_init = graphs
+    if recompile:
+        _recompiled_at_init = True
+        torch._dynamo.reset()
+        # reset() also clears Dynamo's compile callbacks, pyprof's among them.
+        _dynamo_callbacks_registered = False
+        _hide_module_ranges_from_dynamo()
+        print(f"pyprof: note: torch.compile had compiled {graphs} graph(s) before pyprof.init(); "
+              "recompile=True reset Dynamo's caches: each compiles again, under pyprof, on its "
+              "next call (that call's step includes the compile)", file=sys.stderr)
+        return
+    print(f"pyprof: warning: torch.compile had compiled {graphs} graph(s) before pyprof.init(): "
+          "their Inductor kernels are not costed (CPU: not recorded at all, their time is "
+          "CompiledFunction's; GPU: no FLOP model). Call pyprof.init() before the first call of "
+          "the compiled model, or pyprof.init(recompile=True) to compile them again under "
+          "pyprof (docs/compile.md)", file=sys.stderr)
 
 
 def _hide_module_ranges_from_dynamo() -> None:
@@ -280,6 +327,9 @@ def torch_settings() -> dict:
         "deterministic_algorithms": bool(torch.are_deterministic_algorithms_enabled()),
         "num_threads": torch.get_num_threads(),
     }
+    if _compiled_before_init and not _recompiled_at_init:
+        # Not a flag, but what the reports must say about this capture's compiled kernels.
+        settings["compiled_before_init"] = _compiled_before_init
     return settings
 
 
@@ -309,11 +359,13 @@ def stats() -> dict:
     out, then nodes, which leaves that kernel unmodelled), and calls of graphs with symbolic
     sizes that sent their sizes (`compiled_calls`: dynamic shapes), and launch configurations
     Triton's autotuner timed inside a `pyprof.autotune` range (`compiled_autotune_benchmarks`;
-    GPU only)."""
+    GPU only), and the graphs torch.compile had compiled before init() (`compiled_before_init`,
+    docs/compile.md)."""
     out = dict(_C.stats())
     from . import _compile_kernels
     for key, value in _compile_kernels.stats.items():
         out["compiled_" + key] = value
+    out["compiled_before_init"] = _compiled_before_init
     return out
 
 

@@ -321,6 +321,37 @@ def node_marker(node: _Node, nodes: dict[str, _Node]) -> dict | None:
 
 
 _HANDLE = re.compile(r"\[Provenance debug handles\] (\S+):(\d+)")
+# Handles of calls that run an ATen op themselves rather than code Inductor generated: the Python
+# wrapper's extern kernels (`extern_kernels.mm`) and fallbacks (`torch.ops.aten.X.default`), and
+# the C++ wrapper's shims for both (`aoti_torch_cpu_mm_out`).
+_EXTERN_CALL_PREFIXES = ("extern_kernels.", "torch.ops.", "aoti_torch_")
+
+
+def _is_view(node: _Node) -> bool:
+    """Whether an ATen node's output aliases its input (view, permute, reshape, split, ...):
+    it computes nothing, so it may be listed under several kernels."""
+    schema = _schema_of(node.target)
+    return schema is not None and bool(schema.returns) and \
+        schema.returns[0].alias_info is not None and not schema.returns[0].alias_info.is_write
+
+
+def _extern_call_nodes(code_to_post: dict, handles: set, nodes: dict[str, _Node]) -> set[str]:
+    """The nodes that this graph's extern calls compute: each runs as its own kernel (an ATen op
+    record, or the C++ wrapper's shim with its own mark) and is counted there. Inductor's
+    provenance can list such a node under a fused kernel too: a kernel made while the node was
+    lowered (the layout copy of an input the extern call needs) inherits the node as its origin
+    (docs/compile.md). The views an extern call folds into its arguments are left to the kernels
+    that list them."""
+    computed = set()
+    for key, names in code_to_post.items():
+        if key not in handles or not key.rsplit(":", 1)[0].startswith(_EXTERN_CALL_PREFIXES) \
+                or not isinstance(names, list):
+            continue
+        for name in names:
+            node = nodes.get(name) if isinstance(name, str) else None
+            if node is not None and node.target.startswith("torch.ops.") and not _is_view(node):
+                computed.add(name)
+    return computed
 
 
 def kernel_marks(graph_text: str, output_code: str, mapping: dict) -> list[dict]:
@@ -336,28 +367,40 @@ def kernel_marks(graph_text: str, output_code: str, mapping: dict) -> list[dict]
         position.setdefault(f"{m.group(1)}:{m.group(2)}", m.start())
     handles = set(position)
     getitems: dict[str, list[str]] = {}  # multi-output node -> its getitem nodes
+    source_of: dict[str, str] = {}  # getitem node -> its multi-output node
     for n in nodes.values():
         source = _names_in(n.args[0])[:1] if n.target == "getitem" and n.args else []
         if source:
             getitems.setdefault(source[0], []).append(n.name)
+            source_of[n.name] = source[0]
+    extern_computed = _extern_call_nodes(code_to_post, handles, nodes)
     kernels = []
     for key, names in code_to_post.items():
         if key not in handles:
             continue
         kernel = key.rsplit(":", 1)[0]
-        if kernel.startswith("extern_kernels.") or not isinstance(names, list):
+        # The Python wrapper's extern calls and fallbacks are ATen op records of their own.
+        if kernel.startswith(("extern_kernels.", "torch.ops.")) or not isinstance(names, list):
             continue
         names = [n for n in names if isinstance(n, str)]
+        if not kernel.startswith(_EXTERN_CALL_PREFIXES):
+            # A fused kernel counts only what it computes: not a node an extern call runs, nor
+            # that node's outputs (its getitems), which the kernel reads like any input.
+            names = [n for n in names if n not in extern_computed
+                     and source_of.get(n) not in extern_computed]
         # The mapping names a multi-output node (var_mean) and only some of its getitems: the
         # others are the same kernel's values too.
         listed = set(names)
         names += [g for n in names for g in getitems.get(n, ()) if g not in listed]
         kernels.append((kernel, names, position[key]))
     # A kernel's nodes may sit in several kernels (recomputed there): a value is written for
-    # use outside only when a reader does not compute it itself.
+    # use outside only when a reader does not compute it itself. An extern call recomputes
+    # nothing (the views it lists are its arguments, read from memory).
     kernels_of: dict[str, set[str]] = {}
     members_of = {kernel: set(names) for kernel, names, _ in kernels}
     for kernel, names, _ in kernels:
+        if kernel.startswith(_EXTERN_CALL_PREFIXES):
+            continue
         for n in names:
             kernels_of.setdefault(n, set()).add(kernel)
     marks = []

@@ -36,7 +36,7 @@ RECORD_COLUMNS: dict[str, str] = {
     "flops": "int", "bytes": "int", "duration": "int", "counted_ns": "int", "tflops": "float",
     "gbps": "float", "ai": "float", "tc_eligible": "int", "module": "str", "dtype": "str",
     "shapes": "str", "family": "str", "op_flops": "int", "op_bytes": "int", "flag": "str",
-    "step": "int", "selected": "int",
+    "step": "int", "selected": "int", "flops_dense": "int", "op_flops_dense": "int",
 }
 
 # Values that mean "no value" in a numeric column of a report's JSON: prof writes `na` as null

@@ -432,3 +432,120 @@ def test_triton_autotuning_is_left_out_of_the_reports(tmp_path):
             in res.stderr), res.stderr
     summary = testlib.prof("--report", "summary", str(tmp_path / "net.dict")).stdout
     assert re.search(rf"Triton autotuning records \(left out\)\s+{len(tuning)}\b", summary), summary
+
+
+# ---- a gpt2-style block: an extern call's node inside a fused kernel's provenance ----------
+
+GPT2_BLOCK = testlib.script("compiled_gpt2_block.py")
+FCM_OPS = ("aten::addmm", "aten::mm", "aten::_scaled_dot_product_flash_attention_for_cpu",
+           "aten::_scaled_dot_product_flash_attention_for_cpu_backward")
+
+
+def gpt2_flop_counter() -> dict:
+    """FlopCounterMode's counts of one eager step of the block (the script's --flop-counter:
+    torch's own formulas, the CPU flash ops given those of the CUDA flash ops), by op."""
+    res = subprocess.run([testlib.PY, GPT2_BLOCK, "--flop-counter"], capture_output=True,
+                         text=True, timeout=600, env=testlib.pyprof_env(ENV))
+    assert res.returncode == 0, res.stderr[-3000:]
+    counts = last_json(res.stdout)["flop_counter"]
+    return {"aten::" + op.removeprefix("aten."): n for op, n in counts.items()}
+
+
+@pytest.fixture(scope="module")
+def gpt2_block(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("gpt2")
+    res = pyprof_db.profile(tmp, GPT2_BLOCK, env=ENV, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    testlib.parse_to(tmp / "net.sqlite", tmp / "net.dict")
+    header, records = testlib.read_dict(tmp / "net.dict")
+    return last_json(res.stdout), header, records, tmp / "net.dict"
+
+
+def test_an_extern_calls_node_is_counted_once_at_the_call(gpt2_block):
+    """Inductor's provenance lists the attention backward node among the nodes of the C++
+    kernel that makes its gradient input contiguous (`cpp_fused__scaled_dot_product_flash_
+    attention_for_cpu_backward_transpose_view_2`): the node was being lowered when Inductor
+    made that copy. The node runs as its own extern call (aten::_scaled_dot_product_flash_
+    attention_for_cpu_backward, a record with its own cost), so the fused kernel must not count
+    it too. Oracle: FlopCounterMode over one eager step of the same block: each op it counts
+    (the GEMMs and the attention) costs in a compiled step what it counts (the causal
+    attention's dense count: `flops_dense`), and no fused kernel carries any of those ops."""
+    out, header, _, dict_path = gpt2_block
+    assert out["pyprof"]["compiled_nodes_missing"] == 0
+    assert out["pyprof"]["compiled_graphs_unreadable"] == 0
+    kernels = compiled_kernel_lines(dict_path)
+    fused = {name: k for name, k in kernels.items() if KERNEL.match(name)}
+    carried = {(name, n["op"]) for name, k in fused.items() for n in k["nodes"]
+               if n["op"] in FCM_OPS}
+    assert not carried, carried
+    # The copy, by hand: it reads the gradient of the attention output (the [32, 64] fp32 mm
+    # output, 8192 bytes) and writes it as [2, 4, 16, 16] in the layout the attention backward
+    # wants (8192 bytes); no arithmetic.
+    copy = [name for name in fused if "flash_attention_for_cpu_backward" in name]
+    assert len(copy) == 1, sorted(fused)
+    rows = prof_records(dict_path)
+    costs = {(r["flops"], r["bytes"]) for r in rows if r["kernel"] == copy[0]}
+    assert costs == {(0, 16384)}, costs
+
+    oracle = gpt2_flop_counter()
+    assert set(oracle) == set(FCM_OPS), oracle
+    steps = header["iterations"]["count"]
+    last = [json.loads(line) for line in testlib.prof(
+        "--json", "-c", "kernel,flops,flops_dense", "--iterations", f"{steps - 1}:{steps}",
+        str(dict_path)).stdout.splitlines() if line.strip()]
+    # The attention is causal: FlopCounterMode's count is the dense one (`flops_dense`); what
+    # the kernel executes, `flops`, is the 16*17/2 = 136 pairs its mask keeps of 256.
+    ours, executed = collections.Counter(), collections.Counter()
+    for r in last:
+        if r["kernel"] in FCM_OPS:
+            ours[r["kernel"]] += r["flops_dense"]
+            executed[r["kernel"]] += r["flops"]
+    assert dict(ours) == oracle
+    for op, n in oracle.items():
+        assert executed[op] == (n * 136 // 256 if "attention" in op else n), op
+
+
+def test_init_after_the_first_compiled_call_is_said_and_recompile_recovers(gpt2_block, tmp_path):
+    """A program that compiles and warms up its model before pyprof.init(): Inductor compiled
+    the graphs without pyprof's settings, so their C++ kernels open no RecordFunction (their
+    time is CompiledFunction's own) and carry no ATen nodes. init() says so once on standard
+    error, with the fix, and the capture says it too (prof's summary). With
+    init(recompile=True) Dynamo's caches are reset: the graphs compile again under pyprof on
+    their next call, and every Inductor kernel is a record with its nodes, costing what it
+    costs when init() comes first (the gpt2_block fixture's run)."""
+    def run(name, *args):
+        tmp = tmp_path / name
+        tmp.mkdir()
+        res = pyprof_db.profile(tmp, GPT2_BLOCK, "--init-after-compile", *args, env=ENV,
+                                timeout=600)
+        assert res.returncode == 0, res.stderr[-3000:]
+        testlib.parse_to(tmp / "net.sqlite", tmp / "net.dict")
+        summary = {r["Metric"]: r["Value"] for r in map(json.loads, testlib.prof(
+            "--report", "summary", "--formats", "json", "--iterations", "all",
+            str(tmp / "net.dict")).stdout.splitlines())}
+        return res, last_json(res.stdout)["pyprof"], tmp / "net.dict", summary
+
+    def fused_costs(dict_path):
+        # By the kernel's name in its graph's code: Inductor numbers the graphs of a process
+        # (graph_<g>_), and the recompiled ones come after those compiled before init().
+        return {KERNEL.match(r["kernel"]).group(1): (r["dir"], r["flops"], r["bytes"],
+                                                     r["params"])
+                for r in prof_records(dict_path) if KERNEL.match(r["kernel"])}
+
+    late, stats, dict_path, summary = run("late")
+    warning = "torch.compile had compiled 1 graph(s) before pyprof.init()"
+    assert late.stderr.count(warning) == 1, late.stderr
+    assert "pyprof.init(recompile=True)" in late.stderr
+    assert (stats["compiled_before_init"], stats["compiled_graphs"]) == (1, 0), stats
+    assert not fused_costs(dict_path)  # the C++ kernels opened no RecordFunction
+    row = summary["torch.compile graphs compiled before pyprof.init()"]
+    assert row.startswith("1 (") and "pyprof.init(recompile=True)" in row, row
+
+    again, stats, dict_path, summary = run("recompiled", "--recompile")
+    assert "recompile=True reset Dynamo's caches" in again.stderr
+    assert warning + ": their" not in again.stderr
+    assert (stats["compiled_before_init"], stats["compiled_graphs"]) == (1, 2), stats
+    assert stats["compiled_nodes_missing"] == 0
+    assert "torch.compile graphs compiled before pyprof.init()" not in summary
+    first = fused_costs(gpt2_block[3])
+    assert first and fused_costs(dict_path) == first

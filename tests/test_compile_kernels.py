@@ -150,6 +150,58 @@ def test_shims_called_at_several_places_are_numbered_in_code_order():
         (0, False), (1, False)]
 
 
+# The gpt2 block's attention backward as Inductor 2.13 wrote it (tests/test_compile.py): the
+# extern call's gradient input is made contiguous by a fused copy kernel, and the provenance
+# lists the attention node under that kernel too (the kernel was made while the node was lowered).
+ATTENTION_BWD = (
+    'class GraphModule(torch.nn.Module):\n'
+    '    def forward(self, mm_4: "f32[32, 64][64, 1]cpu", q: "f32[2, 4, 16, 16][1024, 16, 64, 1]cpu",'
+    ' out: "f32[2, 4, 16, 16][1024, 16, 64, 1]cpu", lse: "f32[2, 4, 16][64, 1, 4]cpu",'
+    ' tangents_1: "f32[2, 16, 64][1024, 64, 1]cpu"):\n'
+    '        view_20: "f32[2, 16, 64][1024, 64, 1]cpu" = torch.ops.aten.reshape.default(mm_4, [2, 16, 64])\n'
+    '        view_21: "f32[2, 16, 4, 16][1024, 64, 16, 1]cpu" = torch.ops.aten.reshape.default(view_20, [2, 16, 4, 16])\n'
+    '        permute_20: "f32[2, 4, 16, 16][1024, 16, 64, 1]cpu" = torch.ops.aten.permute.default(view_21, [0, 2, 1, 3])\n'
+    '        bwd = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default(permute_20, q, q, q, out, lse, 0.0, True)\n'
+    '        getitem_9: "f32[2, 4, 16, 16][1024, 16, 64, 1]cpu" = bwd[0]\n'
+    '        getitem_10: "f32[2, 4, 16, 16][1024, 16, 64, 1]cpu" = bwd[1]\n'
+    '        getitem_11: "f32[2, 4, 16, 16][1024, 16, 64, 1]cpu" = bwd[2]\n'
+    '        cat: "f32[2, 4, 16, 48][3072, 768, 48, 1]cpu" = torch.ops.aten.cat.default([getitem_9, getitem_10, getitem_11], 3)\n'
+    '        return (cat,)\n')
+ATTENTION_NODES = ["bwd", "permute_20", "view_21", "view_20"]
+
+
+def test_an_extern_calls_node_is_left_out_of_fused_kernels():
+    """A node that an extern call computes (here a fallback, `torch.ops.aten.X.default` under
+    the Python wrapper, `aoti_torch_cpu_X` under the C++ wrapper) is counted at that call: a
+    fused kernel that the provenance also gives it keeps only what it computes (the copy: the
+    views, reading mm_4 and writing permute_20), and a kernel reading the call's outputs reads
+    them as inputs. The Python wrapper's fallback gets no mark (it is an ATen record of its
+    own); the C++ wrapper's shim keeps its node."""
+    copy = "cpp_fused__scaled_dot_product_flash_attention_for_cpu_backward_transpose_view_2"
+    for call in ("torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default",
+                 "aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu_backward"):
+        code = (f"        # [Provenance debug handles] {copy}:17\n"
+                f"        # [Provenance debug handles] {call}:18\n"
+                "        # [Provenance debug handles] cpp_fused_cat_3:19\n")
+        mapping = {"cppCodeToPost": {f"{copy}:17": ATTENTION_NODES, f"{call}:18": ATTENTION_NODES,
+                                     "cpp_fused_cat_3:19": ["cat", "getitem_9", "getitem_10",
+                                                            "getitem_11"]}}
+        marks = {m["compiled_kernel"]: m["kernel"]
+                 for m in ck.kernel_marks(ATTENTION_BWD, code, mapping)}
+        shim = call.startswith("aoti_")
+        assert set(marks) == {copy, "cpp_fused_cat_3"} | ({call} if shim else set()), marks
+        assert [n["op"] for n in marks[copy]["nodes"]] == [
+            "aten::permute", "aten::reshape", "aten::reshape"]
+        assert [t["shape"] for t in marks[copy]["reads"]] == [[32, 64]]
+        assert [t["shape"] for t in marks[copy]["writes"]] == [[2, 4, 16, 16]]
+        # The cat kernel reads the three gradients the call wrote.
+        assert [n["op"] for n in marks["cpp_fused_cat_3"]["nodes"]] == ["aten::cat"]
+        assert [t["shape"] for t in marks["cpp_fused_cat_3"]["reads"]] == [[2, 4, 16, 16]] * 3
+        if shim:
+            assert [n["op"] for n in marks[call]["nodes"]][:1] == [
+                "aten::_scaled_dot_product_flash_attention_for_cpu_backward"]
+
+
 def test_unreadable_artifacts_are_counted_not_raised(capsys):
     sent = []
     handler = ck._ArtifactHandler(sent.append)

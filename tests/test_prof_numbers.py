@@ -250,9 +250,11 @@ def test_unattributed_row_of_the_op_report(tmp_path):
 
 
 def test_flop_rate_above_peak_compute_is_flagged():
-    """The H200 of the real nvFuser trace's header (132 SMs at 1.98 GHz, sm_90: at most 8192
-    FLOP/clock/SM, 2141 TFLOP/s): an fp16 GEMM of 2*4096^3 FLOPs in 100 us (1374 TFLOP/s) is
-    plausible and counted; the same in 100 ns is flagged and left out of the totals."""
+    """The H200 of the real nvFuser trace's header: its datasheet fp16 Tensor Core peak is 989.5
+    TFLOP/s dense (prof/gpu_peaks.txt). An fp16 GEMM of 2*4096^3 FLOPs in 150 us (916 TFLOP/s)
+    is plausible and counted; in 100 us (1374 TFLOP/s, 1.39x the fp16 peak) or 100 ns it is
+    impossible: flagged and left out of the totals. (The check before issue 30 compared every
+    record with 10x the densest mode, FP8's 2141 TFLOP/s by SMs x clock, and let 1374 pass.)"""
     header = {**GPU_HEADER, "devices": [{"id": 0, "name": "NVIDIA H200", "sm_count": 132,
                                          "clock_hz": 1980000000,
                                          "memory_bandwidth": 4916736000000,
@@ -260,14 +262,18 @@ def test_flop_rate_above_peak_compute_is_flagged():
                                          "compute_capability": [9, 0]}]}
     gemm = ("aten::mm", {"self": t([4096, 4096], "float16"), "mat2": t([4096, 4096], "float16")})
     flops = 2 * 4096 ** 3
-    text = dict_text([kernel(1, *gemm, duration=100_000), kernel(2, *gemm, duration=100)], header)
+    text = dict_text([kernel(1, *gemm, duration=150_000), kernel(2, *gemm, duration=100_000),
+                      kernel(3, *gemm, duration=100)], header)
     res = prof("--csv", "-c", "op,flops,tflops,flag", "-", stdin=text)
     rows = list(csv.DictReader(io.StringIO(res.stdout)))
-    assert [r["Flag"] for r in rows] == ["-", "above-peak"]
-    assert rows[1]["TFLOP/s"] == "1374389.535"
+    assert [r["Flag"] for r in rows] == ["-", "above-peak", "above-peak"]
+    assert [r["TFLOP/s"] for r in rows] == ["916.260", "1374.390", "1374389.535"]
     summary = summary_of(text)
     assert summary["FLOPs (FMA=2)"] == str(flops)
-    assert summary["records above device peak (out of totals)"] == "1"
+    assert summary["records above device peak (out of totals)"] == "2"
+    warnings = [line for line in res.stderr.splitlines() if "faster than" in line]
+    assert len(warnings) == 1 and "2 records" in warnings[0] and "(float16)" in warnings[0]
+    assert "peak 4916.7 GB/s, 989.5 TFLOP/s" in warnings[0], warnings
 
 
 def test_flop_rate_alone_is_checked():
@@ -283,6 +289,78 @@ def test_flop_rate_alone_is_checked():
     rows = list(csv.DictReader(io.StringIO(prof("--csv", "-c", "gbps,tflops,flag", "-",
                                                 stdin=text).stdout)))
     assert rows == [{"GB/s": "20132.7", "TFLOP/s": "54975.581", "Flag": "above-peak"}]
+
+
+V100 = {**GPU_HEADER, "devices": [{"id": 0, "name": "Tesla V100-SXM2-16GB", "sm_count": 80,
+                                   "clock_hz": 1530000000, "memory_bandwidth": 898048000000,
+                                   "total_memory": 16945512448, "compute_capability": [7, 0]}]}
+
+
+def test_a_rate_above_its_math_modes_peak_is_flagged():
+    """A V100 SXM2 (datasheet: fp32 15.7 TFLOP/s, fp16 Tensor Cores 125, no TF32): an fp32 GEMM
+    of 2*4096^3 FLOPs in 2.75 ms (50 TFLOP/s) runs 3.2x what its fp32 units can: flagged. At 14
+    TFLOP/s it is counted, and so is the same GEMM in fp16 at 50 TFLOP/s (Tensor Cores). The
+    check before issue 30 (10x the densest mode, fp16's 125 TFLOP/s) let all three pass."""
+    def gemm(dtype):
+        return ("aten::mm", {"self": t([4096, 4096], dtype), "mat2": t([4096, 4096], dtype)})
+    text = dict_text([kernel(1, *gemm("float32"), duration=2_748_779),
+                      kernel(2, *gemm("float32"), duration=9_817_068),
+                      kernel(3, *gemm("float16"), duration=2_748_779)], V100)
+    res = prof("--csv", "-c", "params,tflops,flag", "-", stdin=text)
+    rows = list(csv.DictReader(io.StringIO(res.stdout)))
+    assert [(r["TFLOP/s"], r["Flag"]) for r in rows] == [
+        ("50.000", "above-peak"), ("14.000", "-"), ("50.000", "-")], rows
+    assert "peak 898.0 GB/s, 15.7 TFLOP/s" in res.stderr, res.stderr
+
+
+def test_a_short_records_rate_is_judged_with_the_timer_step():
+    """Real traces' durations come in steps of the GPU timer, 32 ns (86-87% of the durations of
+    the nvprof V100, nsys RTX 2070 SUPER and H200 traces in tests/data are multiples of 32 ns),
+    and a record's start and end may each be late by a step: its FLOP rate is judged over its
+    duration plus 64 ns. An fp32 GEMM [64, 64] x [64, 704] (5,767,168 FLOPs) in 300 ns reads
+    19.2 TFLOP/s on the V100, over its 15.7 fp32 peak, but in 364 ns it would be 15.8: not
+    flagged. In 200 ns (28.8 TFLOP/s; 21.8 in 264 ns, over 1.25x the peak) it is."""
+    gemm = ("aten::mm", {"self": t([64, 64]), "mat2": t([64, 704])})
+    text = dict_text([kernel(1, *gemm, duration=300), kernel(2, *gemm, duration=200)], V100)
+    rows = list(csv.DictReader(io.StringIO(prof("--csv", "-c", "flops,tflops,flag", "-",
+                                                stdin=text).stdout)))
+    assert [(r["FLOPs(FMA=2)"], r["TFLOP/s"], r["Flag"]) for r in rows] == [
+        ("5767168", "19.224", "-"), ("5767168", "28.836", "above-peak")], rows
+
+
+def test_a_causal_attention_kernels_rate_is_over_what_it_executed():
+    """TraceLens's Qwen1.5 H100 example: causal flash attention on [16, 16, 559, 64] bf16. The
+    kernel skips the score blocks the mask hides: it executes the 559*560/2 query-key pairs the
+    mask keeps, 10,257,694,720 FLOPs (TraceLens: 10.24 GFLOP, half the dense count), where
+    FlopCounterMode counts all 559*559, 20,478,754,816. In 12 us that is 854.8 TFLOP/s, 86% of
+    the H100's 989.4 TFLOP/s bf16 peak; over the dense count it read 1706.6, a rate past the
+    peak that no kernel runs at. `flops` (and every rate and total) is what ran; `flops_dense`
+    and `op_flops_dense` keep FlopCounterMode's count, and the summary gives both."""
+    header = {**GPU_HEADER, "devices": [{"id": 0, "name": "NVIDIA H100 80GB HBM3",
+                                         "sm_count": 132, "clock_hz": 1980000000,
+                                         "memory_bandwidth": 3352320000000,
+                                         "compute_capability": [9, 0]}]}
+    qkv = t([16, 16, 559, 64], "bfloat16")
+    flash = ("aten::_scaled_dot_product_flash_attention",
+             {"query": qkv, "key": qkv, "value": qkv, "dropout_p": 0.0, "is_causal": True,
+              "return_debug_mask": False, "scale": None})
+    text = dict_text([kernel(1, *flash, name="flash_fwd_kernel", duration=12_000)], header)
+    res = prof("--json", "-c", "params,flops,flops_dense,op_flops_dense,tflops,flag", "-",
+               stdin=text)
+    (row,) = [json.loads(line) for line in res.stdout.splitlines()]
+    assert row == {"params": "B=16,H=16,Sq=559,Sk=559,D=64,bf16,causal",
+                   "flops": 10_257_694_720, "flops_dense": 20_478_754_816,
+                   "op_flops_dense": 20_478_754_816, "tflops": 854.808, "flag": None}, row
+    summary = summary_of(text)
+    assert summary["FLOPs (FMA=2)"] == "10257694720"
+    assert summary["FLOPs as FlopCounterMode counts them (causal attention dense)"] == \
+        "20478754816"
+    # Without the mask both counts are the dense one, and the summary has one row.
+    plain = dict_text([kernel(1, flash[0], {**flash[1], "is_causal": False},
+                              name="flash_fwd_kernel", duration=24_000)], header)
+    summary = summary_of(plain)
+    assert summary["FLOPs (FMA=2)"] == "20478754816"
+    assert "FLOPs as FlopCounterMode counts them (causal attention dense)" not in summary
 
 
 # A name written by a hostile or broken program: ESC [2J clears a terminal, U+009B is the C1
