@@ -36,6 +36,8 @@ std::string one_line(std::string text) {
 
 std::optional<int64_t> seconds_to_ns(std::string_view text) {
   if (text.empty() || std::isspace(static_cast<unsigned char>(text.front()))) return std::nullopt;
+  // strtod also reads hexadecimal ("0x10" would be 16 s) and "infinity": a decimal number only.
+  if (text.find_first_not_of("0123456789.eE+-") != std::string_view::npos) return std::nullopt;
   const std::string str(text);
   char* end = nullptr;
   errno = 0;
