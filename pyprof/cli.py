@@ -127,8 +127,13 @@ def export(args: list[str]) -> int:
     inputs = [args[i] for i in _input_positions(args, takes_value)]
     if len(inputs) != 1 or any(a in ("-h", "--help") for a in args) or _is_dict(inputs[0]):
         return run_tool("pyprof-export", args)
-    if not os.path.exists(inputs[0]):
+    try:
+        os.stat(inputs[0])
+    except FileNotFoundError:
         print(f"pyprof export: error: cannot open {inputs[0]}: no such file", file=sys.stderr)
+        return 1
+    except OSError as e:  # a symbolic-link loop, a denied folder: the system's own words
+        print(f"pyprof export: error: cannot open {inputs[0]}: {e.strerror}", file=sys.stderr)
         return 1
     if (status := _run_missing_tool("pyprof-parse", "pyprof-export")) is not None:
         return status

@@ -24,3 +24,6 @@ torch.set_float32_matmul_precision("high")
 model, x, target = models.make("lenet", 4)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
 models.train_step(model, optimizer, x, target)
+# The oracle for the recorded thread count: what torch says in this process (a CI runner's
+# affinity or OMP_NUM_THREADS can make it differ from the test's own process).
+print(f"num_threads={torch.get_num_threads()}")
