@@ -14,6 +14,7 @@
 // keeps (causal_pairs): the exact triangle, not the kernel's tiles, whose sizes the trace does not
 // say (docs/ops.md "attention"). The dense count stays in OpCost::masked_flops.
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,31 @@ struct Spec {
   bool writes_attn = false;  // _scaled_dot_product_attention_math returns the attention matrix
   const char* grad_mask_name = "grad_input_mask";
   int grad_mask = -1;  // backward: which of grad_q, grad_k, grad_v(, grad_bias) are written
+  // The libraries' names of query, key, value and the output gradient (flash-attn: q, k, v,
+  // dout).
+  const char* q_name = "query";
+  const char* k_name = "key";
+  const char* v_name = "value";
+  const char* go_name = "grad_out";
+  // Local (sliding-window) attention, FlashAttention's window_size_left/right: a query keeps
+  // the keys from left before to right after its diagonal (-1: unbounded).
+  const char* wl_name = "window_size_left";
+  const char* wr_name = "window_size_right";
+  int wl = -1, wr = -1;
+  // Outputs the caller passes in (flash-attn's backward dq, dk, dv; vLLM's out): written, not
+  // read. Backward gradients are counted by `grad_mask`'s rule already.
+  struct Named {
+    const char* name;
+    int position;
+  };
+  std::vector<Named> outputs;
+  // A paged KV cache: key/value are the cache ([blocks, block_size, Hkv, D], or [slots, Hkv, D]),
+  // not the keys this call reads. `block_table` ([B, blocks per sequence], vLLM/flash-attn) or
+  // `page_indices` (aiter: one entry a page, [pages]) bounds the keys read.
+  const char* block_table_name = "block_table";
+  int block_table = -1;
+  const char* page_indices_name = "kv_page_indices";
+  int page_indices = -1;
 };
 
 struct Shape {
@@ -59,21 +85,55 @@ struct Shape {
   int64_t b = 0, hq = 0, hkv = 0, sq = 0, sk = 0, d = 0, dv = 0;
   double pairs = 0;  // sum over sequences of Sq*Sk (B*Hq*pairs query-key products per head dim)
   bool varlen = false;
+  bool paged = false;            // varlen over a paged KV cache: sk is a bound on the keys read
   int64_t max_q = 0, max_k = 0;  // varlen: the longest sequences (0: not given)
 };
+
+// The pairs a bottom-right aligned local window keeps, per (batch, head): query i sees key j when
+// i + c - left <= j <= i + c + right, c = Sk - Sq, j in [0, Sk). f(i), the keys of row i, is
+// piecewise linear in i, bending where the window's ends meet the sequence's (b1, b2): summed
+// exactly, segment by segment. left/right at least Sq + Sk mean unbounded.
+double window_pairs(int64_t sq_, int64_t sk_, int64_t left_, int64_t right_) {
+  const double sq = static_cast<double>(sq_), sk = static_cast<double>(sk_);
+  const double c = sk - sq;
+  const double left = static_cast<double>(std::min(left_, sq_ + sk_));
+  const double right = static_cast<double>(std::min(right_, sq_ + sk_));
+  auto keys = [&](double i) {
+    return std::min(sk - 1, i + c + right) - std::max(0.0, i + c - left) + 1;
+  };
+  const double first = std::max(0.0, -c - right), last = std::min(sq - 1, sk - 1 - c + left);
+  if (sk <= 0 || last < first) return 0;
+  double cuts[2] = {sk - 1 - c - right, left - c};
+  std::sort(cuts, cuts + 2);
+  double total = 0, start = first;
+  for (double cut : cuts) {
+    if (cut < start || cut >= last) continue;
+    total += (cut - start + 1) * (keys(start) + keys(cut)) / 2;
+    start = cut + 1;
+  }
+  return total + (last - start + 1) * (keys(start) + keys(last)) / 2;
+}
 
 // The query-key pairs a causal mask keeps, per (batch, head). Dense: Sq rows, row i keeping
 // min(i + 1, Sk) keys (top-left) or clamp(i + 1 + Sk - Sq, 0, Sk) (bottom-right).
 // Variable-length batches give only totals and maxima: when Tq = Tk and max_q = max_k (self-
 // attention packing: each sequence its own triangle, whichever the alignment), a sequence of S
 // keeps S(S+1)/2 <= S(max+1)/2 pairs, so at most Tq*(max_q+1)/2; otherwise the dense bound stays.
+// Bottom-right alignment with Tq <= Tk (queries the last tokens of their sequences, as in
+// prefill over a cache): sequence i keeps Sq_i*Sk_i - Sq_i(Sq_i-1)/2, and sum Sq_i^2 >= Tq^2/n
+// (n sequences), so pairs <= dense bound - (Tq^2/n - Tq)/2.
 double causal_pairs(const Shape& sh, bool bottom_right) {
   if (sh.varlen) {
+    double pairs = sh.pairs;
     if (sh.sq == sh.sk && sh.max_q > 0 && sh.max_q == sh.max_k) {
-      return std::min(sh.pairs,
-                      static_cast<double>(sh.sq) * (static_cast<double>(sh.max_q) + 1) / 2);
+      pairs = std::min(pairs, static_cast<double>(sh.sq) * (static_cast<double>(sh.max_q) + 1) / 2);
     }
-    return sh.pairs;
+    if (bottom_right && sh.sq <= sh.sk && sh.b > 0) {
+      const double tq = static_cast<double>(sh.sq);
+      pairs =
+          std::min(pairs, std::max(0.0, sh.pairs - (tq * tq / static_cast<double>(sh.b) - tq) / 2));
+    }
+    return pairs;
   }
   const double sq = static_cast<double>(sh.sq), sk = static_cast<double>(sh.sk);
   if (bottom_right) {
@@ -90,17 +150,35 @@ bool read_shape(const OpArgs& args, const Spec& s, const Tensor& q, const Tensor
   const Tensor* cum_q =
       s.cum_q >= 0 ? args.tensor(s.cum_q_name, static_cast<size_t>(s.cum_q)) : nullptr;
   sh.varlen = s.bshd && cum_q && cum_q->rank() == 1 && cum_q->shape[0] >= 2;
+  const Tensor* table = s.block_table >= 0
+                            ? args.tensor(s.block_table_name, static_cast<size_t>(s.block_table))
+                            : nullptr;
+  const Tensor* pages = s.page_indices >= 0
+                            ? args.tensor(s.page_indices_name, static_cast<size_t>(s.page_indices))
+                            : nullptr;
+  if (table && table->rank() == 0) table = nullptr;  // None
+  if (pages && pages->rank() != 1) pages = nullptr;
+  sh.paged = sh.varlen && (table || pages);
   if (sh.varlen) {
     // q [Tq, Hq, D] (flash) or [1, Tq, Hq, D] (efficient); sequence lengths are not in the args:
     // sum_i Sq_i*Sk_i <= min(Tq*max_k, max_q*Tk), an upper bound (FlopCounterMode's worst case
-    // with fake tensors is nseq*max_q*max_k, larger still).
-    if (q.rank() < 3 || k.rank() != q.rank() || v.rank() != q.rank()) {
+    // with fake tensors is nseq*max_q*max_k, larger still). A paged cache's k/v are the cache:
+    // [blocks, block_size, Hkv, D] or [slots, Hkv, D]; Tk is bounded by the pages listed.
+    if (q.rank() < 3 || (!sh.paged && (k.rank() != q.rank() || v.rank() != q.rank())) ||
+        (sh.paged && (k.rank() < 3 || k.rank() > 4 || v.rank() != k.rank()))) {
       why = "attention: varlen q/k/v must be [T, H, D]";
       return false;
     }
     int64_t nseq = cum_q->shape[0] - 1;
     sh.sq = q.dim(-3);
     sh.sk = k.dim(-3);
+    if (sh.paged) {
+      const int64_t block = k.rank() == 4 ? k.dim(1) : 1;
+      sh.sk = count_mul(table ? table->numel() : pages->numel(), block);
+      const int64_t max_k_arg =
+          s.max_k >= 0 ? args.int_or(s.max_k_name, static_cast<size_t>(s.max_k), 0) : 0;
+      if (table && max_k_arg > 0) sh.sk = std::min(sh.sk, count_mul(nseq, max_k_arg));
+    }
     sh.hq = q.dim(-2);
     sh.hkv = k.dim(-2);
     sh.d = q.dim(-1);
@@ -165,11 +243,11 @@ bool read_shape(const OpArgs& args, const Spec& s, const Tensor& q, const Tensor
 
 bool attention(const OpArgs& args, OpCost& cost, const Spec& s) {
   size_t base = s.backward ? 1 : 0;
-  const Tensor* go = s.backward ? args.tensor("grad_out", 0) : nullptr;
+  const Tensor* go = s.backward ? args.tensor(s.go_name, 0) : nullptr;
   if (s.backward && !go) go = args.tensor("grad_out_", 0);
-  const Tensor* q = args.tensor("query", base);
-  const Tensor* k = args.tensor("key", base + 1);
-  const Tensor* v = args.tensor("value", base + 2);
+  const Tensor* q = args.tensor(s.q_name, base);
+  const Tensor* k = args.tensor(s.k_name, base + 1);
+  const Tensor* v = args.tensor(s.v_name, base + 2);
   if (!q || !k || !v || (s.backward && !go))
     return unmodeled(cost, "attention: needs query, key, value");
   Shape sh;
@@ -181,18 +259,56 @@ bool attention(const OpArgs& args, OpCost& cost, const Spec& s) {
     causal = c && (c->kind == Value::Kind::kBool || c->kind == Value::Kind::kInt) && c->i != 0;
     if (causal && s.mask_type_says) bottom_right = c->i == 2;
   }
+  // A local window (FlashAttention's window_size_left/right; causal is a right window of 0).
+  constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max() / 4;
+  int64_t left = kUnbounded, right = kUnbounded;
+  if (s.wl >= 0) {
+    int64_t l = args.int_or(s.wl_name, static_cast<size_t>(s.wl), -1);
+    int64_t rr = args.int_or(s.wr_name, static_cast<size_t>(s.wr), -1);
+    if (l >= 0) left = l;
+    if (rr >= 0) right = rr;
+  }
+  const bool windowed = left != kUnbounded || (right != kUnbounded && !causal);
+  if (causal) right = 0;
   double dd = static_cast<double>(sh.d), dv = static_cast<double>(sh.dv);
   const double per_pair = s.backward ? 2 * (3 * dd + 2 * dv) : 2 * (dd + dv);
   const double dense = sh.bh * sh.pairs * per_pair;
-  cost.flops = causal && s.skips_masked ? sh.bh * causal_pairs(sh, bottom_right) * per_pair : dense;
+  double kept = causal && s.skips_masked ? causal_pairs(sh, bottom_right) : sh.pairs;
+  if (windowed) {
+    if (sh.varlen) {
+      // At most left + 1 + right keys a query.
+      const double span = static_cast<double>(std::min(left, sh.sk)) + 1 +
+                          static_cast<double>(std::min(right, sh.sk));
+      kept = std::min(kept, static_cast<double>(sh.sq) * span);
+    } else {
+      kept = std::min(kept, window_pairs(sh.sq, sh.sk, left, right));
+    }
+  }
+  cost.flops = sh.bh * kept * per_pair;
   cost.masked_flops = dense - cost.flops;
   double per = sh.bh * sh.pairs;  // query-key products of the dense score matrix
 
   // Bytes: every tensor argument is read once (query, key, value, mask/bias, and in backward
   // grad_out, out, logsumexp); rank-0 values are emit_nvtx placeholders or scalars, skipped.
+  // Outputs passed in (dq, dk, dv; out) are written, not read. A paged cache is read only for
+  // the keys the call can reach: Tk·Hkv·(D + Dv) elements.
+  std::vector<const Tensor*> skip;
+  for (const Spec::Named& o : s.outputs) {
+    if (const Tensor* t = args.tensor(o.name, static_cast<size_t>(o.position))) skip.push_back(t);
+  }
+  if (sh.paged) {
+    skip.push_back(k);
+    skip.push_back(v);
+  }
   double bytes = 0;
   for (const Tensor* t : args.tensors()) {
-    if (t->rank() > 0) bytes += tensor_bytes(*t);
+    if (t->rank() > 0 && std::find(skip.begin(), skip.end(), t) == skip.end()) {
+      bytes += tensor_bytes(*t);
+    }
+  }
+  if (sh.paged) {
+    bytes += static_cast<double>(sh.sk) * static_cast<double>(sh.hkv) *
+             (dd * shape_util::elem_size(k->dtype) + dv * shape_util::elem_size(v->dtype));
   }
   std::string dt = q->dtype;
   double rows = sh.bh * static_cast<double>(sh.sq);  // query rows (varlen: Hq * Tq)
@@ -232,12 +348,157 @@ bool attention(const OpArgs& args, OpCost& cost, const Spec& s) {
   if (sh.dv != sh.d) p += ",Dv=" + std::to_string(sh.dv);
   p += dtype_suffix(dt);
   if (causal) p += ",causal";
+  if (windowed) {
+    p += ",window=" + (left == kUnbounded ? std::string("-1") : std::to_string(left)) + ":" +
+         (right == kUnbounded ? std::string("-1") : std::to_string(right));
+  }
+  if (sh.paged) p += ",paged";
   cost.params = std::move(p);
   return true;
 }
 
 ModelFn model(Spec s) {
   return [s](const OpArgs& args, OpCost& cost) { return attention(args, cost, s); };
+}
+
+// ---- the libraries' attention ops (FlashAttention-2 kernels: causal masks bottom-right) ----
+void register_library_attention(Registry& r) {
+  const std::string f = "attention";
+  // flash-attn (flash_attn/flash_attn_interface.py), namespace flash_attn (2.6/2.7) or flashattn:
+  // _flash_attn_forward(q, k, v, dropout_p, softmax_scale, causal, window_size_left,
+  // window_size_right, softcap, alibi_slopes, return_softmax) -> (out, softmax_lse, S_dmask,
+  // rng_state), [B, S, H, D].
+  Spec fa;
+  fa.bshd = true;
+  fa.q_name = "q";
+  fa.k_name = "k";
+  fa.v_name = "v";
+  fa.go_name = "dout";
+  fa.causal_name = "causal";
+  fa.causal = 5;
+  fa.causal_bottom_right = true;
+  fa.wl = 6;
+  fa.wr = 7;
+  fa.lse = 1;
+  // _flash_attn_varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+  // dropout_p, softmax_scale, causal, window_size_left, window_size_right, softcap,
+  // alibi_slopes, return_softmax, block_table, leftpad_k, seqused_k): [T, H, D].
+  Spec fa_var = fa;
+  fa_var.cum_q_name = "cu_seqlens_q";
+  fa_var.cum_k_name = "cu_seqlens_k";
+  fa_var.max_q_name = "max_seqlen_q";
+  fa_var.max_k_name = "max_seqlen_k";
+  fa_var.cum_q = 3;
+  fa_var.cum_k = 4;
+  fa_var.max_q = 5;
+  fa_var.max_k = 6;
+  fa_var.causal = 9;
+  fa_var.wl = 10;
+  fa_var.wr = 11;
+  fa_var.block_table = 15;
+  // _flash_attn_backward(dout, q, k, v, out, softmax_lse, dq, dk, dv, dropout_p, softmax_scale,
+  // causal, window_size_left, window_size_right, softcap, alibi_slopes, deterministic,
+  // rng_state): dq, dk, dv are the caller's buffers, written.
+  Spec fa_b = fa;
+  fa_b.backward = true;
+  fa_b.lse = 0;
+  fa_b.causal = 11;
+  fa_b.wl = 12;
+  fa_b.wr = 13;
+  fa_b.outputs = {{"dq", 6}, {"dk", 7}, {"dv", 8}};
+  // _flash_attn_varlen_backward(dout, q, k, v, out, softmax_lse, dq, dk, dv, cu_seqlens_q,
+  // cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p, softmax_scale, causal,
+  // window_size_left, window_size_right, softcap, alibi_slopes, deterministic, rng_state).
+  Spec fa_var_b = fa_b;
+  fa_var_b.cum_q_name = "cu_seqlens_q";
+  fa_var_b.cum_k_name = "cu_seqlens_k";
+  fa_var_b.max_q_name = "max_seqlen_q";
+  fa_var_b.max_k_name = "max_seqlen_k";
+  fa_var_b.cum_q = 9;
+  fa_var_b.cum_k = 10;
+  fa_var_b.max_q = 11;
+  fa_var_b.max_k = 12;
+  fa_var_b.causal = 15;
+  fa_var_b.wl = 16;
+  fa_var_b.wr = 17;
+  for (const char* ns : {"flash_attn::", "flashattn::"}) {
+    r.add(std::string(ns) + "_flash_attn_forward", f, model(fa));
+    r.add(std::string(ns) + "_flash_attn_varlen_forward", f, model(fa_var));
+    r.add(std::string(ns) + "_flash_attn_backward", f, model(fa_b));
+    r.add(std::string(ns) + "_flash_attn_varlen_backward", f, model(fa_var_b));
+  }
+  // vLLM's FlashAttention-2 build (vllm-flash-attn, namespace _vllm_fa2_C): varlen_fwd(q, k, v,
+  // out?, cu_seqlens_q, cu_seqlens_k, seqused_k?, leftpad_k?, block_table?, alibi_slopes?,
+  // max_seqlen_q, max_seqlen_k, p_dropout, softmax_scale, zero_tensors, is_causal,
+  // window_size_left, window_size_right, softcap, return_softmax, gen?): with a block_table, k
+  // and v are the paged cache.
+  Spec vllm_fa2 = fa_var;
+  vllm_fa2.cum_q = 4;
+  vllm_fa2.cum_k = 5;
+  vllm_fa2.block_table = 8;
+  vllm_fa2.max_q = 10;
+  vllm_fa2.max_k = 11;
+  vllm_fa2.causal_name = "is_causal";
+  vllm_fa2.causal = 15;
+  vllm_fa2.wl = 16;
+  vllm_fa2.wr = 17;
+  vllm_fa2.outputs = {{"out", 3}};
+  r.add("_vllm_fa2_C::varlen_fwd", f, model(vllm_fa2));
+  // xformers (xformers/ops/fmha/flash.py, namespace xformers_flash): flash_fwd(query, key, value,
+  // cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, p, softmax_scale, is_causal,
+  // return_softmax) -> (out, lse), q [T, H, D] (a batch flattened); later releases put
+  // seqused_k after cu_seqlens_k and window_left/right after is_causal.
+  Spec xf = fa_var;
+  xf.q_name = "query";
+  xf.k_name = "key";
+  xf.v_name = "value";
+  xf.causal_name = "is_causal";
+  xf.causal = 9;
+  xf.wl = -1;
+  xf.block_table = -1;
+  Spec xf_new = xf;  // (..., cu_seqlens_k, seqused_k, max_seqlen_q, max_seqlen_k, p,
+                     //  softmax_scale, is_causal, window_left, window_right, ...)
+  xf_new.max_q = 6;
+  xf_new.max_k = 7;
+  xf_new.causal = 10;
+  xf_new.wl_name = "window_left";
+  xf_new.wr_name = "window_right";
+  xf_new.wl = 11;
+  xf_new.wr = 12;
+  r.add("xformers_flash::flash_fwd", f, [xf, xf_new](const OpArgs& args, OpCost& cost) {
+    const Value* at5 = args.at(5);
+    const bool old = args.get("seqused_k") == nullptr && (args.get("max_seqlen_q") != nullptr ||
+                                                          (at5 && at5->kind == Value::Kind::kInt));
+    return attention(args, cost, old ? xf : xf_new);
+  });
+  // flash_bwd(dout, query, key, value, out, softmax_lse_, dq, dk, dv, cu_seqlens_q,
+  // cu_seqlens_k, max_seqlen_q, max_seqlen_k, p, softmax_scale, is_causal)
+  Spec xf_b = fa_var_b;
+  xf_b.q_name = "query";
+  xf_b.k_name = "key";
+  xf_b.v_name = "value";
+  xf_b.causal_name = "is_causal";
+  xf_b.wl = -1;
+  r.add("xformers_flash::flash_bwd", f, model(xf_b));
+  // aiter (aiter/ops/mha.py): mha_batch_prefill(q, k, v, cu_seqlens_q, kv_indptr,
+  // kv_page_indices, max_seqlen_q, max_seqlen_k, dropout_p, softmax_scale, logits_soft_cap,
+  // zero_tensors, is_causal, window_size_left, window_size_right, return_softmax_lse, ...):
+  // k/v the paged pool ([pages, page_size, Hkv, D] or [slots, Hkv, D]), kv_page_indices the
+  // pages this batch reads.
+  Spec aiter_prefill = fa_var;
+  aiter_prefill.cum_k = -1;
+  aiter_prefill.block_table = -1;
+  aiter_prefill.page_indices = 5;
+  aiter_prefill.max_q = 6;
+  aiter_prefill.max_k = 7;
+  aiter_prefill.causal_name = "is_causal";
+  aiter_prefill.causal = 12;
+  aiter_prefill.wl = 13;
+  aiter_prefill.wr = 14;
+  aiter_prefill.lse = 2;
+  aiter_prefill.lse_flag_name = "return_softmax_lse";
+  aiter_prefill.lse_flag = 15;
+  r.add("aiter::mha_batch_prefill", f, model(aiter_prefill));
 }
 
 }  // namespace
@@ -390,6 +651,7 @@ void register_attention(Registry& r) {
   eff_raw_b.causal = 14;
   eff_raw_b.lse = 0;
   r.add("_efficient_attention_backward", f, model(eff_raw_b));
+  register_library_attention(r);
 }
 
 }  // namespace pyprof::models

@@ -53,6 +53,9 @@ struct Collective {
   const char* name;
   size_t position;
   const char* alt_name = nullptr;  // older schemas ("self" for "input")
+  // An int argument giving the group's size (vLLM's world_size), for the ranks report.
+  const char* group_name = nullptr;
+  size_t group_position = SIZE_MAX;
 };
 
 bool collective(const OpArgs& args, OpCost& cost, const Collective& c) {
@@ -70,6 +73,10 @@ bool collective(const OpArgs& args, OpCost& cost, const Collective& c) {
   if (count > 1) p += ",tensors=" + std::to_string(count);
   p += ",bytes=" + std::to_string(static_cast<int64_t>(bytes));
   int64_t group = args.int_or("group_size", SIZE_MAX, 0);
+  if (c.group_name) {
+    group = args.int_or(c.group_name, c.group_position, 0);
+    if (group > 0) cost.group = static_cast<int32_t>(std::min<int64_t>(group, INT32_MAX));
+  }
   if (group > 0) p += ",group=" + std::to_string(group);
   const Value* op = args.get("reduce_op");
   if (op && op->kind == Value::Kind::kString && !op->s.starts_with('<')) {  // "sum", not "<...>"
@@ -203,6 +210,28 @@ void register_collectives(Registry& r) {
   r.add("broadcast", f, model({"broadcast", "tensor", 0, "self"}));
   r.add("all_gather", f, legacy_all_gather);
   r.add("record_param_comms", f, param_comms);
+  // Symmetric-memory collectives (torch/csrc/distributed/c10d/symm_mem, namespace symm_mem): the
+  // payload is the input; NVLink SHARP (multimem) or peer loads do the reduction, not NCCL.
+  for (const char* op :
+       {"multimem_all_reduce_", "one_shot_all_reduce", "two_shot_all_reduce_",
+        "multimem_one_shot_all_reduce", "one_shot_all_reduce_out", "two_shot_all_reduce_out"}) {
+    r.add(std::string("symm_mem::") + op, f, model({"allreduce", "input", 0}));
+  }
+  r.add("symm_mem::multimem_all_gather_out", f, model({"allgather", "input", 0}));
+  r.add("symm_mem::reduce_scatter_out", f, model({"reduce_scatter", "input", 0}));
+  r.add("symm_mem::multimem_one_shot_reduce_out", f, model({"reduce", "input", 0}));
+  // vLLM: its custom all-reduce (csrc/torch_bindings.cpp, _C_custom_ar): all_reduce(int fa,
+  // Tensor inp, Tensor! out, int reg_buffer, int reg_buffer_sz_bytes) and ROCm's quick reduce
+  // qr_all_reduce(int fa, Tensor inp, Tensor out, int quant_level, bool cast_bf2half); and the
+  // collectives it registers for torch.compile (vllm/distributed/parallel_state.py):
+  // all_reduce(Tensor tensor, str group_name), all_gather / reduce_scatter(Tensor tensor,
+  // int dim, int world_size, str group_name).
+  r.add("_C_custom_ar::all_reduce", f, model({"allreduce", "inp", 1}));
+  r.add("_C_custom_ar::qr_all_reduce", f, model({"allreduce", "inp", 1}));
+  r.add("vllm::all_reduce", f, model({"allreduce", "tensor", 0}));
+  r.add("vllm::all_gather", f, model({"allgather", "tensor", 0, nullptr, "world_size", 2}));
+  r.add("vllm::reduce_scatter", f,
+        model({"reduce_scatter", "tensor", 0, nullptr, "world_size", 2}));
 }
 
 }  // namespace pyprof::models

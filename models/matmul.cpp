@@ -209,10 +209,21 @@ bool rmatmul(const OpArgs& args, OpCost& cost) {
 // linear(input[..., k], weight[n, k] (or [k]), bias[n]?): composite (addmm/matmul), modelled so
 // that records naming only linear get a cost; prof counts a call tree once, at its outermost
 // modelled op, so linear -> addmm is not counted twice. M = prod(input.shape[:-1]).
-bool linear(const OpArgs& args, OpCost& cost) {
-  const Tensor* x = args.tensor("input", 0);
-  const Tensor* w = args.tensor("weight", 1);
-  const Tensor* bias = args.tensor("bias", 2);
+// Y[..., n] = X[..., k] . W[n, k]^T (+ bias): linear and the library GEMMs of that form. The
+// arguments' names and positions; `out_dtype` names the output's dtype argument when the op has
+// one.
+struct XWt {
+  const char* x;
+  const char* w;
+  const char* bias;
+  const char* out_dtype = nullptr;
+  size_t out_dtype_position = SIZE_MAX;
+};
+
+bool x_wt(const OpArgs& args, OpCost& cost, const XWt& s) {
+  const Tensor* x = args.tensor(s.x, 0);
+  const Tensor* w = args.tensor(s.w, 1);
+  const Tensor* bias = args.tensor(s.bias, 2);
   if (!x || !w || x->rank() == 0 || w->rank() == 0 || w->rank() > 2) {
     return unmodeled(cost, "linear: expects input[...,K], weight[N,K]");
   }
@@ -222,9 +233,18 @@ bool linear(const OpArgs& args, OpCost& cost) {
   if (w->shape.back() != g.k) return unmodeled(cost, "linear: in_features differ");
   g.m = static_cast<int64_t>(product(x->shape, 0, x->shape.size() - 1));
   std::string dt = first_dtype({x, w});
+  std::string odt = dt;
+  if (s.out_dtype) {
+    const Value* v = args.arg(s.out_dtype, s.out_dtype_position);
+    if (std::string named = dtype_value(v); !named.empty()) odt = named;
+  }
   double bytes = tensor_bytes(*x) + tensor_bytes(*w) + (bias ? tensor_bytes(*bias) : 0) +
-                 g.out_elems() * elem_size(dt);
+                 g.out_elems() * elem_size(odt);
   return finish(cost, g, g.flops(), bytes, dt);
+}
+
+bool linear(const OpArgs& args, OpCost& cost) {
+  return x_wt(args, cost, {"input", "weight", "bias"});
 }
 
 // linear_backward(self=input, grad_output, weight, output_mask[grad_input, grad_weight,
@@ -338,15 +358,21 @@ bool outer(const OpArgs& args, OpCost& cost) {
   return finish(cost, g, flops, bytes, dt);
 }
 
+// Values per stored element along K: 2 for float4_e2m1fn_x2 (two FP4 values a byte, the MX/NV
+// FP4 GEMMs' operands: self [M, K/2], mat2 [K/2, N]), else 1.
+int64_t values_per_element(const std::string& dtype) { return dtype == "float4_e2m1fn_x2" ? 2 : 1; }
+
 // _scaled_mm(self[m,k], mat2[k,n], scale_a, scale_b, bias?, scale_result?, out_dtype?,
-// use_fast_accum): fp8 GEMM, 2*m*n*k; the scale tensors (per-tensor or row-wise) are read.
+// use_fast_accum): fp8 (or MX/NV fp4) GEMM, 2*m*n*k; the scale tensors (per-tensor, row-wise or
+// blockwise) are read.
 bool scaled_mm(const OpArgs& args, OpCost& cost) {
   const Tensor* a = args.tensor("self", 0);
   const Tensor* b = args.tensor("mat2", 1);
   if (!a || !b || a->rank() != 2 || b->rank() != 2 || a->shape[1] != b->shape[0]) {
     return unmodeled(cost, "_scaled_mm: expects self[M,K], mat2[K,N]");
   }
-  Gemm g{1, a->shape[0], b->shape[1], a->shape[1]};
+  Gemm g{1, a->shape[0], b->shape[1],
+         count_mul(a->shape[1], values_per_element(canonical_dtype(a->dtype)))};
   std::string dt = first_dtype({a, b});
   double bytes = tensor_bytes(*a) + tensor_bytes(*b);
   const char* extras[] = {"scale_a", "scale_b", "bias", "scale_result"};
@@ -390,6 +416,7 @@ bool grouped_mm(const OpArgs& args, OpCost& cost) {
   }
   if (a->dim(-1) != b->dim(-2)) return unmodeled(cost, "_grouped_mm: inner dimensions differ");
   std::string dt = first_dtype({a, b});
+  g.k = count_mul(g.k, values_per_element(canonical_dtype(a->dtype)));
   double bytes = tensor_bytes(*a) + tensor_bytes(*b);
   for (const Tensor* t : args.tensors()) {
     if (t != a && t != b) bytes += tensor_bytes(*t);  // offsets, scales, bias
@@ -585,6 +612,15 @@ void register_matmul(Registry& r) {
   r.add("_grouped_mm", f, grouped_mm<false>);
   r.add("_scaled_grouped_mm", f, grouped_mm<true>);
   r.add("einsum", f, einsum);
+  // Library GEMMs of linear's form. aiter (aiter/tuned_gemm.py): gemm_a16w16(A[..., K],
+  // B[N, K], bias?, otype?, scale_a?, scale_b?, scale_c?) -> A.B^T in otype; vLLM's ROCm
+  // wrapper (vllm/model_executor/layers/utils.py): rocm_unquantized_gemm(x, weight, bias?).
+  r.add("aiter::gemm_a16w16", f, [](const OpArgs& args, OpCost& cost) {
+    return x_wt(args, cost, {"A", "B", "bias", "otype", 3});
+  });
+  r.add("vllm::rocm_unquantized_gemm", f, [](const OpArgs& args, OpCost& cost) {
+    return x_wt(args, cost, {"x", "weight", "bias"});
+  });
 }
 
 }  // namespace pyprof::models

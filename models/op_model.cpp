@@ -409,11 +409,14 @@ double tensor_bytes(const Tensor& t) {
 
 std::string short_dtype(std::string_view dtype) {
   static const std::map<std::string, std::string, std::less<>> kShort = {
-      {"float16", "fp16"},        {"bfloat16", "bf16"},       {"float32", "fp32"},
-      {"float64", "fp64"},        {"float8_e5m2", "fp8"},     {"float8_e4m3fn", "fp8"},
-      {"float8_e5m2fnuz", "fp8"}, {"float8_e4m3fnuz", "fp8"}, {"int8", "int8"},
-      {"uint8", "uint8"},         {"int32", "int32"},         {"int64", "int64"},
-      {"bool", "bool"},           {"complex64", "c64"},       {"complex128", "c128"},
+      {"float16", "fp16"},        {"bfloat16", "bf16"},
+      {"float32", "fp32"},        {"float64", "fp64"},
+      {"float8_e5m2", "fp8"},     {"float8_e4m3fn", "fp8"},
+      {"float8_e5m2fnuz", "fp8"}, {"float8_e4m3fnuz", "fp8"},
+      {"int8", "int8"},           {"uint8", "uint8"},
+      {"int32", "int32"},         {"int64", "int64"},
+      {"bool", "bool"},           {"complex64", "c64"},
+      {"complex128", "c128"},     {"float4_e2m1fn_x2", "fp4"},
   };
   auto it = kShort.find(dtype);
   return it == kShort.end() ? std::string(dtype) : it->second;
@@ -425,6 +428,8 @@ bool tc_eligible(std::string_view dtype, int64_t m, int64_t n, int64_t k, bool a
     align = 8;
   } else if (dtype.starts_with("float8") || dtype == "int8" || dtype == "uint8") {
     align = 16;
+  } else if (dtype.starts_with("float4")) {
+    align = 32;  // FP4 (MX/NV block-scaled): K counted in values, blocks of 16 or 32 along it
   } else if (dtype == "float32" && allow_tf32) {
     align = 4;
   } else {
@@ -470,20 +475,28 @@ const Registry& registry() {
     register_upsample(reg);
     register_movement(reg);
     register_indexing(reg);
+    register_fused_norm(reg);
+    register_fused_pointwise(reg);
+    register_kv_cache(reg);
+    register_moe(reg);
     return reg;
   }();
   return r;
 }
 
 OpCost op_cost(std::string_view op, const OpArgs& args) {
-  // "aten::addmm" / "torch.nn.functional.linear" -> "addmm" / "linear".
+  OpCost cost;
+  std::string family;
+  // A library's op whose schema differs from an ATen op of the same bare name (vLLM's
+  // "_C::rms_norm(result, input, weight, epsilon)" and "aten::rms_norm(input, normalized_shape,
+  // weight, eps)") is registered under its qualified name, which wins.
   size_t colon = op.rfind("::");
+  const ModelFn* fn = colon != std::string_view::npos ? registry().find(op, &family) : nullptr;
+  // "aten::addmm" / "torch.nn.functional.linear" -> "addmm" / "linear".
   if (colon != std::string_view::npos) op.remove_prefix(colon + 2);
   size_t dot = op.rfind('.');
   if (dot != std::string_view::npos) op.remove_prefix(dot + 1);
-  OpCost cost;
-  std::string family;
-  const ModelFn* fn = registry().find(op, &family);
+  if (!fn) fn = registry().find(op, &family);
   // Legacy PyProf recorded the deprecated overloads add_(Scalar alpha, Tensor other),
   // sub_(alpha, other) and addcmul_/addcdiv_(Scalar value, Tensor t1, Tensor t2) positionally:
   // move the scalar after the tensors, where the schema (and the models) have it.

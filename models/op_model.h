@@ -170,7 +170,8 @@ double tensor_bytes(const Tensor& t);
 // "fp16", "bf16", "fp32", "fp8", "int8", ... as PyProf printed dtypes.
 std::string short_dtype(std::string_view dtype);
 // Tensor Core eligibility of a GEMM-like op: fp16/bf16 with M, N, K multiples of 8; fp8/int8
-// with multiples of 16; fp32 when TF32 is allowed (allow_tf32) with multiples of 4.
+// with multiples of 16; fp4 (float4_e2m1fn_x2, K in values) with multiples of 32; fp32 when
+// TF32 is allowed (allow_tf32) with multiples of 4.
 bool tc_eligible(std::string_view dtype, int64_t m, int64_t n, int64_t k, bool allow_tf32);
 
 // The model of one op: returns false when the arguments do not fit the model (then the op is
@@ -179,7 +180,9 @@ using ModelFn = std::function<bool(const OpArgs& args, OpCost& cost)>;
 
 class Registry {
  public:
-  // `op` without the "aten::" prefix and overload ("addmm", "convolution_backward").
+  // `op` without the "aten::" prefix and overload ("addmm", "convolution_backward"), or a
+  // library's op under its qualified name ("_C::rms_norm", "flash_attn::_flash_attn_forward"),
+  // which op_cost() tries first.
   void add(std::string op, std::string family, ModelFn fn);
   const ModelFn* find(std::string_view op, std::string* family) const;
   std::vector<std::string> ops() const;
@@ -192,8 +195,8 @@ class Registry {
 const Registry& registry();
 
 // The cost of one call of `op` ("aten::addmm", "addmm", legacy "linear", "torch.nn.functional.
-// linear"): looks the bare name up in the registry (namespace and "_" in-place suffix
-// variants map to the same model: "add_" uses "add").
+// linear", "_C::rms_norm"): looks the qualified name up in the registry, then the bare name
+// (namespace and "_" in-place suffix variants map to the same model: "add_" uses "add").
 OpCost op_cost(std::string_view op, const OpArgs& args);
 
 // What a compiled kernel's node list held, beside its cost.
@@ -250,5 +253,12 @@ void register_movement(Registry& r);     // copy_, _to_copy, cat, stack, clone, 
                                          // views, fill, zero, pad, repeat, random fills
 void register_indexing(Registry& r);     // the movement family's index*, index_put*, gather,
                                          // scatter*, index_add/copy/fill, masked_*
+// Libraries' ops (vLLM, SGLang, aiter, flash-attn, xformers, apex, Liger), registered under their
+// qualified names into the families above (attention's and matmul's, collectives' live in
+// those files) and the moe family:
+void register_fused_norm(Registry& r);       // fused RMS norms (+residual, +FP8 quant), apex's
+void register_fused_pointwise(Registry& r);  // silu_and_mul & kin, rotary embeddings, FP8 quant
+void register_kv_cache(Registry& r);         // KV-cache writes (movement)
+void register_moe(Registry& r);              // fused experts, moe_sum
 
 }  // namespace pyprof::models

@@ -9,7 +9,9 @@ against a copy of it.
    sites and backward ops, a CUDA graph launch, a memset, a CPU-only profile).
 
 docs/ops.md names ops in code spans, with this shorthand (what `ops_md_names` expands):
-  `c10d::allreduce_`    the registry's name drops the namespace: allreduce_
+  `c10d::allreduce_`    allreduce_ (ATen's and c10d's ops are registered without the
+                        namespace) and c10d::allreduce_ (a library's op is registered
+                        under its qualified name: `_C::rms_norm`)
   `max_pool{1,2,3}d`    max_pool1d, max_pool2d, max_pool3d (any number of {...} groups)
   `_fused_adam(_)`      _fused_adam, _fused_adam_ (optional suffixes, each starting with "_")
   `conv1d/2d/3d`        conv1d, conv2d, conv3d (a part starting with a digit replaces as many
@@ -52,7 +54,7 @@ def expand_braces(text):
                                           + text[group.end():])]
 
 
-NAME = re.compile(r"(?:[A-Za-z_]\w*::)*(?P<name>[A-Za-z_]\w*)"
+NAME = re.compile(r"(?P<namespace>(?:[A-Za-z_]\w*::)*)(?P<name>[A-Za-z_]\w*)"
                   r"(?P<suffixes>\((?:\s*_\w*\s*,?)+\))?(?P<alternatives>(?:/\w+)*)")
 
 
@@ -65,11 +67,14 @@ def ops_md_names():
         for text in expand_braces(span):
             for m in NAME.finditer(text):
                 name = m.group("name")
-                names.add(name)
+                found = {name}
                 if m.group("suffixes"):
-                    names.update(name + s.strip() for s in m.group("suffixes")[1:-1].split(","))
+                    found.update(name + s.strip() for s in m.group("suffixes")[1:-1].split(","))
                 for part in filter(None, m.group("alternatives").split("/")):
-                    names.add(name[:len(name) - len(part)] + part if part[0].isdigit() else part)
+                    found.add(name[:len(name) - len(part)] + part if part[0].isdigit() else part)
+                names.update(found)
+                # A library op's registry name is qualified ("_C::rms_norm"): the span's too.
+                names.update(m.group("namespace") + f for f in found)
     return names
 
 
