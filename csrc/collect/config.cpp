@@ -82,7 +82,13 @@ CollectorConfig CollectorConfig::from_environment(int64_t now_mono_ns, int64_t n
     config.output_base = base;
   }
   if (const char* rank = std::getenv(env::kRank); rank != nullptr && *rank != '\0') {
-    config.rank = rank;
+    if (env::is_file_rank(rank)) {
+      config.rank = rank;
+    } else {
+      // A value that is no rank number would put itself (a '/', "..") into the file name.
+      print_line("ignoring %s=%s (expected a rank number): the files are named as without a rank",
+                 env::kRank, rank);
+    }
   }
   if (const char* world = std::getenv(env::kWorldSize); world != nullptr && *world != '\0') {
     config.world_size = world;

@@ -65,6 +65,17 @@ TEST(CollectorConfig, DefaultsWithoutEnvironment) {
   EXPECT_EQ(preferred_output_path(config, 77, false), "pyprof_report.sqlite");
 }
 
+TEST(CollectorConfig, ARankThatIsNoNumberNamesNoFile) {
+  for (const char* rank : {"abc", "0/../../etc/x", "-1", "1234567890"}) {
+    ScopedEnv env;
+    env.set("PYPROF_OUTPUT", "/tmp/x/net");
+    env.set("RANK", rank);
+    const CollectorConfig config = CollectorConfig::from_environment(1000, 5000);
+    EXPECT_FALSE(config.rank) << rank;
+    EXPECT_EQ(preferred_output_path(config, 77, false), "/tmp/x/net.sqlite") << rank;
+  }
+}
+
 TEST(CollectorConfig, ReadsEnvironment) {
   ScopedEnv env;
   env.set("PYPROF_OUTPUT", "/tmp/x/net");

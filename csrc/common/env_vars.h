@@ -5,6 +5,8 @@
 // purpose: they check this contract from outside.
 #pragma once
 
+#include <string_view>
+
 namespace pyprof::env {
 
 // ---- Set by the launcher for the command it runs; read by the collector (config.cpp). ----
@@ -78,8 +80,18 @@ inline constexpr char kNvtxInjection[] = "NVTX_INJECTION64_PATH";
 // another CUDA tool's is there; the collector reports when it was not set.
 inline constexpr char kCudaInjection[] = "CUDA_INJECTION64_PATH";
 // The process's rank under torchrun & co.: launcher and collector both name its database
-// BASE.rankR.sqlite.
+// BASE.rankR.sqlite, when is_file_rank() accepts the value.
 inline constexpr char kRank[] = "RANK";
+// Whether a RANK value names files: 1 to 9 decimal digits. Anything else (empty, "abc", "-1",
+// "0/../x") is ignored by both sides (the collector says so once): it must never put a path
+// into a file name, and the launcher lists only the names its own rule can read back.
+inline bool is_file_rank(std::string_view value) {
+  if (value.empty() || value.size() > 9) return false;
+  for (const char c : value) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
 // The job's number of ranks under torchrun & co.: recorded (META_DATA_CAPTURE WORLD_SIZE) for
 // parse's header and the cross-rank report; names no file.
 inline constexpr char kWorldSize[] = "WORLD_SIZE";

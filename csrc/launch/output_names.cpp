@@ -13,6 +13,8 @@
 #include <cstring>
 #include <string>
 
+#include "common/env_vars.h"
+
 namespace pyprof::launch {
 namespace {
 
@@ -55,7 +57,8 @@ RunFileKind classify_run_file(std::string_view filename, std::string_view base) 
   if (base.empty() || filename.substr(0, base.size()) != base) return RunFileKind::kOther;
   std::string_view rest = filename.substr(base.size());
   consume_number(rest, ".rank");
-  consume_number(rest, ".pid");
+  // The collector's fallback names: .pid<P>, then .<n> when that name was taken (config.h).
+  if (consume_number(rest, ".pid")) consume_number(rest, ".");
   constexpr std::string_view kDb = ".sqlite";
   if (rest.substr(0, kDb.size()) != kDb) return RunFileKind::kOther;
   rest.remove_prefix(kDb.size());
@@ -137,7 +140,7 @@ OutputClaim::Outcome OutputClaim::claim(const std::string& dir, std::string_view
 
 std::string root_database_name(std::string_view base, const char* rank_env) {
   std::string name(base);
-  if (rank_env != nullptr && *rank_env != '\0') {
+  if (rank_env != nullptr && env::is_file_rank(rank_env)) {
     name += ".rank";
     name += rank_env;
   }
@@ -147,9 +150,7 @@ std::string root_database_name(std::string_view base, const char* rank_env) {
 
 std::string run_files_base(std::string_view base, const char* rank_env) {
   std::string name(base);
-  if (rank_env != nullptr && *rank_env != '\0' &&
-      std::all_of(rank_env, rank_env + std::strlen(rank_env),
-                  [](char c) { return c >= '0' && c <= '9'; })) {
+  if (rank_env != nullptr && env::is_file_rank(rank_env)) {
     name += ".rank";
     name += rank_env;
   }

@@ -63,6 +63,11 @@ TEST(OutputNames, RootDatabaseAndFilesPerRank) {
   EXPECT_EQ(root_database_name("net", ""), "net.sqlite");
   EXPECT_EQ(root_database_name("net", "3"), "net.rank3.sqlite");
   EXPECT_EQ(root_database_name("/d/net", "12"), "/d/net.rank12.sqlite");
+  // A RANK that is no number names no file (the collector ignores it too): the root database
+  // keeps the name the launcher lists, and no path comes in through the environment.
+  EXPECT_EQ(root_database_name("net", "abc"), "net.sqlite");
+  EXPECT_EQ(root_database_name("net", "0/../../x"), "net.sqlite");
+  EXPECT_EQ(root_database_name("net", "1234567890"), "net.sqlite");
   // A launcher of one rank owns that rank's files only, and only for a numeric RANK.
   EXPECT_EQ(run_files_base("net", nullptr), "net");
   EXPECT_EQ(run_files_base("net", ""), "net");
@@ -84,6 +89,10 @@ TEST(OutputNames, WhichFilesBelongToARun) {
       {"net.rank3.sqlite", "net", K::kDatabase},
       {"net.pid42.sqlite", "net", K::kDatabase},
       {"net.rank3.pid42.sqlite", "net", K::kDatabase},
+      // The collector's fallback when net.pid42.sqlite was taken (config.h).
+      {"net.pid42.1.sqlite", "net", K::kDatabase},
+      {"net.rank3.pid42.2.sqlite-wal", "net", K::kSidecar},
+      {"net.1.sqlite", "net", K::kOther},
       {"net.sqlite-journal", "net", K::kSidecar},
       {"net.rank1.sqlite-wal", "net", K::kSidecar},
       {"net.pid7.sqlite-shm", "net", K::kSidecar},
