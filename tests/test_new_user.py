@@ -403,6 +403,27 @@ def test_options_after_the_command_are_named(tmp_path):
     assert "pyprof profile [OPTIONS] -- CMD" in res.stderr
 
 
+def test_the_empty_database_of_a_mistaken_run_does_not_block_the_next(tmp_path):
+    """Options after the command: the program ran unprofiled and an empty pyprof_report.sqlite
+    was written. The retry without -o replaces it (it held nothing) and says so; a recorded
+    profile is never replaced without --force."""
+    def profile(*cmd):
+        return subprocess.run([testlib.PY, "-m", "pyprof", "profile", *cmd], capture_output=True,
+                              text=True, cwd=tmp_path, env=testlib.pyprof_env(), timeout=300)
+    res = profile(testlib.PY, "-c", "import sys", "-o", "late")
+    assert res.returncode == 0, res.stderr
+    assert "wrote an empty pyprof_report.sqlite" in res.stderr
+    program = "import pyprof, torch; pyprof.init(); torch.ones(3).add(1)"
+    res = profile("--", testlib.PY, "-c", program)
+    assert res.returncode == 0, res.stderr
+    assert "replacing the empty" in res.stderr and "pyprof_report.sqlite" in res.stderr
+    header, records, _ = testlib.parse(tmp_path / "pyprof_report.sqlite")
+    assert any(r.get("op") == "aten::add" for r in records), records
+    res = profile("--", testlib.PY, "-c", program)
+    assert res.returncode != 0
+    assert "output of an earlier run exists" in res.stderr and "--force" in res.stderr
+
+
 def test_export_of_a_missing_file_says_so(tmp_path):
     res = subprocess.run([testlib.PY, "-m", "pyprof", "export", "nope.dict", "-o", "t.json"],
                          capture_output=True, text=True, cwd=tmp_path, env=testlib.pyprof_env())

@@ -67,3 +67,33 @@ extern "C" int pyprof_collect_database_finished(const char* path) {
   sqlite3_close(db);
   return finished;
 }
+
+extern "C" int pyprof_collect_database_is_empty_note(const char* path) {
+  if (path == nullptr || *path == '\0') return -1;
+  struct stat st {};
+  if (::lstat(path, &st) != 0) return -1;
+  if (!S_ISREG(st.st_mode)) return 0;  // never a link or a device: only what we wrote
+  const std::string journal = std::string(path) + "-journal";
+  if (::stat(journal.c_str(), &st) == 0 && st.st_size > 0) return 0;  // a write was cut off
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
+      SQLITE_OK) {
+    sqlite3_close(db);
+    return -1;
+  }
+  const char* kQuery =
+      "SELECT (SELECT count(*) FROM META_DATA_CAPTURE WHERE name = 'PYPROF_NOTE') > 0 AND "
+      "(SELECT count(*) FROM META_DATA_CAPTURE WHERE name = 'FINALIZED_BY') = 0 AND "
+      "NOT EXISTS (SELECT 1 FROM NVTX_EVENTS)";
+  sqlite3_stmt* stmt = nullptr;
+  int empty = -1;
+  if (sqlite3_prepare_v2(db, kQuery, -1, &stmt, nullptr) == SQLITE_OK &&
+      sqlite3_step(stmt) == SQLITE_ROW) {
+    empty = sqlite3_column_int64(stmt, 0) != 0 ? 1 : 0;
+  } else if (sqlite3_errcode(db) == SQLITE_ERROR) {
+    empty = 0;  // not our schema: not ours to replace
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return empty;
+}

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -580,11 +581,11 @@ TEST(CollectorLibrary, ExportsOnlyTheCApi) {
     if (!symbol.empty()) symbols.insert(symbol);
   }
   pclose(pipe);
-  EXPECT_EQ(symbols,
-            (std::set<std::string>{"InitializeInjectionNvtx2", "InitializeInjection",
-                                   "pyprof_collect_shutdown", "pyprof_collect_output_path",
-                                   "pyprof_collect_write_empty", "pyprof_collect_database_finished",
-                                   "pyprof_collect_cupti_request"}));
+  EXPECT_EQ(symbols, (std::set<std::string>{
+                         "InitializeInjectionNvtx2", "InitializeInjection",
+                         "pyprof_collect_shutdown", "pyprof_collect_output_path",
+                         "pyprof_collect_write_empty", "pyprof_collect_database_finished",
+                         "pyprof_collect_cupti_request", "pyprof_collect_database_is_empty_note"}));
 }
 
 TEST(CollectorLibrary, WriteEmptyThroughTheCApi) {
@@ -606,6 +607,29 @@ TEST(CollectorLibrary, WriteEmptyThroughTheCApi) {
   EXPECT_TRUE(db.intact());
   EXPECT_EQ(capture(db, "PYPROF_NOTE"), "no NVTX calls");
   EXPECT_EQ(db.stat("events_written"), 0);
+
+  // The launcher replaces only such a file without --force: never a recorded profile, a link to
+  // it, or something that is not ours.
+  auto is_empty_note = reinterpret_cast<int (*)(const char*)>(
+      dlsym(library, "pyprof_collect_database_is_empty_note"));
+  ASSERT_TRUE(is_empty_note);
+  EXPECT_EQ(is_empty_note(path.c_str()), 1);
+  const std::string link = dir.file("link.sqlite");
+  ASSERT_EQ(symlink(path.c_str(), link.c_str()), 0);
+  EXPECT_EQ(is_empty_note(link.c_str()), 0);
+  EXPECT_EQ(is_empty_note(dir.file("missing.sqlite").c_str()), -1);
+  EXPECT_EQ(is_empty_note("/dev/null"), 0);
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(raw,
+                           "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) "
+                           "VALUES (1, 2, 59, 'aten::add', 1)",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(raw);
+  }
+  EXPECT_EQ(is_empty_note(path.c_str()), 0);  // it holds a range now: a profile
 }
 
 }  // namespace

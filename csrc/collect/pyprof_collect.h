@@ -82,6 +82,13 @@ PYPROF_COLLECT_API int pyprof_collect_write_empty(const char* path, const char* 
  * off), -1 when it cannot be read. Reads only; takes no lock. */
 PYPROF_COLLECT_API int pyprof_collect_database_finished(const char* path);
 
+/* Whether the database at `path` is an empty one that pyprof_collect_write_empty wrote (the
+ * launcher's, for a program that made no NVTX call): 1 when it is a regular file holding a
+ * META_DATA_CAPTURE PYPROF_NOTE row, no FINALIZED_BY row and no NVTX event, 0 when it is anything
+ * else (a recorded profile, a link, a device), -1 when it cannot be read. The launcher replaces
+ * such a file without --force: it holds nothing a later run could lose. Reads only. */
+PYPROF_COLLECT_API int pyprof_collect_database_is_empty_note(const char* path);
+
 #ifdef __cplusplus
 }
 #endif

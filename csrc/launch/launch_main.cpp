@@ -59,6 +59,7 @@ constexpr const char* kWriteEmptySymbol = "pyprof_collect_write_empty";
 using WriteEmptyFn = int (*)(const char* path, const char* note);
 constexpr const char* kFinishedSymbol = "pyprof_collect_database_finished";
 using FinishedFn = int (*)(const char* path);
+constexpr const char* kEmptyNoteSymbol = "pyprof_collect_database_is_empty_note";
 
 // Signals the launcher passes on to the command while it runs. SIGINT is not among them: Ctrl-C
 // reaches the whole foreground process group, so the command gets it anyway and the launcher
@@ -84,6 +85,11 @@ int fail(int code, fmt::format_string<Args...> format, Args&&... args) {
 template <typename... Args>
 void warn(fmt::format_string<Args...> format, Args&&... args) {
   fmt::print(stderr, "pyprof: warning: {}\n", fmt::format(format, std::forward<Args>(args)...));
+}
+
+template <typename... Args>
+void note(fmt::format_string<Args...> format, Args&&... args) {
+  fmt::print(stderr, "pyprof: note: {}\n", fmt::format(format, std::forward<Args>(args)...));
 }
 
 // Messages from dlerror() and the like, flattened to one line.
@@ -429,15 +435,41 @@ int claim_output(const Run& run, OutputClaim& claim) {
   return fail(kFailure, "cannot lock {}: {}", claim.lock_path(), std::strerror(claim.error()));
 }
 
+// Whether the earlier run's files are one empty database the launcher wrote (and no sidecar
+// with anything in it): pyprof_collect_database_is_empty_note says so for the database.
+bool only_empty_databases(const Run& run, const std::vector<std::string>& earlier) {
+  using EmptyNoteFn = int (*)(const char* path);
+  const auto is_empty_note =
+      reinterpret_cast<EmptyNoteFn>(dlsym(run.collector_handle, kEmptyNoteSymbol));
+  if (is_empty_note == nullptr) return false;
+  int databases = 0;
+  for (const std::string& name : earlier) {
+    const std::string path = run.dir + "/" + name;
+    if (classify_run_file(name, run.files_base) == RunFileKind::kSidecar) {
+      struct stat st {};
+      if (lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > 0) return false;
+      continue;
+    }
+    if (is_empty_note(path.c_str()) != 1) return false;
+    ++databases;
+  }
+  return databases == 1;
+}
+
 // Refuses to mix with an earlier run's databases, or deletes them (with their SQLite sidecars)
-// under --force.
+// under --force. One empty database an earlier run left is replaced without --force.
 int handle_earlier_run(const Run& run) {
   std::vector<std::string> earlier;
   if (!list_run_files(run.dir, run.files_base, /*with_sidecars=*/true, earlier)) {
     return fail(kFailure, "cannot read output directory {}: {}", run.dir, std::strerror(errno));
   }
   if (earlier.empty()) return 0;
-  if (!run.opts.force) {
+  if (!run.opts.force && only_empty_databases(run, earlier)) {
+    // An earlier run whose program made no NVTX call (often: options given after the command)
+    // left an empty database; it holds nothing, so it does not make the next try need --force.
+    note("replacing the empty {}/{} an earlier run left (its program made no NVTX calls)", run.dir,
+         earlier.front());
+  } else if (!run.opts.force) {
     constexpr size_t kShown = 3;
     std::string shown;
     for (size_t i = 0; i < earlier.size() && i < kShown; ++i) {

@@ -83,7 +83,8 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args,
       ->type_name("NAME")
       ->default_str(opts.output);
   app.add_flag("--force", opts.force,
-               "Delete the databases of an earlier run with the same NAME instead of refusing");
+               "Delete the databases of an earlier run with the same NAME instead of refusing (one "
+               "empty database, from a program that made no NVTX call, is replaced without it)");
   app.add_option("--delay", delay_text, "Start collecting S seconds after launch")->type_name("S");
   app.add_option("--duration", duration_text, "Stop collecting S seconds after it started")
       ->type_name("S");
