@@ -45,18 +45,28 @@ def _parsed_first(command: str, tool: str, args: list[str], ranges: bool = False
                   labels: tuple[str, ...] = ()) -> int:
     """`pyprof COMMAND ARGS` where COMMAND's tool reads net.dicts: every input that is not one
     (a database or a trace: _tools.input_kind OTHER) is parsed first into a temporary net.dict,
-    which the tool reads instead; the others (net.dicts, folders, streams, missing files: the
-    tool names the problem) are handed over as they are. The user's inputs are protected here,
-    since the tool sees only the temporaries. `labels`: the tool's hidden options naming each
-    parsed input in its messages (one per input, in order); without them the temporaries' paths
-    in the tool's messages are replaced by the inputs' names."""
+    which the tool reads instead; the others (net.dicts, folders, streams: the tool names any
+    problem) are handed over as they are; a file that does not exist is named here, one message
+    for every command. The user's inputs are protected here, since the tool sees only the
+    temporaries. `labels`: the tool's hidden options naming each parsed input in its messages
+    (one per input, in order: `--base-label` says `base: ...`); without them the temporaries'
+    paths in the tool's messages are replaced by the inputs' names."""
     try:
         split = _tools.split_arguments(tool, args)
     except _tools.OptionsUnavailable as exc:
         print(f"pyprof {command}: error: {exc}", file=sys.stderr)
         return 1
+    counted = not labels or len(split.inputs) == len(labels)  # else the tool says: usage
+    if split.has("--help") or not counted:
+        return _tools.exec_tool(tool, args)
+    for n, i in enumerate(split.inputs):
+        if args[i] != "-" and not os.path.lexists(args[i]):
+            role = f"{labels[n].strip('-').removesuffix('-label')}: " if len(labels) > 1 else ""
+            print(f"pyprof {command}: error: {role}cannot open {args[i]}: no such file",
+                  file=sys.stderr)
+            return 1
     parsed = inputs_to_parse(tool, args, split)
-    if not parsed or split.has("--help") or (labels and len(split.inputs) != len(labels)):
+    if not parsed:
         return _tools.exec_tool(tool, args)
     if why := _tools.first_missing("pyprof-parse", tool):
         print(f"pyprof: error: {why}", file=sys.stderr)

@@ -92,3 +92,17 @@ def test_a_net_dict_and_a_stream_go_to_prof_untouched(parsed):
                                timeout=300, env=pyprof_env(), cwd=testlib.ROOT)
     assert piped.returncode == 0, piped.stderr
     assert piped.stdout.decode() == pyprof("prof", parsed["nsys"]).stdout
+
+
+@pytest.mark.parametrize("args,message", [
+    (["prof", "nope.sqlite"], "pyprof prof: error: cannot open nope.sqlite: no such file"),
+    (["export", "nope.sqlite", "-o", "t.json"],
+     "pyprof export: error: cannot open nope.sqlite: no such file"),
+    (["diff", NSYS, "nope.sqlite"],
+     "pyprof diff: error: new: cannot open nope.sqlite: no such file"),
+])
+def test_a_missing_input_is_named_alike_by_every_front(args, message, tmp_path):
+    """Before, diff of a missing database said `pyprof parse failed`, and each front its own."""
+    res = subprocess.run([PY, "-m", "pyprof", *args], capture_output=True, text=True,
+                         timeout=300, env=pyprof_env(), cwd=tmp_path)
+    assert (res.returncode, res.stderr.strip()) == (1, message)
