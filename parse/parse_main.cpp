@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "common/cli_help.h"
+#include "common/cli_options.h"
 #include "common/input_files.h"
 #include "common/output_file.h"
 #include "common/phase_timer.h"
@@ -577,6 +578,7 @@ int main(int argc, char** argv) {
                  "get their op, module and shapes; every mismatch is counted in the summary "
                  "(docs/formats.md §4.2)")
       ->option_text("CAPTURE");
+  if (int status = pyprof::list_options_if_asked(app, argc, argv); status >= 0) return status;
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

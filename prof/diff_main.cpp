@@ -13,8 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "common/input_files.h"
 #include "common/cli_help.h"
+#include "common/cli_options.h"
+#include "common/input_files.h"
 #include "common/output_file.h"
 #include "common/terminal_text.h"
 #include "prof/diff.h"
@@ -168,6 +169,7 @@ int main(int argc, char** argv) {
       "Exit status: 0 compared (gate passed), 1 bad input or unwritable output, 2 usage, 3 the "
       "--fail-above or --fail-step-above gate failed, 4 a gate was refused: no row it applies "
       "to could be tested (--gate-without-test).");
+  if (int status = pyprof::list_options_if_asked(app, argc, argv); status >= 0) return status;
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -11,8 +11,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "common/input_files.h"
 #include "common/cli_help.h"
+#include "common/cli_options.h"
+#include "common/input_files.h"
 #include "common/output_file.h"
 #include "common/terminal_text.h"
 #include "prof/trace_export.h"
@@ -86,6 +87,7 @@ int main(int argc, char** argv) {
   // DB here, so that the summary names the file the user gave.
   std::string source_label;
   app.add_option("--source-label", source_label, "the input's name in the summary")->group("");
+  if (int status = pyprof::list_options_if_asked(app, argc, argv); status >= 0) return status;
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/cli_help.h"
+#include "common/cli_options.h"
 #include "common/input_files.h"
 #include "common/ordered_chunks.h"
 #include "common/output_file.h"
@@ -101,9 +102,10 @@ int main(int argc, char** argv) {
   bool csv = false, json = false, no_tf32 = false, raw = false;
   std::vector<std::string> inputs;
   app.add_option("dict", inputs,
-                 "parse output (JSON Lines); - or nothing: standard input. --report ranks takes "
-                 "one net.dict per rank, or folders of them (*.dict; `pyprof parse -o DIR` of a "
-                 "job's per-rank databases)");
+                 "parse output (JSON Lines; `pyprof prof` also takes a database or a trace "
+                 "and runs `pyprof parse` first); - or nothing: standard input. --report ranks "
+                 "takes one net.dict per rank, or folders of them (*.dict; `pyprof parse -o "
+                 "DIR` of a job's per-rank databases)");
   app.add_option("-c,--columns", columns,
                  "columns to print, comma-separated, or 'all' (default "
                  "idx,dir,sub,mod,op,kernel,params,sil)");
@@ -153,6 +155,7 @@ int main(int argc, char** argv) {
   bool list_ops = false;
   app.add_flag("--list-ops", list_ops, "print every modelled op and its family, then exit")
       ->group("");
+  if (int status = pyprof::list_options_if_asked(app, argc, argv); status >= 0) return status;
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

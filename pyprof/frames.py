@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import json
 import os
-import stat
-import subprocess
 import tempfile
 import warnings
+
+from pyprof._tools import MISSING, OTHER, ProfError, input_kind, run_checked
 
 __all__ = ["read_dict", "read_report", "ProfError", "ProfWarning", "RECORD_COLUMNS"]
 
@@ -42,15 +42,6 @@ RECORD_COLUMNS: dict[str, str] = {
 # Values that mean "no value" in a numeric column of a report's JSON: prof writes `na` as null
 # but leaves `-` (and an empty cell) as a string there.
 _REPORT_NULLS = ("-", "", "na")
-
-
-class ProfError(RuntimeError):
-    """A pyprof tool (pyprof-prof, pyprof-parse) failed; the message is the tool's own."""
-
-    def __init__(self, message: str, returncode: int, command: list[str]):
-        super().__init__(message)
-        self.returncode = returncode
-        self.command = command
 
 
 class ProfWarning(UserWarning):
@@ -98,52 +89,14 @@ def option_args(options: dict) -> list[str]:
     return args
 
 
-def run_checked(tool: str, args: list[str]) -> str:
-    """Runs one of pyprof's executables; returns its standard error, or raises ProfError with
-    it when the tool fails."""
-    from pyprof.cli import missing_tool, tool_path
-
-    path = tool_path(tool)
-    if why := missing_tool(path):
-        raise ProfError(why, 1, [path, *args])
-    command = [path, *args]
-    from pyprof import _signals
-
-    res = _signals.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE)
-    err = res.stderr.decode("utf-8", "replace")
-    if res.returncode != 0:
-        if res.returncode < 0:
-            message = f"{tool} was killed by signal {-res.returncode}"
-            if err.strip():
-                message += ": " + err.strip()
-        else:
-            message = err.strip() or f"{tool} failed with exit status {res.returncode}"
-        raise ProfError(message, res.returncode, command)
-    return err
-
-
-def is_net_dict(path: str) -> bool:
-    """True when the file starts like parse's output (its header line, docs/formats.md §3).
-    False for what is not a regular file (a FIFO is not opened: that would wait for a writer,
-    and what was read of it would be lost to the tool that reads it next)."""
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return False
-        with open(path, "rb") as f:
-            head = f.read(64)
-    except OSError:
-        return False  # the tool reading it says why
-    return head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b'{"pyprof_dict"')
-
-
 def _prof_json(path, args: list[str], workdir: str) -> str:
     """Runs parse (when `path` is not a net.dict) and pyprof-prof with `args` and `-o` a file in
     `workdir`; returns that file's path. prof's warnings become ProfWarning."""
     path = os.fspath(path)
-    if not os.path.exists(path):
+    kind = input_kind(path)
+    if kind == MISSING:
         raise FileNotFoundError(f"{path}: no such file")
-    if not is_net_dict(path):
+    if kind == OTHER:
         parsed = os.path.join(workdir, "net.dict")
         run_checked("pyprof-parse", [path, "-o", parsed])
         path = parsed
@@ -278,6 +231,16 @@ def report_file_table(json_path: str):
     if "report" in keys:
         keys.remove("report")
     return rows_table(rows, ["report", *keys])
+
+
+def write_table(table, path: str, metadata: dict) -> None:
+    """An Arrow table as a Parquet file, `metadata` (what it is: pyprof's version, the table,
+    the report, the rank) as JSON under the schema's `pyprof` key (docs/dataframes.md)."""
+    import pyarrow.parquet as pq
+
+    meta = dict(table.schema.metadata or {})
+    meta[b"pyprof"] = json.dumps(metadata).encode()
+    pq.write_table(table.replace_schema_metadata(meta), path)
 
 
 # ---- Arrow -> pandas --------------------------------------------------------------------------

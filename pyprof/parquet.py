@@ -20,8 +20,10 @@ from __future__ import annotations
 import os
 import sys
 
-# json, shutil, subprocess, tempfile and pyarrow are imported where used: every `pyprof prof`
-# command line passes through handles(), and most are exec'ed to pyprof-prof untouched.
+from pyprof import _files, _tools
+
+# shutil, tempfile and pyarrow are imported where used: every `pyprof prof` command line
+# passes through handles(), and most are exec'ed to pyprof-prof untouched.
 
 PARQUET_HELP = """Parquet (pyprof's Python front, needs pyarrow: pip install 'pyprof[report]'):
   --parquet               the per-record table as a Parquet file (needs -o
@@ -63,58 +65,29 @@ def handles(args: list[str]) -> bool:
 
 
 class _Args:
-    """The options this front needs from prof's command line; the rest pass through."""
+    """The options this front needs from prof's command line, split by pyprof-prof's own list
+    of options (pyprof/_tools.py); the rest pass through."""
 
-    VALUE_OPTIONS = {"-o": "output", "--output": "output", "--formats": "formats",
-                     "-c": "columns", "--columns": "columns", "--report": "report",
-                     "-w": "width", "--width": "width", "--top": "top", "--depth": "depth",
-                     "--peaks": "peaks", "--iterations": "iterations", "-j": "jobs",
-                     "--jobs": "jobs"}
-    REMOVED = ("output", "formats", "jobs")  # this front sets them for the tool
+    OWN_VALUES = {"-j": "--jobs", "--jobs": "--jobs"}  # this front's: ranks run at a time
+    REMOVED = ("--output", "--formats", "--jobs", "--parquet")  # this front sets them for the tool
 
     def __init__(self, args: list[str]):
-        self.values: dict[str, str] = {}
-        self.parquet = self.csv = self.json = False
-        self.rest: list[str] = []     # prof's arguments, inputs included
-        self.inputs: list[str] = []   # the inputs alone
-        self.options: list[str] = []  # the options alone
-        i = 0
-        while i < len(args):
-            arg = args[i]
-            name, value, used = self._match(arg, args[i + 1] if i + 1 < len(args) else None)
-            if arg == "--":
-                self.rest += args[i:]
-                self.inputs += args[i + 1:]
-                break
-            if arg == "--parquet":
-                self.parquet = True
-            elif name is not None:
-                if value is None:
-                    raise UsageError(f"{arg} needs a value")
-                self.values[name] = value
-                if name not in self.REMOVED:
-                    self.rest += args[i:i + used]
-                    self.options += args[i:i + used]
-            else:
-                self.csv |= arg == "--csv"
-                self.json |= arg == "--json"
-                self.rest.append(arg)
-                if arg.startswith("-") and arg != "-":
-                    self.options.append(arg)
-                else:
-                    self.inputs.append(arg)
-            i += used
+        self.split = _tools.split_arguments("pyprof-prof", args, self.OWN_VALUES)
+        if self.split.missing_value is not None:
+            raise UsageError(f"{self.split.missing_value} needs a value")
+        # Keyed by the long name without its dashes: "output", "columns", "jobs", ...
+        self.values = {name.lstrip("-"): v for name, v in self.split.values.items()}
+        self.parquet = self.split.has("--parquet")
+        self.csv = self.split.has("--csv")
+        self.json = self.split.has("--json")
+        self.rest = self.split.without(*self.REMOVED)  # prof's arguments, inputs included
+        self.inputs = self.split.input_paths()          # the inputs alone
 
-    def _match(self, arg: str, following: str | None):
-        """(name, value, arguments used) for a value option, else (None, None, 1)."""
-        if arg in self.VALUE_OPTIONS:
-            return self.VALUE_OPTIONS[arg], following, 2
-        for option, name in self.VALUE_OPTIONS.items():
-            if option.startswith("--") and arg.startswith(option + "="):
-                return name, arg[len(option) + 1:], 1
-            if not option.startswith("--") and arg.startswith(option) and len(arg) > 2:
-                return name, arg[2:], 1
-        return None, None, 1
+    def options(self, *also_removed: str) -> list[str]:
+        """The options alone (no inputs), less REMOVED and `also_removed` (long names)."""
+        dropped = set(self.REMOVED) | set(also_removed) | {"--"}
+        return [word for start, end, name in self.split.spans if name not in dropped
+                for word in self.split.args[start:end]]
 
 
 class _Staging:
@@ -141,8 +114,6 @@ class _Staging:
         self.moves.append((staged, destination))
 
     def commit(self) -> None:
-        from pyprof import _files
-
         for _, destination in self.moves:  # every one checked before any is moved
             _files.check_not_an_input(destination, self.inputs)
         for staged, destination in self.moves:
@@ -155,30 +126,20 @@ class _Staging:
 
 
 def _run_prof(args: list[str]) -> int:
-    from pyprof import _signals
-    from pyprof.cli import flush_standard_streams, missing_tool, tool_path
-
-    path = tool_path("pyprof-prof")
-    if why := missing_tool(path):
-        print(f"pyprof: error: {why}", file=sys.stderr)
-        return 1
-    flush_standard_streams()
-    res = _signals.run([path, *args])
-    if res.returncode < 0:
-        print(f"pyprof prof: error: pyprof-prof was killed by signal {-res.returncode}",
-              file=sys.stderr)
-        return 1
-    return res.returncode
+    return _tools.run_tool("pyprof-prof", args, "prof")
 
 
-def write_table(table, path: str, metadata: dict) -> None:
-    import json
-
-    import pyarrow.parquet as pq
-
-    meta = dict(table.schema.metadata or {})
-    meta[b"pyprof"] = json.dumps(metadata).encode()
-    pq.write_table(table.replace_schema_metadata(meta), path)
+def _parse_inputs(opts: _Args, staging: _Staging) -> int:
+    """An input that is not a net.dict (a database, a trace) parsed first, into the staging
+    folder, as `pyprof prof` does without Parquet (pyprof/cli.py); prof reads that instead."""
+    parsed = {}
+    for n, i in enumerate(opts.split.inputs):
+        if _tools.input_kind(opts.split.args[i]) == _tools.OTHER:
+            parsed[i] = staging.path(f"input{n}.dict")
+            if (status := _tools.parse_into(opts.split.args[i], parsed[i], "prof")) != 0:
+                return status
+    opts.rest = opts.split.without(*opts.REMOVED, replace=parsed)
+    return 0
 
 
 def _records(opts: _Args, staging: _Staging) -> int:
@@ -197,7 +158,7 @@ def _records(opts: _Args, staging: _Staging) -> int:
     if status != 0:
         return status
     staged = staging.path("records.parquet")
-    write_table(frames.records_table(json_path, keys), staged,
+    frames.write_table(frames.records_table(json_path, keys), staged,
                 {"pyprof": __version__, "table": "records"})
     staging.keep(staged, opts.values["output"])
     return 0
@@ -222,7 +183,7 @@ def _reports(opts: _Args, staging: _Staging) -> int:
     output = opts.values["output"]
     for report in reports:
         staged = f"{prefix}.{report}.parquet"
-        write_table(frames.report_file_table(f"{prefix}.{report}.json"), staged,
+        frames.write_table(frames.report_file_table(f"{prefix}.{report}.json"), staged,
                     {"pyprof": __version__, "table": "report", "report": report})
         staging.keep(staged, f"{output}.{report}.parquet")
         for fmt in others:
@@ -248,9 +209,7 @@ def _dataset(opts: _Args) -> int:
     if not jobs.isdigit():
         raise UsageError(f"-j {jobs}: not a number of parallel runs")
     jobs = int(jobs) or os.cpu_count() or 1
-    options = [a for a in opts.options if a != "--parquet"]
-    # -c and --report are set per run by the dataset writer.
-    options = _without(options, ("-c", "--columns", "--report"))
+    options = opts.options("--columns", "--report")  # set per run by the dataset writer
     try:
         import pyarrow  # noqa: F401
     except ImportError as exc:
@@ -273,28 +232,12 @@ def _dataset(opts: _Args) -> int:
         return 1
 
 
-def _without(options: list[str], names: tuple) -> list[str]:
-    """options less the value options `names` (as `-c X`, `-cX`, `--columns=X`)."""
-    out, skip = [], False
-    for arg in options:
-        if skip:
-            skip = False
-        elif arg in names:
-            skip = True
-        elif not any(arg.startswith(n + "=") or (not n.startswith("--") and arg.startswith(n))
-                     for n in names):
-            out.append(arg)
-    return out
-
-
 def prof_command(args: list[str]) -> int:
     """`pyprof prof ARGS` when handles(ARGS): Parquet output, or help."""
     options = args[:args.index("--")] if "--" in args else args
     if "-h" in options or "--help" in options:
-        from pyprof.cli import tool_path
-
-        path = tool_path("pyprof-prof")
-        status = _run_prof(["--help"]) if os.access(path, os.X_OK) else 0
+        built = not _tools.missing_tool(_tools.tool_path("pyprof-prof"))
+        status = _run_prof(["--help"]) if built else 0
         print(PARQUET_HELP, end="")
         return status
     try:
@@ -336,8 +279,6 @@ def prof_command(args: list[str]) -> int:
               "pip install 'pyprof[report]' (docs/install.md)", file=sys.stderr)
         return 1
     output = opts.values["output"]
-    from pyprof import _files
-
     inputs = [*opts.inputs, opts.values.get("peaks")]
     _files.check_not_an_input(output, inputs)  # raised to the front: `pyprof prof: error: ...`
     try:
@@ -346,7 +287,9 @@ def prof_command(args: list[str]) -> int:
         print(f"pyprof prof: error: writing {output} failed: {exc}", file=sys.stderr)
         return 1
     try:
-        status = _records(opts, staging) if opts.parquet else _reports(opts, staging)
+        status = _parse_inputs(opts, staging)
+        if status == 0:
+            status = _records(opts, staging) if opts.parquet else _reports(opts, staging)
         if status == 0:
             staging.commit()
         return status

@@ -6,7 +6,7 @@ user ranges and direction, and writes JSON Lines (docs/formats.md §3).
 
 import sys
 
-from pyprof.cli import run_tool
+from pyprof import _tools
 
 if __name__ == "__main__":
-    sys.exit(run_tool("pyprof-parse", sys.argv[1:]))
+    sys.exit(_tools.exec_tool("pyprof-parse", sys.argv[1:]))

@@ -21,11 +21,12 @@ wrote is replaced whole (other files in DIR stay).
 from __future__ import annotations
 
 import concurrent.futures
-import json
 import os
 import shutil
 import sys
 import tempfile
+
+from pyprof import _files, _tools, frames
 
 # The ranks report's tables keyed by rank go under ranks/rank=R; the per-step table, a verdict
 # over all ranks, is a table of its own.
@@ -69,26 +70,18 @@ def expand_inputs(inputs: list[str]) -> list[str]:
 
 def header_of(path: str) -> dict:
     """A net.dict's header line (docs/formats.md §3), or DatasetError naming what is wrong."""
-    from pyprof import _files
-
     try:
         _files.check_regular_input(path, "each rank is read more than once (save it to a file "
                                          "first)")
+        # A header lists every step: long, but not unbounded.
+        return _tools.read_dict_header(path, 16 << 20)
     except _files.FileError as exc:
         raise DatasetError(str(exc)) from None
-    try:
-        with open(path, "rb") as f:
-            line = f.readline(16 << 20)  # a header lists every step: long, but not unbounded
     except OSError as exc:
         raise DatasetError(f"cannot open {path}: {exc.strerror or exc}") from exc
-    try:
-        header = json.loads(line.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        header = None
-    if not isinstance(header, dict) or "pyprof_dict" not in header:
+    except _tools.NotADict:
         raise DatasetError(f"{path}: not a net.dict (pyprof parse output); a dataset is made "
-                           "from parsed ranks: pyprof parse -o DIR RANK.sqlite...")
-    return header
+                           "from parsed ranks: pyprof parse -o DIR RANK.sqlite...") from None
 
 
 def ranks_of(files: list[str]) -> dict[int, str]:
@@ -113,17 +106,12 @@ class _Tool:
     """pyprof-prof runs whose warnings are passed on, prefixed by the input they concern."""
 
     def __init__(self):
-        from pyprof.frames import run_checked
-
-        self._run = run_checked
         self._said: set[str] = set()  # each rank is read twice (records, reports): said once
 
     def __call__(self, args: list[str], about: str) -> None:
-        from pyprof.frames import ProfError
-
         try:
-            err = self._run("pyprof-prof", args)
-        except ProfError as exc:
+            err = _tools.run_checked("pyprof-prof", args)
+        except _tools.ProfError as exc:
             raise DatasetError(f"{about}: {exc}") from exc
         for line in err.splitlines():
             if line.strip() and (said := f"{about}: {line}") not in self._said:
@@ -134,8 +122,6 @@ class _Tool:
 def _rank_tables(tool: _Tool, path: str, rank: int, options: list[str], columns: list[str] | None,
                  reports: list[str], work: str) -> tuple:
     """One rank: its records as an Arrow table and each report's JSON rows."""
-    from pyprof import frames
-
     folder = os.path.join(work, f"rank{rank}")
     os.mkdir(folder)
     records_json = os.path.join(folder, "records.json")
@@ -158,8 +144,6 @@ def _rank_tables(tool: _Tool, path: str, rank: int, options: list[str], columns:
 def _report_tables(rows_by_rank: dict[int, list[dict]], drop=()) -> dict:
     """{rank: Arrow table} of one report, each with the same columns and types: the columns and
     their kinds are decided over every rank's rows together."""
-    from pyprof import frames
-
     every = [row for rows in rows_by_rank.values() for row in rows]
     keys = [k for k in frames.ordered_keys(every) if k != "report" and k not in drop]
     keys.insert(0, "report")
@@ -171,8 +155,7 @@ def write(inputs: list[str], output: str, options: list[str], columns: list[str]
           reports: list[str], jobs: int) -> int:
     """Writes the dataset; returns the exit status. options: prof's options for every run
     (--iterations, --no-tf32, --peaks, ...)."""
-    from pyprof import __version__, frames
-    from pyprof.parquet import write_table
+    from pyprof import __version__
 
     if "all" in reports:
         reports = list(PER_RANK_REPORTS)
@@ -203,7 +186,8 @@ def write(inputs: list[str], output: str, options: list[str], columns: list[str]
                                          work)
             folder = os.path.join(stage, "records", f"rank={rank}")
             os.makedirs(folder)
-            write_table(records, os.path.join(folder, "part-0.parquet"), meta("records", rank))
+            frames.write_table(records, os.path.join(folder, "part-0.parquet"),
+                               meta("records", rank))
             return rows
 
         report_rows: dict[str, dict[int, list[dict]]] = {r: {} for r in reports}
@@ -235,11 +219,11 @@ def write(inputs: list[str], output: str, options: list[str], columns: list[str]
             for rank, table in _report_tables(rows_by_rank, drop).items():
                 folder = os.path.join(stage, report, f"rank={rank}")
                 os.makedirs(folder)
-                write_table(table, os.path.join(folder, "part-0.parquet"),
+                frames.write_table(table, os.path.join(folder, "part-0.parquet"),
                             meta("report", rank, report))
         os.makedirs(os.path.join(stage, "rank_steps"))
         steps = frames.rows_table(per_step, frames.ordered_keys(per_step))
-        write_table(steps, os.path.join(stage, "rank_steps", "part-0.parquet"),
+        frames.write_table(steps, os.path.join(stage, "rank_steps", "part-0.parquet"),
                     meta("report", None, "ranks"))
         shutil.rmtree(work)
         _commit(stage, output)

@@ -19,9 +19,8 @@ import subprocess
 import sys
 import tempfile
 
-from pyprof import _files, _signals
-from pyprof.cli import missing_tool, tool_path
-from pyprof.frames import is_net_dict
+from pyprof import _files, _signals, _tools
+from pyprof._tools import missing_tool, tool_path
 
 # The reports the page is made of, in one prof run.
 PAGE_REPORTS = ["summary", "op", "instance", "kernel", "module", "tc", "family", "phase", "peaks",
@@ -71,11 +70,7 @@ def ensure_dict(path: str, workdir: str) -> tuple[str, list[str]]:
     _check_input(path)
     if os.path.isdir(path):
         raise ReportError(f"{path} is a folder: give one trace or net.dict")
-    try:
-        is_dict = is_net_dict(path)
-    except OSError as e:
-        raise ReportError(f"cannot read {path}: {e.strerror}") from None
-    if is_dict:
+    if _tools.is_net_dict(path):
         return path, []
     out = os.path.join(workdir, "input.dict")
     res = _run([tool_path("pyprof-parse"), path, "-o", out], f"pyprof parse {path}")
@@ -98,18 +93,10 @@ def _check_input(path: str) -> None:
 
 
 def read_header(dict_path: str) -> dict:
-    with open(dict_path, "rb") as f:
-        line = f.readline(MAX_DICT_LINE_BYTES + 1)  # bounded: a file of one endless line
-    if len(line) > MAX_DICT_LINE_BYTES:
-        raise ReportError(f"{dict_path}: the first line is longer than "
-                          f"{MAX_DICT_LINE_BYTES >> 20} MiB: not a net.dict header")
     try:
-        header = json.loads(line)
-    except ValueError:
-        raise ReportError(f"{dict_path}: the first line is not a net.dict header") from None
-    if not isinstance(header, dict) or "pyprof_dict" not in header:
-        raise ReportError(f"{dict_path}: the first line is not a net.dict header")
-    return header
+        return _tools.read_dict_header(dict_path, MAX_DICT_LINE_BYTES)  # bounded: one endless line
+    except _tools.NotADict as e:
+        raise ReportError(str(e)) from None
 
 
 def tables_by_title(json_path: str) -> dict[str, list[dict]]:
@@ -1049,6 +1036,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from pyprof.cli import main as cli_main  # the front: signals end it cleanly
-
-    sys.exit(cli_main(["report", *sys.argv[1:]]))
+    sys.exit(_tools.run_front("report", lambda: main(sys.argv[1:])))  # signals end it cleanly

@@ -385,7 +385,7 @@ def test_write_failure_leaves_nothing(dicts, tmp_path, monkeypatch, capsys):
             f.write(b"PAR1 partial")
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(parquet, "write_table", failing_write)
+    monkeypatch.setattr(frames, "write_table", failing_write)  # the writer parquet.py calls
     older = tmp_path / "net.op.parquet"
     older.write_text("older")
     status = parquet.prof_command(["--report", "op,kernel", "--formats", "csv,parquet", "-o",

@@ -185,13 +185,14 @@ def test_output_that_is_the_input_is_refused(command, link, inputs, tmp_path):
     assert [n for n in os.listdir(os.path.dirname(victim)) if n.startswith(".")] == []
 
 
-@pytest.mark.parametrize("command", ["export", "diff"])
+@pytest.mark.parametrize("command", ["prof", "prof --parquet", "export", "diff"])
 def test_database_parsed_first_is_protected_too(command, inputs):
-    """export and diff of a database parse it into a temporary net.dict first: the C++ tool
-    never sees the database, so the front protects it."""
+    """prof, export and diff of a database parse it into a temporary net.dict first: the C++
+    tool never sees the database, so the front protects it."""
     _, sqlite = inputs
     before = open(sqlite, "rb").read()
-    args = ["export", sqlite] if command == "export" else ["diff", sqlite, sqlite]
+    args = {"prof": ["prof", sqlite], "prof --parquet": ["prof", "--parquet", sqlite],
+            "export": ["export", sqlite], "diff": ["diff", sqlite, sqlite]}[command]
     res = pyprof(*args, "-o", sqlite)
     assert_clean(res, 1)
     assert f"cannot write {sqlite}: it is the input {sqlite}" in res.stderr, res.stderr
@@ -428,6 +429,44 @@ def test_signal_during_report_leaves_no_temporary_folder(signum, inputs, tmp_pat
         writer.close()
     check_ended(proc.returncode, err, signum, "report")
     assert leftovers(tmp, out) == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_signal_during_prof_of_a_database_leaves_no_temporary(signum, inputs, tmp_path):
+    """`pyprof prof DB` parses DB into a temporary net.dict in $TMPDIR, then pyprof-prof blocks
+    reading a --peaks FIFO whose writer writes nothing; the signal ends both, and the temporary
+    folder is gone."""
+    peaks = tmp_path / "peaks.fifo"
+    os.mkfifo(peaks)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    writer = Writer(peaks, None)
+    try:
+        proc = subprocess.Popen([PY, "-m", "pyprof", "prof", "--peaks", peaks, inputs[1]],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                env=pyprof_env({"TMPDIR": str(tmp)}), start_new_session=True)
+        # pyprof-prof on the parsed net.dict (not the front's `--list-options` run before it)
+        wait_for(proc, lambda: runs(proc.pid, b"pyprof-prof", b"input0.dict"))
+        assert len(leftovers(tmp)) == 1  # the parsed net.dict's folder, while prof runs
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        writer.close()
+    check_ended(proc.returncode, err, signum, "prof")
+    assert leftovers(tmp) == []
+
+
+def runs(pid: int, program: bytes, argument: bytes) -> bool:
+    """Whether `pid`'s child runs `program` with an argument that holds `argument`."""
+    child = child_of(pid)
+    if child is None:
+        return False
+    try:
+        with open(f"/proc/{child}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+    except OSError:
+        return False
+    return program in argv[0] and any(argument in a for a in argv[1:])
 
 
 def child_of(pid: int) -> int | None:

@@ -11,6 +11,7 @@
 #include <cstdlib>
 
 #include "common/cli_help.h"
+#include "common/cli_options.h"
 #include "common/env_vars.h"
 
 namespace pyprof::launch {
@@ -106,6 +107,8 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args,
       "it); 1, 2, 126 or 127 if pyprof could not run it.",
       kUsage, env::kCollector));
 
+  if (int status = pyprof::list_options_if_asked(app, ours); status >= 0)
+    return {std::nullopt, status};
   try {
     std::reverse(ours.begin(), ours.end());  // CLI11 consumes the vector from its back
     app.parse(ours);
