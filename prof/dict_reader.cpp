@@ -152,8 +152,8 @@ class BlockReader {
 constexpr size_t kMaxRawKey = 64;
 
 std::string_view trim_end(std::string_view s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' ||
-                        s.back() == '\r')) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r')) {
     s.remove_suffix(1);
   }
   return s;
@@ -531,7 +531,8 @@ DictDevice read_device(od::object o) {
       if (v.get_array().get(a) != simdjson::SUCCESS) continue;
       int i = 0;
       for (auto e : a) {
-        if (e.get_int64().get(x) == simdjson::SUCCESS) (i == 0 ? d.compute_major : d.compute_minor) = x;
+        if (e.get_int64().get(x) == simdjson::SUCCESS)
+          (i == 0 ? d.compute_major : d.compute_minor) = x;
         ++i;
       }
     } else if (key == dk::name) {
@@ -692,8 +693,8 @@ void read_header(const DictLine& l, DictHeader& h) {
       if (field.unescaped_key().get(k) != simdjson::SUCCESS) continue;
       // Scalars (booleans, strings, numbers): their token's text.
       raw = field.value().raw_json_token();
-      while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\n' || raw.back() == ',' ||
-                              raw.back() == '}')) {
+      while (!raw.empty() &&
+             (raw.back() == ' ' || raw.back() == '\n' || raw.back() == ',' || raw.back() == '}')) {
         raw.remove_suffix(1);
       }
       h.torch_settings.emplace_back(std::string(k), std::string(raw));

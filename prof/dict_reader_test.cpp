@@ -39,7 +39,9 @@ TEST(DictReader, EachKeyIsReadAsTheSchemaTypesIt) {
       R"("start":90,"duration":null,"negative_duration":-3},"op":null,"dir":"fprop",)"
       R"("user_ranges":["a","b\\c",3,"layer:d"],"paired":true,"before_trace":false,)"
       R"("module":5,"new_key":{"nested":[1,2]},"args":{"0":{"shape":[2]}},"range":7})"
-      "\n" R"({"kind":"range","range":"op","id":3,"name":"aten::mm"})" "\n";
+      "\n"
+      R"({"kind":"range","range":"op","id":3,"name":"aten::mm"})"
+      "\n";
   Read read(text);
   DictLine* l = read.reader->next_line();
   ASSERT_NE(l, nullptr) << read.reader->failure();
@@ -98,7 +100,8 @@ TEST(DictReader, EachKeyIsReadAsTheSchemaTypesIt) {
 }
 
 TEST(DictReader, AnEscapedKeyIsFound) {
-  const std::string text = std::string(kHeader) + R"({"kind":"op","na\u006de":"x"})" "\n";
+  const std::string text = std::string(kHeader) + R"({"kind":"op","na\u006de":"x"})"
+                                                  "\n";
   Read read(text);
   read.reader->next_line();
   DictLine* l = read.reader->next_line();
@@ -126,7 +129,9 @@ TEST(DictReader, TheHeaderComesFirst) {
 }
 
 TEST(DictReader, AnUnreadableLineAfterTheHeaderIsHandedOnMarked) {
-  const std::string text = std::string(kHeader) + "garbage\n" + R"({"kind":"op"})" "\n";
+  const std::string text = std::string(kHeader) + "garbage\n" +
+                           R"({"kind":"op"})"
+                           "\n";
   Read read(text);
   read.reader->next_line();
   DictLine* l = read.reader->next_line();
@@ -140,9 +145,12 @@ TEST(DictReader, AnUnreadableLineAfterTheHeaderIsHandedOnMarked) {
 
 TEST(DictReader, ArgsLinesAreKeptAndReferencesResolved) {
   const std::string text = std::string(kHeader) +
-                           R"({"kind":"args","id":0,"args":{"self":{"shape":[3]}}})" "\n"
-                           R"({"kind":"kernel","name":"k","args_ref":0,"bwd_args_ref":0})" "\n"
-                           R"({"kind":"range","range":"op","name":"r","args_ref":0})" "\n";
+                           R"({"kind":"args","id":0,"args":{"self":{"shape":[3]}}})"
+                           "\n"
+                           R"({"kind":"kernel","name":"k","args_ref":0,"bwd_args_ref":0})"
+                           "\n"
+                           R"({"kind":"range","range":"op","name":"r","args_ref":0})"
+                           "\n";
   Read read(text);
   read.reader->next_line();
   DictLine* l = read.reader->next_line();  // the args line is not handed on
@@ -191,8 +199,8 @@ TEST(DictReader, AMalformedArgsLineOrReferenceEndsTheRead) {
 
 TEST(DictReader, StrictJsonMakesATokenOnDemandLetsPassUnreadable) {
   // A value no key of the schema reads: On-Demand never looks at it.
-  const std::string text =
-      std::string(kHeader) + R"({"kind":"kernel","name":"k","unread":nan})" "\n";
+  const std::string text = std::string(kHeader) + R"({"kind":"kernel","name":"k","unread":nan})"
+                                                  "\n";
   {
     Read read(text);
     read.reader->next_line();
@@ -218,7 +226,8 @@ TEST(DictReader, TheHeaderIsParsedWhole) {
       R"("sm_count":132,"clock_hz":1980000000,"memory_bandwidth":3350000000000,)"
       R"("total_memory":85,"compute_capability":[9,0]}],"iterations":{"rule":"user_range",)"
       R"("range":"step N","count":2,"steps":[{"index":0,"name":"step 0","start":0,"end":10},)"
-      R"({"index":1,"start":10,"end":20,"cut":true}]}})" "\n";
+      R"({"index":1,"start":10,"end":20,"cut":true}]}})"
+      "\n";
   Read read(text);
   ASSERT_NE(read.reader->next_line(), nullptr) << read.reader->failure();
   const DictHeader& h = read.reader->header();
@@ -254,9 +263,11 @@ TEST(DictReader, MalformedIterationsAreSaidAndDropped) {
   Read read(text);
   ASSERT_NE(read.reader->next_line(), nullptr);
   EXPECT_TRUE(read.reader->header().has_iterations);
-  EXPECT_EQ(read.reader->header().iterations_problem, "step 0 has index 1 (expected 0..N-1 in order)");
+  EXPECT_EQ(read.reader->header().iterations_problem,
+            "step 0 has index 1 (expected 0..N-1 in order)");
   EXPECT_TRUE(read.reader->header().steps.empty());
-  const std::string not_object = R"({"pyprof_dict":2,"iterations":"x"})" "\n";
+  const std::string not_object = R"({"pyprof_dict":2,"iterations":"x"})"
+                                 "\n";
   Read read2(not_object);
   ASSERT_NE(read2.reader->next_line(), nullptr);
   EXPECT_EQ(read2.reader->header().iterations_problem, "not an object");

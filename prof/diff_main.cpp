@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "common/input_files.h"
 #include "common/cli_help.h"
+#include "common/input_files.h"
 #include "common/output_file.h"
 #include "common/terminal_text.h"
 #include "prof/diff.h"

@@ -439,8 +439,8 @@ void Exporter::cpu_record(const DictLine& l, size_t index) {
   const int64_t start = l.num(Key::start, kNone);
   if (pid == kNone || tid == kNone || start == kNone) return;
   note_cpu_thread(pid, tid);
-  JsonWriter& w = begin_cpu_slice("cpu_op", l.str(Key::name), pid, tid, start,
-                                  l.num(Key::duration, kNone));
+  JsonWriter& w =
+      begin_cpu_slice("cpu_op", l.str(Key::name), pid, tid, start, l.num(Key::duration, kNone));
   w.raw_key("args");
   w.begin_object();
   if (auto v = l.number(Key::id)) id_value(w, "External id", *v);
@@ -453,7 +453,7 @@ void Exporter::cpu_record(const DictLine& l, size_t index) {
   w.begin_object();
   w.raw_key("kind");
   w.trusted_string(!l.has(Key::bwd_node) || l.str(Key::dir) == dict::direction::kFprop ? "op"
-                                                                                        : "node");
+                                                                                       : "node");
   if (l.has(Key::args)) {
     w.raw_key("args");
     w.raw_value(l.raw(Key::args));

@@ -44,7 +44,7 @@ struct ExportResult {
   // Lines the trace cannot draw, left out (noted): a record or range without its name, a range
   // without its kind (`range`); only a damaged net.dict has them.
   int64_t unnamed = 0;
-  int64_t marks = 0;   // pyprof.mark instants drawn
+  int64_t marks = 0;  // pyprof.mark instants drawn
   bool had_ranges = false;
   bool cpu_only = false;
   std::vector<std::string> notes;  // for standard error (quoting the dict: terminal_safe them)

@@ -38,104 +38,104 @@ inline constexpr int kNewestVersion = kCompactVersion;
 // its record's time unreadable; an integer key that holds something else is present but has no
 // value (a `step` or `args_ref` that is no index is an error or a warning, not silence).
 enum class Value : uint8_t {
-  kString,  // a JSON string
-  kInt,     // an integer that fits int64
-  kTime,    // ns in the trace's timebase, an integer; null: unknown
-  kBool,    // true or false
-  kRaw,     // an object or an array, kept as its JSON text (args, kernel, grid, devices, ...)
-  kStrings,  // an array of strings (non-strings in it are skipped)
-  kLaunch,   // the launch object: kLaunch* sub-keys below
+  kString,       // a JSON string
+  kInt,          // an integer that fits int64
+  kTime,         // ns in the trace's timebase, an integer; null: unknown
+  kBool,         // true or false
+  kRaw,          // an object or an array, kept as its JSON text (args, kernel, grid, devices, ...)
+  kStrings,      // an array of strings (non-strings in it are skipped)
+  kLaunch,       // the launch object: kLaunch* sub-keys below
   kIntOrString,  // `range`: a range line's kind of range (string), a CPU op record's range id
 };
 
 // Every key of every line: X(key, Value). The order is the order of Key; it does not matter
 // otherwise. docs/formats.md §3 says on which lines each is written and what it means
 // (csrc/common/dict_schema_test.cpp checks that its tables name no key missing here).
-#define PYPROF_DICT_KEYS(X)                                                                 \
-  /* the header line */                                                                     \
-  X(pyprof_dict, kInt)                                                                      \
-  X(source, kString)                                                                        \
-  X(format, kString)                                                                        \
-  X(version, kString)                                                                       \
-  X(records, kString)                                                                       \
-  X(rank, kInt)                                                                             \
-  X(world_size, kInt)                                                                       \
-  X(backend, kString)                                                                       \
-  X(base_time_ns, kInt)                                                                     \
-  X(truncated, kBool)                                                                       \
-  X(unfinished_capture, kRaw)                                                               \
-  X(write_failure, kRaw)                                                                    \
-  X(torch_settings, kRaw)                                                                   \
-  X(devices, kRaw)                                                                          \
-  X(iterations, kRaw)                                                                       \
-  /* records, sync, comm, mark, range, args and compiled_kernel lines */                    \
-  X(kind, kString)                                                                          \
-  X(name, kString)                                                                          \
-  X(long_name, kString)                                                                     \
-  X(bytes, kInt)                                                                            \
-  X(copy_kind, kString)                                                                     \
-  X(src_kind, kString)                                                                      \
-  X(dst_kind, kString)                                                                      \
-  X(value, kInt)                                                                            \
-  X(mem_kind, kString)                                                                      \
-  X(device, kInt)                                                                           \
-  X(context, kInt)                                                                          \
-  X(stream, kInt)                                                                           \
-  X(grid, kRaw)                                                                             \
-  X(block, kRaw)                                                                            \
-  X(registers, kInt)                                                                        \
-  X(shared_static, kInt)                                                                    \
-  X(shared_dynamic, kInt)                                                                   \
-  X(shared_memory, kInt)                                                                    \
-  X(start, kTime)                                                                           \
-  X(duration, kTime)                                                                        \
-  X(negative_duration, kInt)                                                                \
-  X(self_duration, kTime)                                                                   \
-  X(correlation, kInt)                                                                      \
-  X(pid, kInt)                                                                              \
-  X(tid, kInt)                                                                              \
-  X(graph_node, kInt)                                                                       \
-  X(compiled_graph, kString)                                                                \
-  X(compiled_symbols, kRaw)                                                                 \
-  X(launch, kLaunch)                                                                        \
-  X(id, kInt)                                                                               \
-  X(parent_id, kInt)                                                                        \
-  X(op, kString)                                                                            \
-  X(dir, kString)                                                                           \
-  X(op_id, kInt)                                                                            \
-  X(dialect, kString)                                                                       \
-  X(legacy_mod, kString)                                                                    \
-  X(seq, kInt)                                                                              \
-  X(instance, kInt)                                                                         \
-  X(sub, kInt)                                                                              \
-  X(args, kRaw)                                                                             \
-  X(args_ref, kInt)                                                                         \
-  X(stack, kString)                                                                         \
-  X(module, kString)                                                                        \
-  X(module_type, kString)                                                                   \
-  X(trace, kStrings)                                                                        \
-  X(bwd_node, kString)                                                                      \
-  X(bwd_node_id, kInt)                                                                      \
-  X(paired, kBool)                                                                          \
-  X(fwd_op_id, kInt)                                                                        \
-  X(fwd_instance, kInt)                                                                     \
-  X(bwd_op, kString)                                                                        \
-  X(bwd_op_id, kInt)                                                                        \
-  X(bwd_args, kRaw)                                                                         \
-  X(bwd_args_ref, kInt)                                                                     \
-  X(step, kInt)                                                                             \
-  X(before_trace, kBool)                                                                    \
-  X(user_ranges, kStrings)                                                                  \
-  /* range lines (`pyprof parse --ranges`, §3.1); `range` also on CPU op records */         \
-  X(range, kIntOrString)                                                                    \
-  X(parent, kInt)                                                                           \
-  X(domain, kString)                                                                        \
-  X(rf_tid, kInt)                                                                           \
-  X(fwd_tid, kInt)                                                                          \
-  X(detail, kString)                                                                        \
-  X(fwd, kInt)                                                                              \
-  /* compiled_kernel lines */                                                               \
-  X(graph, kString)                                                                         \
+#define PYPROF_DICT_KEYS(X)                                                          \
+  /* the header line */                                                              \
+  X(pyprof_dict, kInt)                                                               \
+  X(source, kString)                                                                 \
+  X(format, kString)                                                                 \
+  X(version, kString)                                                                \
+  X(records, kString)                                                                \
+  X(rank, kInt)                                                                      \
+  X(world_size, kInt)                                                                \
+  X(backend, kString)                                                                \
+  X(base_time_ns, kInt)                                                              \
+  X(truncated, kBool)                                                                \
+  X(unfinished_capture, kRaw)                                                        \
+  X(write_failure, kRaw)                                                             \
+  X(torch_settings, kRaw)                                                            \
+  X(devices, kRaw)                                                                   \
+  X(iterations, kRaw)                                                                \
+  /* records, sync, comm, mark, range, args and compiled_kernel lines */             \
+  X(kind, kString)                                                                   \
+  X(name, kString)                                                                   \
+  X(long_name, kString)                                                              \
+  X(bytes, kInt)                                                                     \
+  X(copy_kind, kString)                                                              \
+  X(src_kind, kString)                                                               \
+  X(dst_kind, kString)                                                               \
+  X(value, kInt)                                                                     \
+  X(mem_kind, kString)                                                               \
+  X(device, kInt)                                                                    \
+  X(context, kInt)                                                                   \
+  X(stream, kInt)                                                                    \
+  X(grid, kRaw)                                                                      \
+  X(block, kRaw)                                                                     \
+  X(registers, kInt)                                                                 \
+  X(shared_static, kInt)                                                             \
+  X(shared_dynamic, kInt)                                                            \
+  X(shared_memory, kInt)                                                             \
+  X(start, kTime)                                                                    \
+  X(duration, kTime)                                                                 \
+  X(negative_duration, kInt)                                                         \
+  X(self_duration, kTime)                                                            \
+  X(correlation, kInt)                                                               \
+  X(pid, kInt)                                                                       \
+  X(tid, kInt)                                                                       \
+  X(graph_node, kInt)                                                                \
+  X(compiled_graph, kString)                                                         \
+  X(compiled_symbols, kRaw)                                                          \
+  X(launch, kLaunch)                                                                 \
+  X(id, kInt)                                                                        \
+  X(parent_id, kInt)                                                                 \
+  X(op, kString)                                                                     \
+  X(dir, kString)                                                                    \
+  X(op_id, kInt)                                                                     \
+  X(dialect, kString)                                                                \
+  X(legacy_mod, kString)                                                             \
+  X(seq, kInt)                                                                       \
+  X(instance, kInt)                                                                  \
+  X(sub, kInt)                                                                       \
+  X(args, kRaw)                                                                      \
+  X(args_ref, kInt)                                                                  \
+  X(stack, kString)                                                                  \
+  X(module, kString)                                                                 \
+  X(module_type, kString)                                                            \
+  X(trace, kStrings)                                                                 \
+  X(bwd_node, kString)                                                               \
+  X(bwd_node_id, kInt)                                                               \
+  X(paired, kBool)                                                                   \
+  X(fwd_op_id, kInt)                                                                 \
+  X(fwd_instance, kInt)                                                              \
+  X(bwd_op, kString)                                                                 \
+  X(bwd_op_id, kInt)                                                                 \
+  X(bwd_args, kRaw)                                                                  \
+  X(bwd_args_ref, kInt)                                                              \
+  X(step, kInt)                                                                      \
+  X(before_trace, kBool)                                                             \
+  X(user_ranges, kStrings)                                                           \
+  /* range lines (`pyprof parse --ranges`, §3.1); `range` also on CPU op records */ \
+  X(range, kIntOrString)                                                             \
+  X(parent, kInt)                                                                    \
+  X(domain, kString)                                                                 \
+  X(rf_tid, kInt)                                                                    \
+  X(fwd_tid, kInt)                                                                   \
+  X(detail, kString)                                                                 \
+  X(fwd, kInt)                                                                       \
+  /* compiled_kernel lines */                                                        \
+  X(graph, kString)                                                                  \
   X(kernel, kRaw)
 
 enum class Key : uint8_t {
@@ -182,8 +182,8 @@ inline constexpr std::string_view id = "id";  // CUDA ordinal, as records' `devi
 inline constexpr std::string_view name = "name";
 inline constexpr std::string_view sm_count = "sm_count";
 inline constexpr std::string_view clock_hz = "clock_hz";
-inline constexpr std::string_view memory_bandwidth = "memory_bandwidth";  // bytes/s
-inline constexpr std::string_view total_memory = "total_memory";          // bytes
+inline constexpr std::string_view memory_bandwidth = "memory_bandwidth";      // bytes/s
+inline constexpr std::string_view total_memory = "total_memory";              // bytes
 inline constexpr std::string_view compute_capability = "compute_capability";  // [major, minor]
 }  // namespace device_key
 
@@ -285,8 +285,8 @@ inline constexpr std::array<std::string_view, 14> kCopyKinds = {
     "DtoA",    "DtoD", "HtoH", "PtoP", "UVM HtoD", "UVM DtoH", "UVM DtoD"};
 // `src_kind`, `dst_kind` of a memcpy and `mem_kind` of a memset, by CUPTI's memory kind number.
 inline constexpr std::array<std::string_view, 8> kMemoryKinds = {
-    "pageable", "pinned", "device", "array", "managed", "device_static", "managed_static",
-    "unknown"};
+    "pageable", "pinned",        "device",         "array",
+    "managed",  "device_static", "managed_static", "unknown"};
 // A memcpy's `name`: "[CUDA memcpy HtoD]"; a memset's.
 inline constexpr std::string_view kMemcpyNamePrefix = "[CUDA memcpy ";
 inline constexpr std::string_view kMemsetName = "[CUDA memset]";
