@@ -29,6 +29,7 @@ const std::vector<std::string_view>& DictLine::strings(Key k) const {
 
 void DictLine::clear() {
   present_[0] = present_[1] = 0;
+  valued_[0] = valued_[1] = 0;
   kind_ = dict::LineKind::kOther;
   unreadable = {};
   unreadable_time = {};
@@ -36,17 +37,21 @@ void DictLine::clear() {
 
 void DictLine::set_text(Key k, std::string_view value) {
   text_[dict_slots::kSlots.text[static_cast<size_t>(k)]] = value;
-  if (const int8_t n = dict_slots::kSlots.number[static_cast<size_t>(k)]; n >= 0) {
-    number_[n] = kNoNumber;  // `range`: a kind, not an id
-  }
+  set_valued(k, false);  // `range`: a kind, not an id
   mark(k);
 }
 
 void DictLine::set_number(Key k, int64_t value) {
   number_[dict_slots::kSlots.number[static_cast<size_t>(k)]] = value;
+  set_valued(k, true);
   if (const int8_t t = dict_slots::kSlots.text[static_cast<size_t>(k)]; t >= 0) {
     text_[t] = {};  // `range`: an id, not a kind
   }
+  mark(k);
+}
+
+void DictLine::set_present_without_value(Key k) {
+  set_valued(k, false);
   mark(k);
 }
 

@@ -98,12 +98,12 @@ class DictLine {
   std::string_view raw(dict::Key k) const { return str(k); }
   // An integer (a time, a boolean as 1 or 0); `otherwise` when absent or no integer.
   int64_t num(dict::Key k, int64_t otherwise) const {
-    const int64_t v = number_[dict_slots::kSlots.number[static_cast<size_t>(k)]];
-    return has(k) && v != kNoNumber ? v : otherwise;
+    return valued(k) ? number_[dict_slots::kSlots.number[static_cast<size_t>(k)]] : otherwise;
   }
   std::optional<int64_t> number(dict::Key k) const {
-    const int64_t v = number_[dict_slots::kSlots.number[static_cast<size_t>(k)]];
-    return has(k) && v != kNoNumber ? std::optional<int64_t>(v) : std::nullopt;
+    return valued(k)
+               ? std::optional<int64_t>(number_[dict_slots::kSlots.number[static_cast<size_t>(k)]])
+               : std::nullopt;
   }
   bool flag(dict::Key k) const { return num(k, 0) == 1; }
   // A string array's strings, in order; empty when absent.
@@ -118,19 +118,31 @@ class DictLine {
   void clear();
   void set_text(dict::Key k, std::string_view value);
   void set_number(dict::Key k, int64_t value);
-  void set_present_without_value(dict::Key k) { set_number(k, kNoNumber); }
+  void set_present_without_value(dict::Key k);
   std::vector<std::string_view>& list_to_fill(dict::Key k);
   Launch& launch_to_fill();
   void set_kind(dict::LineKind k) { kind_ = k; }
 
  private:
-  static constexpr int64_t kNoNumber = INT64_MIN;
   void mark(dict::Key k) {
     const auto i = static_cast<size_t>(k);
     present_[i >> 6] |= uint64_t{1} << (i & 63);
   }
+  // The key holds an integer in its number slot. A bit of its own, not a sentinel value: every
+  // int64, INT64_MIN included, is a value a file may hold (a start of -2^63 is a bad time, not
+  // an absent one).
+  bool valued(dict::Key k) const {
+    const auto i = static_cast<size_t>(k);
+    return (valued_[i >> 6] >> (i & 63)) & 1;
+  }
+  void set_valued(dict::Key k, bool on) {
+    const auto i = static_cast<size_t>(k);
+    const uint64_t bit = uint64_t{1} << (i & 63);
+    valued_[i >> 6] = on ? valued_[i >> 6] | bit : valued_[i >> 6] & ~bit;
+  }
 
   uint64_t present_[2] = {0, 0};
+  uint64_t valued_[2] = {0, 0};
   dict::LineKind kind_ = dict::LineKind::kOther;
   std::array<std::string_view, dict_slots::kSlots.texts> text_{};
   std::array<int64_t, dict_slots::kSlots.numbers> number_{};

@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -97,6 +99,26 @@ TEST(DictReader, EachKeyIsReadAsTheSchemaTypesIt) {
   EXPECT_EQ(read.reader->next_line(), nullptr);
   EXPECT_EQ(read.reader->failure(), "");
   EXPECT_EQ(read.reader->lines(), 3);
+}
+
+// Every int64 is a value: the extremes read as themselves, not as absent (a start of -2^63 is a
+// time prof flags bad, prof/records.cpp), while a value that is no integer is present without one.
+TEST(DictReader, EveryInt64IsAValueAndNoIntegerIsNone) {
+  const std::string text = std::string(kHeader) +
+                           R"({"kind":"kernel","name":"k","start":-9223372036854775808,)"
+                           R"("duration":9223372036854775807,"seq":"x","correlation":null})"
+                           "\n";
+  Read read(text);
+  ASSERT_NE(read.reader->next_line(), nullptr);
+  const DictLine* l = read.reader->next_line();
+  ASSERT_NE(l, nullptr) << read.reader->failure();
+  EXPECT_EQ(l->number(Key::start), std::optional<int64_t>(INT64_MIN));
+  EXPECT_EQ(l->num(Key::start, 0), INT64_MIN);
+  EXPECT_EQ(l->num(Key::duration, 0), INT64_MAX);
+  EXPECT_TRUE(l->has(Key::seq));
+  EXPECT_EQ(l->number(Key::seq), std::nullopt);
+  EXPECT_EQ(l->num(Key::seq, -1), -1);
+  EXPECT_FALSE(l->has(Key::correlation));
 }
 
 TEST(DictReader, AnEscapedKeyIsFound) {
