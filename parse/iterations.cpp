@@ -6,20 +6,22 @@
 #include <limits>
 #include <unordered_map>
 
+#include "common/dict_schema.h"
+
 namespace pyprof::parse {
 
-const char* iteration_rule_name(IterationRule rule) {
+std::string_view iteration_rule_name(IterationRule rule) {
   switch (rule) {
     case IterationRule::kStepRange:
-      return "step_range";
+      return dict::iteration_rule::kStepRange;
     case IterationRule::kProfilerStep:
-      return "profiler_step";
+      return dict::iteration_rule::kProfilerStep;
     case IterationRule::kUserRange:
-      return "user_range";
+      return dict::iteration_rule::kUserRange;
     case IterationRule::kOptimizerStep:
-      return "optimizer_step";
+      return dict::iteration_rule::kOptimizerStep;
     case IterationRule::kModuleForward:
-      return "module_forward";
+      return dict::iteration_rule::kModuleForward;
     case IterationRule::kNone:
       break;
   }

@@ -57,7 +57,7 @@ struct Iterations {
 };
 
 // "profiler_step", "step_range", "user_range", "optimizer_step", "module_forward"; "" for kNone.
-const char* iteration_rule_name(IterationRule rule);
+std::string_view iteration_rule_name(IterationRule rule);
 
 // The CPU-side time that places record `k` (an entry of Correlation::order) in a step: a GPU
 // activity's launch call start (its own start when it has no launch), an op instance's start.

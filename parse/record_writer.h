@@ -1,6 +1,6 @@
 // Writes parse's output: JSON Lines, one header line, then one record per GPU activity (in GPU
 // start order) or, for a CPU-only profile, per op instance (in CPU start order). The format is
-// docs/formats.md §3; bump the versions when a key changes meaning or disappears.
+// docs/formats.md §3; its versions, keys and spellings are common/dict_schema.h's.
 #pragma once
 
 #include <array>
@@ -21,11 +21,8 @@
 
 namespace pyprof::parse {
 
-// The compact form (the default): each distinct `args` value is written once, on an
-// `"kind":"args"` line, and records refer to it (`args_ref`, `bwd_args_ref`).
-inline constexpr int kDictVersion = 2;
-// The full form (`pyprof parse --full-records`): every record carries its arguments verbatim.
-inline constexpr int kFullDictVersion = 1;
+// Kernel names and user ranges are bounded upstream; nothing in a line is cut by the writer.
+inline constexpr size_t kNoTruncation = size_t{1} << 30;
 
 // Writes buffers to a FILE on a second thread, so that formatting records and the write
 // system calls (a million-kernel profile gives over a gigabyte) overlap. One buffer is in
@@ -56,16 +53,17 @@ class BackgroundOutput {
   std::thread thread_;
 };
 
-// The names a record gives a copy's kind and a memory kind (`copy_kind`, `src_kind`, ...), and
-// back (the Kineto reader reads them from an exported trace's pyprof args). Unknown names: -1.
-const char* copy_kind_name(uint8_t kind);
-const char* mem_kind_name(uint8_t kind);
+// The names a record gives a copy's kind and a memory kind (`copy_kind`, `src_kind`, ...:
+// dict::kCopyKinds, dict::kMemoryKinds), and back (the Kineto reader reads them from an exported
+// trace's pyprof args). Unknown names: -1.
+std::string_view copy_kind_name(uint8_t kind);
+std::string_view mem_kind_name(uint8_t kind);
 int copy_kind_of_name(std::string_view name);
 int mem_kind_of_name(std::string_view name);
 // "op", "node", "module", "user", "trace": a range line's `range` (docs/formats.md §3.1).
-const char* range_kind_name(MarkerKind kind);
+std::string_view range_kind_name(MarkerKind kind);
 // The Dialect a record's `dialect` names; kUser for an unknown name.
-const char* dialect_name(Dialect d);
+std::string_view dialect_name(Dialect d);
 Dialect dialect_of_name(std::string_view name);
 
 // A range's args as a record writes them: a reference to their `"kind":"args"` line (id >= 0),
@@ -140,7 +138,7 @@ class RecordFormatter {
   void write_step_at(JsonWriter& w, int64_t t);
   // Range `index`'s args under `key`, or a reference to their `"kind":"args"` line under
   // `ref_key`, as args_ resolves them.
-  void write_args(JsonWriter& w, int32_t index, const char* key, const char* ref_key);
+  void write_args(JsonWriter& w, int32_t index, std::string_view key, std::string_view ref_key);
   // Writes pool string `id` as a JSON string value.
   void pooled(JsonWriter& w, uint32_t id);
 
@@ -151,7 +149,8 @@ class RecordFormatter {
   const int64_t rank_ = trace_.distributed ? trace_.distributed->rank : -1;
   std::string* out_ = nullptr;
   ArgsSource* args_ = nullptr;
-  std::string record_;  // the record being written
+  std::string record_;       // the record being written
+  std::string record_name_;  // a memcpy's name being written
   std::vector<int32_t> chain_;
   std::vector<std::string> escaped_;  // pool id -> quoted, escaped JSON string
 };

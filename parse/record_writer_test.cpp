@@ -396,17 +396,17 @@ TEST(RecordWriter, KindNamesReadBackAsTheyAreWritten) {
   for (uint8_t kind = 0; kind < 14; ++kind) {
     EXPECT_EQ(copy_kind_of_name(copy_kind_name(kind)), kind);
   }
-  EXPECT_STREQ(copy_kind_name(8), "DtoD");
-  EXPECT_STREQ(copy_kind_name(200), "unknown");
+  EXPECT_EQ(copy_kind_name(8), "DtoD");
+  EXPECT_EQ(copy_kind_name(200), "unknown");
   for (uint8_t kind = 0; kind < 8; ++kind) EXPECT_EQ(mem_kind_of_name(mem_kind_name(kind)), kind);
-  EXPECT_STREQ(mem_kind_name(1), "pinned");
+  EXPECT_EQ(mem_kind_name(1), "pinned");
   EXPECT_EQ(mem_kind_of_name("nope"), -1);
   for (Dialect d : {Dialect::kPyprof, Dialect::kEmitNvtx, Dialect::kLegacyPyprof, Dialect::kKineto,
                     Dialect::kUser}) {
     EXPECT_EQ(dialect_of_name(dialect_name(d)), d);
   }
-  EXPECT_STREQ(range_kind_name(MarkerKind::kBackwardNode), "node");
-  EXPECT_STREQ(range_kind_name(MarkerKind::kSettings), "user");
+  EXPECT_EQ(range_kind_name(MarkerKind::kBackwardNode), "node");
+  EXPECT_EQ(range_kind_name(MarkerKind::kSettings), "user");
 }
 
 }  // namespace

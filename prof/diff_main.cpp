@@ -20,6 +20,7 @@
 #include "common/terminal_text.h"
 #include "prof/diff.h"
 #include "prof/iterations.h"
+#include "prof/load_profile.h"
 #include "prof/records.h"
 #include "prof/reports.h"
 
@@ -35,25 +36,14 @@ int fail(const std::string& message, int code) {
   return code;
 }
 
-// Reads, costs and selects one side; its messages name the side ("base", "new").
+// Loads one side (prof/load_profile.h); its messages name the side ("base", "new").
 bool load(const std::string& path, const std::string& label, const char* side,
-          const ReadOptions& options, const IterationRequest& request, ReadResult& data,
-          int& code) {
-  std::string error;
-  std::FILE* in = pyprof::open_input_stream(path, error);
-  if (!in) {
-    code = fail(fmt::format("{}: {}", side, error), 1);
-    return false;
-  }
-  bool ok = read_dict(in, options, data, error);
-  if (in != stdin) std::fclose(in);
-  if (!ok) {
-    code = fail(fmt::format("{} {}: {}", side, path, error), 1);
-    return false;
-  }
-  assign_costs(data);
-  if (!select_iterations(data, request, error)) {
-    code = fail(fmt::format("{} {}: {}", side, path, error), 2);
+          const LoadRequest& request, ReadResult& data, int& code) {
+  LoadError error;
+  if (!load_profile(path, request, data, error)) {
+    code = fail(error.input.empty() ? fmt::format("{}: {}", side, error.problem)
+                                    : fmt::format("{} {}", side, error.message()),
+                error.exit_code);
     return false;
   }
   // The summary names each side as the user named it, and the file parse read when that was
@@ -62,19 +52,7 @@ bool load(const std::string& path, const std::string& label, const char* side,
   data.source = data.source.empty() || shown.ends_with(data.source)
                     ? shown
                     : fmt::format("{} (parsed from {})", shown, data.source);
-  for (const std::string& w : data.warnings) {
-    fmt::print(stderr, "pyprof diff: warning: {}: {}\n", side, pyprof::terminal_safe(w));
-  }
-  if (data.skipped_lines > 0) {
-    fmt::print(stderr, "pyprof diff: warning: {}: {} unreadable lines skipped\n", side,
-               data.skipped_lines);
-  }
-  if (std::string note = iteration_note(data); !note.empty()) {
-    fmt::print(stderr, "pyprof diff: note: {}: {}\n", side, pyprof::terminal_safe(note));
-  }
-  if (std::string note = autotuning_note(data); !note.empty()) {
-    fmt::print(stderr, "pyprof diff: note: {}: {}\n", side, note);
-  }
+  fmt::print(stderr, "{}", load_messages("diff", side, data));
   return true;
 }
 
@@ -215,13 +193,15 @@ int main(int argc, char** argv) {
     return fail(error, 2);
   }
 
-  ReadOptions read_options;
-  read_options.allow_tf32 = !no_tf32;
+  LoadRequest base_load, new_load;
+  base_load.read.allow_tf32 = new_load.read.allow_tf32 = !no_tf32;
+  base_load.iterations = base_request;
+  new_load.iterations = new_request;
   ReadResult base, next;
   int code = 0;
   pyprof::protect_inputs({base_path, new_path});
-  if (!load(base_path, base_label, "base", read_options, base_request, base, code)) return code;
-  if (!load(new_path, new_label, "new", read_options, new_request, next, code)) return code;
+  if (!load(base_path, base_label, "base", base_load, base, code)) return code;
+  if (!load(new_path, new_label, "new", new_load, next, code)) return code;
 
   DiffResult result = diff_profiles(base, next, levels, options);
   if (!result.error.empty()) return fail(pyprof::terminal_safe(result.error), 2);

@@ -16,6 +16,7 @@
 #include "common/input_files.h"
 #include "common/output_file.h"
 #include "common/terminal_text.h"
+#include "prof/load_profile.h"
 #include "prof/trace_export.h"
 
 namespace {
@@ -99,7 +100,14 @@ int main(int argc, char** argv) {
   pyprof::prof::ExportOptions options;
   options.format = format == "perfetto" ? pyprof::prof::TraceFormat::kPerfetto
                                         : pyprof::prof::TraceFormat::kChrome;
-  options.allow_tf32 = !no_tf32;
+  // Every record is drawn (no iteration selection); every line strict JSON, as the trace
+  // copies values as the dict holds them, and a line that is not fails the export
+  // (docs/export.md): a trace missing a line would show a hole no viewer names.
+  pyprof::prof::LoadRequest request;
+  request.read.allow_tf32 = !no_tf32;
+  request.read.strict_json = true;
+  request.select = false;
+  request.unreadable_lines_fatal = true;
 
   std::string error;
   // The dict is read twice (prof's costs, then the trace): a FIFO or a device cannot be.
@@ -129,7 +137,14 @@ int main(int argc, char** argv) {
   pyprof::prof::ExportResult result;
   bool ok = false;
   try {
-    ok = pyprof::prof::export_trace(input, options, sink, result, error);
+    pyprof::prof::ReadResult costs;
+    pyprof::prof::LoadError load_error;
+    if (!pyprof::prof::load_profile(input, request, costs, load_error)) {
+      error = load_error.message();
+    } else {
+      fmt::print(stderr, "{}", pyprof::prof::load_messages("export", "", costs));
+      ok = pyprof::prof::export_trace(input, costs, options, sink, result, error);
+    }
   } catch (const std::bad_alloc&) {
     error = "out of memory";
   }

@@ -29,6 +29,7 @@
 #include "models/op_model.h"
 #include "prof/device_peaks.h"
 #include "prof/iterations.h"
+#include "prof/load_profile.h"
 #include "prof/ranks.h"
 #include "prof/records.h"
 #include "prof/reports.h"
@@ -57,28 +58,14 @@ ReadOptions options_of(bool no_tf32) {
   return options;
 }
 
-// One rank's net.dict read, costed, its iterations selected and reduced to its summary; the
-// records are freed before the next rank is read.
-bool summarize_file(const std::string& path, const ReadOptions& options,
-                    const IterationRequest& request, RankSummary& summary, std::string& error) {
-  std::FILE* in = pyprof::open_input_stream(path, error);
-  if (!in) return false;
+// One rank's net.dict loaded (read, costed, its iterations selected) and reduced to its
+// summary; the records are freed before the next rank is read. What there is to say about it
+// goes to `messages`, printed in the ranks' order once all are read.
+bool summarize_file(const std::string& path, const LoadRequest& request, RankSummary& summary,
+                    std::string& messages, LoadError& error) {
   ReadResult data;
-  bool ok = read_dict(in, options, data, error);
-  if (in != stdin) std::fclose(in);
-  if (!ok) {
-    error = path + ": " + error;
-    return false;
-  }
-  assign_costs(data);
-  if (!select_iterations(data, request, error)) {
-    error = path + ": " + error;
-    return false;
-  }
-  for (const std::string& w : data.warnings) {
-    fmt::print(stderr, "pyprof prof: warning: {}: {}\n", pyprof::terminal_safe(path),
-               pyprof::terminal_safe(w));
-  }
+  if (!load_profile(path, request, data, error)) return false;
+  messages = load_messages("prof", path, data);
   summary = summarize_rank(data);
   if (summary.source.empty()) summary.source = path;
   return true;
@@ -269,14 +256,16 @@ int main(int argc, char** argv) {
     // Read `cores` at a time, each on its own thread; each is reduced to its summary and its
     // records freed before that thread reads another.
     std::vector<RankSummary> read(files.size());
-    std::vector<std::string> errors(files.size());
+    std::vector<std::string> messages(files.size());
+    std::vector<LoadError> errors(files.size());
+    std::vector<char> loaded(files.size(), 0);
+    LoadRequest request;
+    request.read = options_of(no_tf32);
+    request.iterations = iteration_request;
     std::atomic<size_t> next{0};
     auto worker = [&] {
       for (size_t k = next++; k < files.size(); k = next++) {
-        if (!summarize_file(files[k], options_of(no_tf32), iteration_request, read[k], errors[k]) &&
-            errors[k].empty()) {
-          errors[k] = files[k] + ": unreadable";
-        }
+        loaded[k] = summarize_file(files[k], request, read[k], messages[k], errors[k]);
       }
     };
     const size_t threads =
@@ -287,7 +276,10 @@ int main(int argc, char** argv) {
     for (std::thread& t : pool) t.join();
     std::vector<RankSummary> summaries;
     for (size_t k = 0; k < files.size(); ++k) {
-      if (!errors[k].empty()) return fail(errors[k], 1);
+      if (!loaded[k]) return fail(errors[k].message(), errors[k].exit_code);
+    }
+    for (size_t k = 0; k < files.size(); ++k) {
+      fmt::print(stderr, "{}", messages[k]);
       if (read[k].rank < 0) {
         fmt::print(stderr,
                    "pyprof prof: warning: {}: no rank in its header (not a per-rank profile?): "
@@ -327,33 +319,18 @@ int main(int argc, char** argv) {
   }
   const std::string input = inputs.empty() ? std::string("-") : inputs[0];
   pyprof::protect_inputs({input, peaks_path});
-  std::FILE* in = pyprof::open_input_stream(input, error);
-  if (!in) return fail(error, 1);
-  ReadOptions options = options_of(no_tf32);
+  LoadRequest request;
+  request.read = options_of(no_tf32);
+  request.peaks = peaks_path.empty() ? nullptr : &peaks_file;
+  request.iterations = iteration_request;
   ReadResult data;
+  LoadError load_error;
   pyprof::PhaseTimer timer("pyprof prof", "PYPROF_PROF_TIMING");
-  bool ok = read_dict(in, options, data, error);
-  if (in != stdin) std::fclose(in);
-  if (!ok) return fail((input == "-" ? std::string("standard input") : input) + ": " + error, 1);
-  timer.lap("read");
-  assign_costs(data, peaks_path.empty() ? nullptr : &peaks_file);
-  if (!select_iterations(data, iteration_request, error)) return fail(error, 2);
-  timer.lap("cost");
-  // Warnings quote the trace's names, whatever bytes the profiled program wrote: escaped, so
-  // that none reaches the terminal as a control sequence.
-  for (const std::string& w : data.warnings) {
-    fmt::print(stderr, "pyprof prof: warning: {}\n", pyprof::terminal_safe(w));
+  request.timer = &timer;
+  if (!load_profile(input, request, data, load_error)) {
+    return fail(load_error.message(), load_error.exit_code);
   }
-  if (data.skipped_lines > 0) {
-    fmt::print(stderr, "pyprof prof: warning: {} unreadable lines skipped\n", data.skipped_lines);
-  }
-  // Every number below covers the selected iterations only: said once, where a person sees it.
-  if (std::string note = iteration_note(data); !note.empty()) {
-    fmt::print(stderr, "pyprof prof: note: {}\n", pyprof::terminal_safe(note));
-  }
-  if (std::string note = autotuning_note(data); !note.empty()) {
-    fmt::print(stderr, "pyprof prof: note: {}\n", note);
-  }
+  fmt::print(stderr, "{}", load_messages("prof", "", data));
 
   // The outputs, each written under a temporary name (common/output_file.h). exit() below
   // skips destroying `data` (a million records); finish_outputs() has closed every output.

@@ -1,35 +1,28 @@
 #include "prof/records.h"
 
 #include <fmt/core.h>
-#include <simdjson.h>
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <condition_variable>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
-#include <limits>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <new>
-#include <stdexcept>
-#include <thread>
 
+#include "common/dict_schema.h"
 #include "common/marker_schema.h"
 #include "models/op_model.h"
 #include "prof/above_peak.h"
+#include "prof/dict_reader.h"
 #include "prof/tensor_cores.h"
 
-// read_dict runs four steps per line of net.dict, in one pass over the input, steps 1 and 2 on
-// two threads of their own (FieldReader) a few blocks ahead of steps 3 and 4:
-//   1. line:   BlockReader reads blocks of whole lines, padded for simdjson;
-//   2. fields: read_object_fields picks the keys prof uses out of each line's JSON object
-//              (On-Demand, one pass, no document tree), as views into the block;
-//   3. record: make_record turns them into a ProfRecord: identity, place, timing, names, and
-//              TimeChecker makes a time that cannot be right unknown (bad_time);
+// read_dict takes each line of net.dict from the one reader (prof/dict_reader.h: blocks of
+// whole lines, their keys read on two threads of their own a few blocks ahead, the header
+// parsed, the compact form's args resolved) and runs two steps per record, in input order:
+//   3. record: make_record turns the line's keys into a ProfRecord: identity, place, timing,
+//              names, and TimeChecker makes a time that cannot be right unknown (bad_time);
 //   4. cost:   RecordCoster adds what the record cost (models/, each distinct op call costed
 //              once) and, for kernels, Tensor Core use (each distinct kernel name judged once).
 // Then link_cpu_parents joins the records of a CPU-only profile into call trees.
@@ -37,6 +30,8 @@
 namespace pyprof::prof {
 
 namespace {
+
+using dict::Key;
 
 // How parse writes a pyprof.autotune range in a record's `user_ranges` (domain:message).
 constexpr std::string_view kAutotuneRangePrefix = "pyprof.autotune:";
@@ -61,140 +56,6 @@ struct ProblemTally {
   }
 };
 
-namespace od = simdjson::ondemand;
-
-// ---- 1. line ----------------------------------------------------------------------------------
-
-// Bytes [0, size) of the input, with simdjson's padding readable beyond them, so that every
-// line in it can be parsed in place. Never zero-filled: a block is a megabyte.
-struct Block {
-  std::unique_ptr<char[]> data;
-  size_t size = 0;
-  size_t capacity = 0;  // without the padding
-
-  void reserve(size_t n) {
-    if (n <= capacity) return;
-    n = std::max(n, 2 * capacity);
-    std::unique_ptr<char[]> grown(new char[n + simdjson::SIMDJSON_PADDING]);
-    if (size > 0) std::memcpy(grown.get(), data.get(), size);
-    data = std::move(grown);
-    capacity = n;
-  }
-};
-
-// A line past kMaxDictLineBytes: the read stops there.
-struct LineTooLong : std::length_error {
-  LineTooLong()
-      : std::length_error(fmt::format(
-            "longer than {} MiB, the most a net.dict line may hold (pyprof parse writes none that "
-            "long: not a net.dict?)",
-            kMaxDictLineBytes >> 20)) {}
-};
-
-// The input in blocks of whole lines.
-class BlockReader {
- public:
-  explicit BlockReader(std::FILE* in) : in_(in) {}
-
-  // Fills `block` with the next lines (the last one possibly without its line end, at the end
-  // of the input); false when nothing is left. A line longer than a block makes its block longer.
-  bool next(Block& block) {
-    block.size = 0;
-    block.reserve(carry_.size() + kBlockBytes);
-    if (!carry_.empty()) std::memcpy(block.data.get(), carry_.data(), carry_.size());
-    block.size = carry_.size();
-    carry_.clear();
-    while (!eof_) {
-      const size_t old = block.size;
-      block.reserve(old + kBlockBytes);
-      const size_t n = std::fread(block.data.get() + old, 1, kBlockBytes, in_);
-      block.size = old + n;
-      // Only the block's first line, begun before this read (what came before has no line
-      // end), can be longer than a read: it must not grow without bound (/dev/zero).
-      if (block.size > kMaxDictLineBytes) {
-        const auto* first_end =
-            static_cast<const char*>(std::memchr(block.data.get() + old, '\n', n));
-        const size_t first_line =
-            first_end != nullptr ? static_cast<size_t>(first_end - block.data.get()) : block.size;
-        if (first_line > kMaxDictLineBytes) throw LineTooLong();
-      }
-      if (n < kBlockBytes) {
-        eof_ = true;
-        failed_ = std::ferror(in_) != 0;
-        break;
-      }
-      // The carried part has no line end: only the new bytes can hold the last one.
-      const auto* last = static_cast<const char*>(memrchr(block.data.get() + old, '\n', n));
-      if (last != nullptr) {
-        const size_t kept = static_cast<size_t>(last - block.data.get()) + 1;
-        carry_.assign(block.data.get() + kept, block.size - kept);
-        block.size = kept;
-        break;
-      }
-    }
-    return block.size > 0;
-  }
-  // Whether reading stopped on an I/O error rather than the end of the input.
-  bool failed() const { return failed_; }
-
- private:
-  static constexpr size_t kBlockBytes = size_t{1} << 20;
-  std::FILE* in_;
-  std::string carry_;  // the unfinished line after the last block's last line end
-  bool eof_ = false, failed_ = false;
-};
-
-// ---- 2. fields --------------------------------------------------------------------------------
-
-// The keys of one line that prof uses, as views into the line's block or into its batch's
-// unescaped strings (valid while the batch is). Absent keys keep these defaults.
-struct Fields {
-  int64_t line = 0;       // the line's number in the input (for messages)
-  size_t line_bytes = 0;  // its length in the input, line end included
-  bool object = true;     // false: the line is not a JSON object
-  bool header = false;
-  int64_t version = 0;
-  std::string_view records, source, kind, dir, name, long_name, op, legacy_mod, module, stack,
-      bwd_op, args, bwd_args, src_kind, dst_kind;
-  std::string_view domain;  // a mark line's NVTX domain
-  std::string_view kernel;  // a compiled_kernel line's "kernel" object
-  // A compiled_kernel line's "graph", a record's "compiled_graph": the compile id that tells
-  // apart kernels of one name in two graphs (docs/formats.md §3).
-  std::string_view compiled_graph;
-  // A record's "compiled_symbols": the sizes its dynamic-shape graph's call ran with.
-  std::string_view compiled_symbols;
-  int64_t launch_start = -1;  // the launch call's start (GPU records); -1: none
-  int64_t device = -1, stream = -1, start = 0, duration = 0, self_duration = 0, tid = -1, seq = -1,
-          sub = 0, parent_id = 0, pid = 0, op_id = 0, fwd_op_id = 0, fwd_instance = 0, instance = 0,
-          id = 0, bwd_op_id = 0, bytes = -1;
-  int64_t rank = -1, world_size = -1;  // header (and records): the process's rank, -1: none
-  // The compact form's references to `"kind":"args"` lines (docs/formats.md §3); -1: none.
-  // Resolved by ArgsTable::resolve, which points `args` and `bwd_args` at the defined text.
-  int64_t args_ref = -1, bwd_args_ref = -1;
-  bool has_self_duration = false;  // absent or null: the record's duration stands in
-  bool graph_launched = false;     // a `graph_node` key: launched by a CUDA graph replay
-  bool autotune = false;           // a user range of the pyprof.autotune domain around it
-  bool before_trace = false;       // launched before the trace began (in no step)
-  // The first of start, duration, self_duration that holds a value but not an integer int64
-  // holds (a fraction, a number past 2^63): the record's time is unknown. null is parse's
-  // "unknown" (a GPU row that ends before it starts, an op range never closed) and reads as 0.
-  std::string_view unreadable_time;
-  int32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
-  std::string layer;                // user ranges joined by ':'
-  std::string trace;                // legacy trace frames joined by ','
-  std::vector<DevicePeak> devices;  // header only
-  // header only: `torch_settings`, each key with its value's JSON text ("false", "\"high\"").
-  std::vector<std::pair<std::string, std::string>> torch_settings;
-  // The header's `iterations` (docs/formats.md §3) when it is well formed, else why not.
-  bool has_iterations = false;
-  Iterations iterations;
-  std::string iterations_problem;
-  // A record's `step`: kNoStep when absent, kBadStep when not an integer.
-  int64_t step = kNoStep;
-  static constexpr int64_t kNoStep = -1, kBadStep = -2;
-  static constexpr int64_t kBadRef = -2;  // args_ref / bwd_args_ref not a non-negative integer
-};
-
 // FLOPs per clock per SM of an architecture's densest dense Tensor Core mode (FP4/FP8/INT8
 // where it has them; ../shared/reference/gpu-peaks.md §3): an upper bound on any op's rate.
 // 0 for an architecture not known here (no FLOP check).
@@ -208,741 +69,138 @@ double max_flops_per_clock_per_sm(int64_t major, int64_t minor) {
   return 0;
 }
 
-// One object of the header's `devices`.
-DevicePeak read_device(od::object o) {
-  DevicePeak d;
-  int64_t sm_count = 0, clock_hz = 0, major = -1, minor = 0;
-  for (auto field : o) {
-    std::string_view key;
-    if (field.unescaped_key().get(key) != simdjson::SUCCESS) break;
-    od::value v = field.value();
-    int64_t x = 0;
-    if (key == "id" && v.get_int64().get(x) == simdjson::SUCCESS) {
-      d.id = x;
-    } else if (key == "name") {
-      std::string_view name;
-      if (v.get_string().get(name) == simdjson::SUCCESS) d.name = name;
-    } else if (key == "memory_bandwidth" && v.get_int64().get(x) == simdjson::SUCCESS) {
-      d.memory_bandwidth = static_cast<double>(std::max<int64_t>(x, 0));
-    } else if (key == "total_memory" && v.get_int64().get(x) == simdjson::SUCCESS) {
-      d.total_memory = std::max<int64_t>(x, 0);
-    } else if (key == "sm_count" && v.get_int64().get(x) == simdjson::SUCCESS) {
-      sm_count = x;
-    } else if (key == "clock_hz" && v.get_int64().get(x) == simdjson::SUCCESS) {
-      clock_hz = x;
-    } else if (key == "compute_capability") {
-      od::array a;
-      if (v.get_array().get(a) != simdjson::SUCCESS) continue;
-      int i = 0;
-      for (auto e : a) {
-        if (e.get_int64().get(x) == simdjson::SUCCESS) (i == 0 ? major : minor) = x;
-        ++i;
-      }
-    }
-  }
-  d.sm_count = sm_count;
-  d.clock_hz = clock_hz;
-  d.cc_major = static_cast<int>(std::clamp<int64_t>(major, -1, 1000));
-  d.cc_minor = static_cast<int>(std::clamp<int64_t>(minor, 0, 1000));
-  if (sm_count > 0 && clock_hz > 0 && major >= 0) {
-    d.flops = static_cast<double>(sm_count) * static_cast<double>(clock_hz) *
+// A GPU of the header's `devices` and the peak rates prof checks records against.
+DevicePeak device_peak(const DictDevice& d) {
+  DevicePeak p;
+  p.id = d.id.value_or(-1);
+  p.name = d.name.value_or("");
+  p.memory_bandwidth = static_cast<double>(std::max<int64_t>(d.memory_bandwidth.value_or(0), 0));
+  p.total_memory = std::max<int64_t>(d.total_memory.value_or(0), 0);
+  p.sm_count = d.sm_count.value_or(0);
+  p.clock_hz = d.clock_hz.value_or(0);
+  const int64_t major = d.compute_major.value_or(-1), minor = d.compute_minor.value_or(0);
+  p.cc_major = static_cast<int>(std::clamp<int64_t>(major, -1, 1000));
+  p.cc_minor = static_cast<int>(std::clamp<int64_t>(minor, 0, 1000));
+  if (p.sm_count > 0 && p.clock_hz > 0 && major >= 0) {
+    p.flops = static_cast<double>(p.sm_count) * static_cast<double>(p.clock_hz) *
               max_flops_per_clock_per_sm(major, minor);
   }
-  return d;
+  return p;
 }
-
-// The header's `iterations` object into f.iterations; a problem (a missing or mistyped key,
-// indices not 0..N-1, steps out of time order or overlapping) is said in f.iterations_problem,
-// and prof then reads the profile as one without iterations.
-void read_iterations(od::value v, Fields& f) {
-  f.has_iterations = true;
-  Iterations& it = f.iterations;
-  std::string& problem = f.iterations_problem;
-  od::object o;
-  if (v.get_object().get(o) != simdjson::SUCCESS) {
-    problem = "not an object";
-    return;
-  }
-  int64_t count = -1;
-  bool steps_seen = false;
-  for (auto field : o) {
-    std::string_view key;
-    if (field.unescaped_key().get(key) != simdjson::SUCCESS) {
-      problem = "unreadable key";
-      return;
-    }
-    od::value value = field.value();
-    std::string_view text;
-    if (key == "rule" || key == "range") {
-      if (value.get_string().get(text) != simdjson::SUCCESS) {
-        problem = fmt::format("`{}` is not a string", key);
-        return;
-      }
-      (key == "rule" ? it.rule : it.range) = text;
-    } else if (key == "count") {
-      if (value.get_int64().get(count) != simdjson::SUCCESS) {
-        problem = "`count` is not an integer";
-        return;
-      }
-    } else if (key == "steps") {
-      steps_seen = true;
-      od::array a;
-      if (value.get_array().get(a) != simdjson::SUCCESS) {
-        problem = "`steps` is not an array";
-        return;
-      }
-      for (auto e : a) {
-        od::object so;
-        if (e.get_object().get(so) != simdjson::SUCCESS) {
-          problem = fmt::format("step {} is not an object", it.steps.size());
-          return;
-        }
-        Step step;
-        int64_t index = -1;
-        bool has_start = false, has_end = false;
-        for (auto sf : so) {
-          std::string_view k;
-          if (sf.unescaped_key().get(k) != simdjson::SUCCESS) break;
-          od::value sv = sf.value();
-          if (k == "index") {
-            if (sv.get_int64().get(index) != simdjson::SUCCESS) index = -1;
-          } else if (k == "name") {
-            if (sv.get_string().get(text) == simdjson::SUCCESS) step.name = text;
-          } else if (k == "start") {
-            has_start = sv.get_int64().get(step.start) == simdjson::SUCCESS;
-          } else if (k == "end") {
-            has_end = sv.get_int64().get(step.end) == simdjson::SUCCESS;
-          } else if (k == "cut") {
-            bool cut = false;
-            step.cut = sv.get_bool().get(cut) == simdjson::SUCCESS && cut;
-          }
-        }
-        const size_t i = it.steps.size();
-        if (index != static_cast<int64_t>(i)) {
-          problem = fmt::format("step {} has index {} (expected 0..N-1 in order)", i, index);
-          return;
-        }
-        if (!has_start || !has_end || step.start < 0 || step.end < step.start ||
-            step.end > kMaxRecordStart) {
-          problem = fmt::format("step {} has no credible span [start, end)", i);
-          return;
-        }
-        if (i > 0 && step.start < it.steps.back().end) {
-          problem = fmt::format(
-              "step {} starts before step {} ends (steps must be in time "
-              "order and not overlap)",
-              i, i - 1);
-          return;
-        }
-        step.index = static_cast<int32_t>(i);
-        if (step.name.empty()) step.name = fmt::format("step {}", i);
-        it.steps.push_back(std::move(step));
-        if (it.steps.size() > (size_t{1} << 30)) {
-          problem = "more than 2^30 steps";
-          return;
-        }
-      }
-    }
-  }
-  if (!steps_seen || it.steps.empty()) {
-    problem = "no `steps`";
-  } else if (count >= 0 && count != static_cast<int64_t>(it.steps.size())) {
-    problem = fmt::format("`count` {} but {} steps", count, it.steps.size());
-  } else if (it.rule.empty()) {
-    problem = "no `rule`";
-  }
-}
-
-void read_xyz(od::value v, int32_t out[3]) {
-  od::array a;
-  if (v.get_array().get(a) != simdjson::SUCCESS) return;
-  int i = 0;
-  for (auto e : a) {
-    int64_t x;
-    if (i < 3 && e.get_int64().get(x) == simdjson::SUCCESS) out[i] = static_cast<int32_t>(x);
-    ++i;
-  }
-}
-
-// Keys longer than this are read through simdjson's unescaping (none of prof's keys is).
-constexpr size_t kMaxRawKey = 64;
-
-// One pass over the object's fields (On-Demand): no tape of the whole record, and `args` comes
-// back as its raw JSON text.
-// Strings that hold escapes are unescaped into `unescaped`; the others are views into the line.
-bool read_object_fields(od::object o, Fields& f, std::deque<std::string>& unescaped) {
-  for (auto field : o) {
-    std::string_view key;
-    // The key as it is in the line when it holds no escape (parse writes none): unescaping
-    // copies every key of every line, a tenth of the read.
-    if (field.error() != simdjson::SUCCESS) return false;
-    const char* raw_key = field.value_unsafe().key().raw();
-    const auto* key_end = static_cast<const char*>(std::memchr(raw_key, '"', kMaxRawKey));
-    const size_t length = key_end != nullptr ? static_cast<size_t>(key_end - raw_key) : 0;
-    if (key_end != nullptr && std::memchr(raw_key, '\\', length) == nullptr) {
-      key = std::string_view(raw_key, length);
-    } else if (field.unescaped_key().get(key) != simdjson::SUCCESS) {
-      return false;
-    }
-    od::value v = field.value();
-    // A string: a view into the line unless it holds an escape (parse writes few), so that
-    // the line's fields outlive the parser's string buffer, which the next line reuses.
-    auto str = [&](std::string_view& out) {
-      std::string_view token = v.raw_json_token();
-      while (!token.empty() && (token.back() == ' ' || token.back() == '\t' ||
-                                token.back() == '\n' || token.back() == '\r'))
-        token.remove_suffix(1);
-      // A quote inside the token is escaped: looking for backslashes is enough.
-      if (token.size() >= 2 && token.front() == '"' && token.back() == '"' &&
-          std::memchr(token.data() + 1, '\\', token.size() - 2) == nullptr) {
-        out = token.substr(1, token.size() - 2);
-      } else if (v.get_string().get(out) == simdjson::SUCCESS) {
-        out = unescaped.emplace_back(out);
-      } else {
-        out = {};
-      }
-    };
-    auto num = [&](int64_t& out) {
-      int64_t x;
-      if (v.get_int64().get(x) == simdjson::SUCCESS) out = x;
-    };
-    // A time: an integer, or null (unknown: 0); anything else is noted in unreadable_time.
-    // Returns whether it held an integer.
-    auto time = [&](int64_t& out, std::string_view name) {
-      bool null = false;
-      if (v.is_null().get(null) == simdjson::SUCCESS && null) return false;
-      int64_t x;
-      if (v.get_int64().get(x) == simdjson::SUCCESS) {
-        out = x;
-        return true;
-      }
-      if (f.unreadable_time.empty()) f.unreadable_time = name;
-      return false;
-    };
-    // parse writes args as an object (pyprof, emit_nvtx) or an array (legacy PyProf).
-    auto raw = [&](std::string_view& out) {
-      out = {};
-      od::json_type type;
-      if (v.type().get(type) != simdjson::SUCCESS) return;
-      if (type == od::json_type::object) {
-        od::object obj;
-        if (v.get_object().get(obj) == simdjson::SUCCESS &&
-            obj.raw_json().get(out) != simdjson::SUCCESS)
-          out = {};
-      } else if (type == od::json_type::array) {
-        od::array arr;
-        if (v.get_array().get(arr) == simdjson::SUCCESS &&
-            arr.raw_json().get(out) != simdjson::SUCCESS)
-          out = {};
-      }
-    };
-    // A reference to an args line: a non-negative integer; anything else is kBadRef, which
-    // resolve() reports.
-    auto ref = [&](int64_t& out) {
-      int64_t x;
-      out = v.get_int64().get(x) == simdjson::SUCCESS && x >= 0 ? x : Fields::kBadRef;
-    };
-    switch (key.empty() ? '\0' : key[0]) {
-      case 'a':
-        if (key == "args")
-          raw(f.args);
-        else if (key == "args_ref")
-          ref(f.args_ref);
-        break;
-      case 'c':
-        if (key == "compiled_graph")
-          str(f.compiled_graph);
-        else if (key == "compiled_symbols")
-          raw(f.compiled_symbols);
-        break;
-      case 'b':
-        if (key == "bwd_op")
-          str(f.bwd_op);
-        else if (key == "bwd_op_id")
-          num(f.bwd_op_id);
-        else if (key == "bwd_args")
-          raw(f.bwd_args);
-        else if (key == "bwd_args_ref")
-          ref(f.bwd_args_ref);
-        else if (key == "block")
-          read_xyz(v, f.block);
-        else if (key == "bytes")
-          num(f.bytes);
-        else if (key == "before_trace") {
-          bool b = false;
-          f.before_trace = v.get_bool().get(b) == simdjson::SUCCESS && b;
-        }
-        break;
-      case 'd':
-        if (key == "dir")
-          str(f.dir);
-        else if (key == "dst_kind")
-          str(f.dst_kind);
-        else if (key == "domain")
-          str(f.domain);
-        else if (key == "duration")
-          time(f.duration, "duration");
-        else if (key == "device")
-          num(f.device);
-        else if (key == "devices") {
-          od::array a;
-          if (v.get_array().get(a) == simdjson::SUCCESS) {
-            for (auto e : a) {
-              od::object o;
-              if (e.get_object().get(o) == simdjson::SUCCESS) f.devices.push_back(read_device(o));
-            }
-          }
-        }
-        break;
-      case 'f':
-        if (key == "fwd_op_id")
-          num(f.fwd_op_id);
-        else if (key == "fwd_instance")
-          num(f.fwd_instance);
-        break;
-      case 'g':
-        if (key == "grid")
-          read_xyz(v, f.grid);
-        else if (key == "graph_node")
-          f.graph_launched = true;
-        else if (key == "graph")
-          str(f.compiled_graph);
-        break;
-      case 'w':
-        if (key == "world_size") num(f.world_size);
-        break;
-      case 'i':
-        if (key == "instance")
-          num(f.instance);
-        else if (key == "id")
-          num(f.id);
-        else if (key == "iterations")
-          read_iterations(v, f);
-        break;
-      case 'k':
-        if (key == "kind")
-          str(f.kind);
-        else if (key == "kernel")
-          raw(f.kernel);
-        break;
-      case 'l':
-        if (key == "launch") {
-          od::object launch;
-          if (v.get_object().get(launch) == simdjson::SUCCESS) {
-            for (auto lf : launch) {
-              std::string_view lkey;
-              int64_t x;
-              if (lf.unescaped_key().get(lkey) == simdjson::SUCCESS && lkey == "start" &&
-                  lf.value().get_int64().get(x) == simdjson::SUCCESS)
-                f.launch_start = x;
-            }
-          }
-        } else if (key == "long_name")
-          str(f.long_name);
-        else if (key == "legacy_mod")
-          str(f.legacy_mod);
-        break;
-      case 'm':
-        if (key == "module") str(f.module);
-        break;
-      case 'n':
-        if (key == "name") str(f.name);
-        break;
-      case 'o':
-        if (key == "op")
-          str(f.op);
-        else if (key == "op_id")
-          num(f.op_id);
-        break;
-      case 'p':
-        if (key == "pid")
-          num(f.pid);
-        else if (key == "parent_id")
-          num(f.parent_id);
-        else if (key == "pyprof_dict") {
-          f.header = true;
-          num(f.version);
-        }
-        break;
-      case 'r':
-        if (key == "records")
-          str(f.records);
-        else if (key == "rank")
-          num(f.rank);
-        break;
-      case 's':
-        if (key == "start")
-          time(f.start, "start");
-        else if (key == "stream")
-          num(f.stream);
-        else if (key == "seq")
-          num(f.seq);
-        else if (key == "sub")
-          num(f.sub);
-        else if (key == "self_duration")
-          f.has_self_duration = time(f.self_duration, "self_duration");
-        else if (key == "stack")
-          str(f.stack);
-        else if (key == "source")
-          str(f.source);
-        else if (key == "src_kind")
-          str(f.src_kind);
-        else if (key == "step") {
-          int64_t x;
-          f.step = v.get_int64().get(x) == simdjson::SUCCESS && x >= 0 ? x : Fields::kBadStep;
-        }
-        break;
-      case 't':
-        if (key == "tid")
-          num(f.tid);
-        else if (key == "torch_settings") {
-          od::object o;
-          if (v.get_object().get(o) == simdjson::SUCCESS) {
-            for (auto field : o) {
-              std::string_view k, raw;
-              if (field.unescaped_key().get(k) != simdjson::SUCCESS) continue;
-              // Scalars (booleans, strings, numbers): their token's text.
-              raw = field.value().raw_json_token();
-              while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\n' ||
-                                      raw.back() == ',' || raw.back() == '}')) {
-                raw.remove_suffix(1);
-              }
-              f.torch_settings.emplace_back(std::string(k), std::string(raw));
-            }
-          }
-        } else if (key == "trace") {
-          od::array a;
-          if (v.get_array().get(a) == simdjson::SUCCESS) {
-            for (auto e : a) {
-              std::string_view frame;
-              if (e.get_string().get(frame) != simdjson::SUCCESS) continue;
-              if (!f.trace.empty()) f.trace += ',';
-              f.trace += frame;
-            }
-          }
-        }
-        break;
-      case 'u':
-        if (key == "user_ranges") {
-          od::array a;
-          if (v.get_array().get(a) == simdjson::SUCCESS) {
-            for (auto e : a) {
-              std::string_view u;
-              if (e.get_string().get(u) != simdjson::SUCCESS) continue;
-              if (u.starts_with(kAutotuneRangePrefix)) f.autotune = true;
-              if (u.starts_with("layer:")) u.remove_prefix(6);
-              if (!f.layer.empty()) f.layer += ':';
-              f.layer += u;
-            }
-          }
-        }
-        break;
-      default:
-        break;
-    }
-  }
-  return true;
-}
-
-// One block's lines read into Fields.
-struct FieldBatch {
-  Block text;                         // the block's lines
-  std::vector<Fields> fields;         // its non-blank lines in order: the first `size` of them
-  size_t size = 0;                    // their `line` counts from 1 at the block's first line
-  std::deque<std::string> unescaped;  // the strings of `fields` that held escapes
-  int64_t lines = 0;                  // the block's lines, blank ones included
-};
-
-// Steps 1 and 2 on threads of their own, a few blocks ahead of the caller, who makes and costs
-// the records (steps 3 and 4) block after block in input order. On a million-kernel net.dict
-// reading the fields costs about twice what the rest of the read does: two threads read them.
-class FieldReader {
- public:
-  explicit FieldReader(std::FILE* in) : blocks_(in) {
-    const int threads = std::thread::hardware_concurrency() > 1 ? 2 : 1;
-    for (int i = 0; i < 3 * threads; ++i) free_.push_back(std::make_unique<FieldBatch>());
-    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
-  }
-  ~FieldReader() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-    }
-    changed_.notify_all();
-    for (std::thread& t : threads_) t.join();
-  }
-  FieldReader(const FieldReader&) = delete;
-  FieldReader& operator=(const FieldReader&) = delete;
-
-  // The next non-blank line's fields, `line` its number in the input; valid until the next
-  // call. nullptr at the end of the input (or where reading failed: failure()).
-  Fields* next_line() {
-    while (batch_ == nullptr || index_ == batch_->size) {
-      if (batch_ != nullptr) lines_ += batch_->lines;
-      batch_ = next_batch();
-      index_ = 0;
-      if (batch_ == nullptr) return nullptr;
-    }
-    Fields& f = batch_->fields[index_++];
-    f.line += lines_;
-    return &f;
-  }
-  // After next_line() returned nullptr: the lines read, blank ones included.
-  int64_t lines() const { return lines_; }
-  // After next_line() returned nullptr: why reading stopped early ("" at the end of the input).
-  const std::string& failure() const { return failure_; }
-  // Whether it stopped at a line too long (the line after lines()).
-  bool line_too_long() const { return line_too_long_; }
-
- private:
-  // The next batch in input order, valid until the next call; nullptr after the last one.
-  FieldBatch* next_batch() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (current_) free_.push_back(std::move(current_));
-    changed_.notify_all();
-    changed_.wait(lock, [this] { return ready_.count(next_) > 0 || next_ >= end_; });
-    auto it = ready_.find(next_);
-    if (it == ready_.end()) return nullptr;
-    current_ = std::move(it->second);
-    ready_.erase(it);
-    ++next_;
-    return current_.get();
-  }
-
-  void run() {
-    od::parser parser;
-    for (;;) {
-      std::unique_ptr<FieldBatch> batch;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        changed_.wait(lock, [this] { return stop_ || exhausted_ || !free_.empty(); });
-        if (stop_ || exhausted_) return;
-        batch = std::move(free_.front());
-        free_.pop_front();
-      }
-      // Blocks are read one thread at a time, and numbered in the order they were read.
-      int64_t sequence;
-      bool more = false, too_long = false;
-      std::string failure;
-      {
-        std::lock_guard<std::mutex> lock(read_mutex_);
-        sequence = read_++;
-        try {
-          more = blocks_.next(batch->text);
-          if (!more && blocks_.failed()) failure = "read error";
-        } catch (const LineTooLong& e) {
-          failure = e.what();
-          too_long = true;
-        } catch (const std::exception& e) {
-          failure = e.what();
-        }
-      }
-      if (more) {
-        try {
-          fill(parser, *batch);
-        } catch (const std::exception& e) {
-          more = false;
-          failure = e.what();
-        }
-      }
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (more) {
-          ready_.emplace(sequence, std::move(batch));
-        } else {
-          // The input ends (or fails) at this block: the caller stops before it.
-          exhausted_ = true;
-          if (sequence < end_) {
-            end_ = sequence;
-            failure_ = failure;
-            line_too_long_ = too_long;
-          }
-        }
-      }
-      changed_.notify_all();
-    }
-  }
-
-  // Parses each line of the batch's block in place (the block's padding covers the last one).
-  static void fill(od::parser& parser, FieldBatch& batch) {
-    batch.size = 0;
-    batch.unescaped.clear();
-    int64_t lines = 0;
-    const char* p = batch.text.data.get();
-    const char* end = p + batch.text.size;
-    const char* padded_end = end + simdjson::SIMDJSON_PADDING;
-    while (p < end) {
-      const auto* line_end = static_cast<const char*>(std::memchr(p, '\n', end - p));
-      const char* next = line_end != nullptr ? line_end + 1 : end;
-      if (line_end == nullptr) line_end = end;
-      ++lines;
-      size_t length = static_cast<size_t>(line_end - p);
-      while (length > 0 && (p[length - 1] == '\r' || p[length - 1] == '\n')) --length;
-      if (length > 0) {
-        if (batch.size == batch.fields.size()) batch.fields.emplace_back();
-        Fields& f = batch.fields[batch.size++];
-        f = Fields{};
-        f.line = lines;
-        f.line_bytes = static_cast<size_t>(next - p);
-        od::document doc;
-        od::object o;
-        f.object = parser.iterate(p, length, static_cast<size_t>(padded_end - p)).get(doc) ==
-                       simdjson::SUCCESS &&
-                   doc.get_object().get(o) == simdjson::SUCCESS &&
-                   read_object_fields(o, f, batch.unescaped);
-      }
-      p = next;
-    }
-    batch.lines = lines;
-  }
-
-  BlockReader blocks_;  // read under read_mutex_
-  int64_t read_ = 0;    // blocks read (or tried) so far, under read_mutex_
-  std::mutex read_mutex_;
-  std::mutex mutex_;  // guards what follows, up to the threads
-  std::condition_variable changed_;
-  std::deque<std::unique_ptr<FieldBatch>> free_;
-  std::map<int64_t, std::unique_ptr<FieldBatch>> ready_;  // by block number
-  std::unique_ptr<FieldBatch> current_;                   // the caller's
-  int64_t next_ = 0;                                      // the block the caller reads next
-  int64_t end_ = std::numeric_limits<int64_t>::max();     // the first block past the input
-  bool stop_ = false, exhausted_ = false;
-  std::string failure_;
-  bool line_too_long_ = false;
-  FieldBatch* batch_ = nullptr;       // the caller's: the batch next_line() is in
-  size_t index_ = 0;                  // its next line
-  int64_t lines_ = 0;                 // the input's lines before it
-  std::vector<std::thread> threads_;  // last: started once the members they use exist
-};
 
 // The header line: what kind of records follow and where they came from.
-void read_header(const Fields& f, ReadResult& out) {
-  if (f.version > kNewestDictVersion) {
+void read_header(const DictHeader& h, ReadResult& out) {
+  if (h.version > dict::kNewestVersion) {
     out.warnings.push_back(
         fmt::format("net.dict version {} is newer than this prof ({}): unknown keys are ignored",
-                    f.version, kNewestDictVersion));
+                    h.version, dict::kNewestVersion));
   }
-  out.cpu_only = f.records == "op";
-  out.source = std::string(f.source);
-  out.rank = f.rank;
-  out.world_size = f.world_size;
-  out.devices = f.devices;
+  out.cpu_only = h.records == dict::records_kind::kOp;
+  out.source = h.source;
+  out.rank = h.rank.value_or(-1);
+  out.world_size = h.world_size.value_or(-1);
+  out.devices.clear();
+  for (const DictDevice& d : h.devices) out.devices.push_back(device_peak(d));
   out.torch_settings.clear();
-  for (const auto& [k, v] : f.torch_settings) out.torch_settings[k] = v;
+  for (const auto& [k, v] : h.torch_settings) out.torch_settings[k] = v;
   out.iterations = {};
-  if (!f.has_iterations) return;
-  if (!f.iterations_problem.empty()) {
-    out.warnings.push_back("header: `iterations` is malformed (" + f.iterations_problem +
+  if (!h.has_iterations) return;
+  if (!h.iterations_problem.empty()) {
+    out.warnings.push_back("header: `iterations` is malformed (" + h.iterations_problem +
                            "): ignored, the reports cover every record");
     return;
   }
-  out.iterations = f.iterations;
+  out.iterations.rule = h.iteration_rule;
+  out.iterations.range = h.iteration_range;
+  for (const DictStep& s : h.steps) {
+    Step step;
+    step.index = static_cast<int32_t>(out.iterations.steps.size());
+    step.name = s.name;
+    step.start = s.start;
+    step.end = s.end;
+    step.cut = s.cut;
+    out.iterations.steps.push_back(std::move(step));
+  }
 }
 
-// The compact form's `"kind":"args"` lines (docs/formats.md §3): each distinct arguments value,
-// defined once before the first record that refers to it by `args_ref` or `bwd_args_ref`.
-class ArgsTable {
- public:
-  // Keeps line `f`'s definition; false with `error` set when it is malformed or repeats an id.
-  bool define(const Fields& f, std::string& error) {
-    if (f.id < 0 || f.args.empty()) {
-      error = fmt::format(
-          "line {}: an \"args\" line needs an \"id\" (a non-negative integer) and \"args\" (an "
-          "object or array)",
-          f.line);
-      return false;
-    }
-    if (!text_.emplace(f.id, std::string(f.args)).second) {
-      error = fmt::format("line {}: args id {} is defined twice", f.line, f.id);
-      return false;
-    }
-    return true;
-  }
-
-  // Points f.args / f.bwd_args at the text their references name; false with `error` set when
-  // a reference is malformed or names no earlier args line.
-  bool resolve(Fields& f, std::string& error) const {
-    return resolve_one(f, "args_ref", f.args_ref, f.args, error) &&
-           resolve_one(f, "bwd_args_ref", f.bwd_args_ref, f.bwd_args, error);
-  }
-
- private:
-  bool resolve_one(const Fields& f, const char* key, int64_t id, std::string_view& args,
-                   std::string& error) const {
-    if (id == -1) return true;
-    if (id == Fields::kBadRef) {
-      error = fmt::format("line {}: \"{}\" is not a non-negative integer", f.line, key);
-      return false;
-    }
-    auto it = text_.find(id);
-    if (it == text_.end()) {
-      error = fmt::format("line {}: \"{}\": {} names no \"args\" line before it", f.line, key, id);
-      return false;
-    }
-    args = it->second;
-    return true;
-  }
-
-  std::unordered_map<int64_t, std::string> text_;  // id -> the args JSON
-};
-
-// Counts line `out.lines` as unreadable; warns about the first few.
-void skip_line(ReadResult& out) {
+// Counts line `l` as unreadable; warns about the first few.
+void skip_line(const DictLine& l, ReadResult& out) {
   ++out.skipped_lines;
+  if (out.skipped_lines == 1)
+    out.first_skipped_line = fmt::format("line {}: {}", l.line, l.unreadable);
   if (out.warnings.size() < 5) {
-    out.warnings.push_back("line " + std::to_string(out.lines) + ": not a JSON object");
+    out.warnings.push_back(fmt::format("line {}: {}", l.line, l.unreadable));
   }
 }
 
 // ---- 3. record --------------------------------------------------------------------------------
 
-Kind kind_of(std::string_view kind) {
-  return kind == "kernel"   ? Kind::kKernel
-         : kind == "memcpy" ? Kind::kMemcpy
-         : kind == "memset" ? Kind::kMemset
-                            : Kind::kOp;
+Kind kind_of(dict::LineKind kind) {
+  return kind == dict::LineKind::kKernel   ? Kind::kKernel
+         : kind == dict::LineKind::kMemcpy ? Kind::kMemcpy
+         : kind == dict::LineKind::kMemset ? Kind::kMemset
+                                           : Kind::kOp;
 }
 
+// A memcpy's `src_kind` / `dst_kind` (dict::kMemoryKinds) as prof tells memory apart.
 MemoryKind memory_kind_of(std::string_view kind) {
-  return kind.empty()         ? MemoryKind::kUnknown
-         : kind == "pageable" ? MemoryKind::kPageable
-         : kind == "pinned"   ? MemoryKind::kPinned
-         : kind == "device"   ? MemoryKind::kDevice
-         : kind == "managed"  ? MemoryKind::kManaged
-                              : MemoryKind::kOther;
+  return kind.empty()                    ? MemoryKind::kUnknown
+         : kind == dict::kMemoryKinds[0] ? MemoryKind::kPageable
+         : kind == dict::kMemoryKinds[1] ? MemoryKind::kPinned
+         : kind == dict::kMemoryKinds[2] ? MemoryKind::kDevice
+         : kind == dict::kMemoryKinds[4] ? MemoryKind::kManaged
+                                         : MemoryKind::kOther;
 }
 
 Dir dir_of(std::string_view dir) {
-  return dir == "fprop" ? Dir::kFprop : dir == "bprop" ? Dir::kBprop : Dir::kNone;
+  return dir == dict::direction::kFprop   ? Dir::kFprop
+         : dir == dict::direction::kBprop ? Dir::kBprop
+                                          : Dir::kNone;
+}
+
+// A kernel's `grid` or `block`, "[x,y,z]", into `out` (what is not an integer stays 0).
+void read_xyz(std::string_view raw, int32_t out[3]) {
+  if (raw.empty() || raw.front() != '[') return;
+  const char* p = raw.data() + 1;
+  const char* end = raw.data() + raw.size();
+  for (int i = 0; p < end && *p != ']'; ++i) {
+    while (p < end && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')) ++p;
+    int64_t x = 0;
+    auto [next, ec] = std::from_chars(p, end, x);
+    if (ec == std::errc() && i < 3) out[i] = static_cast<int32_t>(x);
+    p = ec == std::errc() ? next : p;
+    while (p < end && *p != ',' && *p != ']') ++p;
+    if (p < end && *p == ',') ++p;
+  }
 }
 
 // The record of a line, everything but its cost and Tensor Core use. `index` is its position
 // in ReadResult::records. Interns its strings in a fixed order (reports break ties by string
-// id).
-ProfRecord make_record(const Fields& f, size_t index, Strings& s) {
+// id). `scratch`: room for the joined user ranges and frames.
+ProfRecord make_record(const DictLine& l, size_t index, Strings& s, std::string& scratch) {
   ProfRecord r;
-  r.kind = kind_of(f.kind);
-  r.dir = dir_of(f.dir);
-  r.name = s.intern(f.name);
-  r.long_name = s.intern(f.long_name);
-  r.device = static_cast<int32_t>(f.device);
-  r.stream = f.stream;
-  std::copy(f.grid, f.grid + 3, r.grid);
-  std::copy(f.block, f.block + 3, r.block);
-  r.start = f.start;
-  r.duration = f.duration;
-  r.launch_start = f.launch_start;
-  r.graph_launched = f.graph_launched;
-  r.autotune = f.autotune;
-  r.before_trace = f.before_trace;
-  r.src_memory = memory_kind_of(f.src_kind);
-  r.dst_memory = memory_kind_of(f.dst_kind);
-  r.self_duration = f.has_self_duration ? f.self_duration : f.duration;
-  r.tid = f.tid;
-  r.seq = f.seq;
-  r.sub = static_cast<int32_t>(f.sub);
-  r.fwd_instance = f.fwd_instance;
-  r.op_id = r.dir == Dir::kBprop ? f.fwd_op_id : f.op_id;
+  r.kind = kind_of(l.kind());
+  r.dir = dir_of(l.str(Key::dir));
+  r.name = s.intern(l.str(Key::name));
+  r.long_name = s.intern(l.str(Key::long_name));
+  r.device = static_cast<int32_t>(l.num(Key::device, -1));
+  r.stream = l.num(Key::stream, -1);
+  read_xyz(l.raw(Key::grid), r.grid);
+  read_xyz(l.raw(Key::block), r.block);
+  r.start = l.num(Key::start, 0);
+  r.duration = l.num(Key::duration, 0);
+  const DictLine::Launch* launch = l.launch();
+  r.launch_start = launch != nullptr ? launch->start.value_or(-1) : -1;
+  r.graph_launched = l.has(Key::graph_node);
+  r.before_trace = l.flag(Key::before_trace);
+  r.src_memory = memory_kind_of(l.str(Key::src_kind));
+  r.dst_memory = memory_kind_of(l.str(Key::dst_kind));
+  r.self_duration = l.num(Key::self_duration, r.duration);
+  r.tid = l.num(Key::tid, -1);
+  r.seq = l.num(Key::seq, -1);
+  r.sub = static_cast<int32_t>(l.num(Key::sub, 0));
+  r.fwd_instance = l.num(Key::fwd_instance, 0);
+  r.op_id = r.dir == Dir::kBprop ? l.num(Key::fwd_op_id, 0) : l.num(Key::op_id, 0);
   if (r.kind == Kind::kOp) {
     // parse's `instance` of a CPU record inside a backward node is the node, shared with the
     // node's other ops; prof counts every CPU op record as an instance of its own
@@ -952,17 +210,34 @@ ProfRecord make_record(const Fields& f, size_t index, Strings& s) {
     // parse writes `instance` on every record that has an op, and has since prof first read it
     // (both came in one change), so there is no older numbering to fall back to; a record
     // without one has no op and shares its cost with nothing.
-    r.instance = f.instance;
+    r.instance = l.num(Key::instance, 0);
   }  // a copy's bytes are its own, not shared with its op's kernels: instance 0
-  std::string_view op = f.op;
+  std::string_view op = l.str(Key::op);
   r.op = s.intern(op);
   size_t colon = op.rfind("::");
-  r.mod = s.intern(!f.legacy_mod.empty()             ? f.legacy_mod
+  const std::string_view legacy_mod = l.str(Key::legacy_mod);
+  r.mod = s.intern(!legacy_mod.empty()               ? legacy_mod
                    : colon != std::string_view::npos ? op.substr(0, colon)
                                                      : std::string_view());
-  r.module = s.intern(f.module);
-  r.layer = s.intern(f.layer);
-  r.trace = s.intern(f.stack.empty() ? std::string_view(f.trace) : f.stack);
+  r.module = s.intern(l.str(Key::module));
+  // PyProf's "layer": the user ranges joined by ':', a legacy `layer:` range without its prefix.
+  scratch.clear();
+  for (std::string_view u : l.strings(Key::user_ranges)) {
+    if (u.starts_with(kAutotuneRangePrefix)) r.autotune = true;
+    if (u.starts_with("layer:")) u.remove_prefix(6);
+    if (!scratch.empty()) scratch += ':';
+    scratch += u;
+  }
+  r.layer = s.intern(scratch);
+  const std::string_view stack = l.str(Key::stack);
+  if (stack.empty()) {
+    scratch.clear();
+    for (std::string_view frame : l.strings(Key::trace)) {
+      if (!scratch.empty()) scratch += ',';
+      scratch += frame;
+    }
+  }
+  r.trace = s.intern(stack.empty() ? std::string_view(scratch) : stack);
   return r;
 }
 
@@ -971,8 +246,8 @@ ProfRecord make_record(const Fields& f, size_t index, Strings& s) {
 // keeps the first for the one warning.
 class TimeChecker {
  public:
-  void check(const Fields& f, ProfRecord& r) {
-    std::string problem = problem_of(f, r);
+  void check(const DictLine& l, ProfRecord& r) {
+    std::string problem = problem_of(l, r);
     if (problem.empty()) {
       total_duration_ += r.duration;
       total_self_duration_ += r.self_duration;
@@ -980,7 +255,7 @@ class TimeChecker {
     }
     r.bad_time = true;
     r.start = r.duration = r.self_duration = 0;
-    bad_.note(f.line, f.name, problem);
+    bad_.note(l.line, l.str(Key::name), problem);
   }
 
   void warn(ReadResult& out) const {
@@ -994,9 +269,9 @@ class TimeChecker {
 
  private:
   // Why the record's times are not credible; "" when they are.
-  std::string problem_of(const Fields& f, const ProfRecord& r) const {
-    if (!f.unreadable_time.empty()) {
-      return fmt::format("{} is not an integer of at most 63 bits", f.unreadable_time);
+  std::string problem_of(const DictLine& l, const ProfRecord& r) const {
+    if (!l.unreadable_time.empty()) {
+      return fmt::format("{} is not an integer of at most 63 bits", l.unreadable_time);
     }
     if (r.start < 0) return fmt::format("start {} ns is negative", r.start);
     if (r.start > kMaxRecordStart) {
@@ -1033,15 +308,16 @@ struct CostSource {
   bool backward_estimate = false;
 };
 
-CostSource cost_source(const Fields& f, const ProfRecord& r) {
+CostSource cost_source(const DictLine& l, const ProfRecord& r) {
   // Its own op (CPU records: the record's name), or for bprop the op that ran inside the
   // backward node.
-  CostSource source{r.kind == Kind::kOp ? f.name : f.op, f.args, f.args_ref};
+  CostSource source{l.str(r.kind == Kind::kOp ? Key::name : Key::op), l.raw(Key::args),
+                    l.num(Key::args_ref, -1)};
   if (r.dir != Dir::kBprop) return source;
-  if (!f.bwd_op.empty()) {
-    source.op = f.bwd_op;
-    source.args = f.bwd_args;
-    source.args_ref = f.bwd_args_ref;
+  if (const std::string_view bwd_op = l.str(Key::bwd_op); !bwd_op.empty()) {
+    source.op = bwd_op;
+    source.args = l.raw(Key::bwd_args);
+    source.args_ref = l.num(Key::bwd_args_ref, -1);
   } else if (r.kind == Kind::kOp) {
     source.op = {};  // a backward node's own record: its ops carry the cost
   } else {
@@ -1107,42 +383,43 @@ class RecordCoster {
 
   // Sets r.cost_op, the cost fields (modeled, flops, bytes, op_flops, op_bytes, estimated,
   // tc_eligible, params, dtype, family, shapes) and, for kernels, r.tc.
-  void cost(const Fields& f, ProfRecord& r) {
+  void cost(const DictLine& l, ProfRecord& r) {
     if (!compiled_.empty() && (r.kind == Kind::kKernel || r.kind == Kind::kOp)) {
-      auto it = compiled_.find(f.compiled_graph.empty() ? r.name
-                                                        : compiled_key(f.name, f.compiled_graph));
+      const std::string_view graph = l.str(Key::compiled_graph);
+      auto it = compiled_.find(graph.empty() ? r.name : compiled_key(l.str(Key::name), graph));
       // A kernel of the C++ wrapper's extern call (cuBLAS's, under `aoti_torch_cuda_mm_out`):
       // its name has no mark, the call it ran in has (parse's compiled_call_range).
-      const std::string_view call = r.dir == Dir::kBprop ? f.bwd_op : f.op;
+      const std::string_view call = l.str(r.dir == Dir::kBprop ? Key::bwd_op : Key::op);
       const bool by_call = it == compiled_.end() && r.kind == Kind::kKernel && !call.empty();
-      if (by_call) it = compiled_.find(compiled_key(call, f.compiled_graph));
+      if (by_call) it = compiled_.find(compiled_key(call, graph));
       if (it != compiled_.end()) {
-        auto symbolic = f.compiled_symbols.empty() ? symbolic_kernels_.end()
-                                                   : symbolic_kernels_.find(it->first);
+        const std::string_view symbols = l.raw(Key::compiled_symbols);
+        auto symbolic =
+            symbols.empty() ? symbolic_kernels_.end() : symbolic_kernels_.find(it->first);
         cost_compiled(symbolic == symbolic_kernels_.end()
                           ? it->second
-                          : bound_cost(it->first, symbolic->second, f.compiled_symbols),
+                          : bound_cost(it->first, symbolic->second, symbols),
                       r);
         if (by_call) {
           // The call's cost is shared by the kernels it launched, as an eager op's is.
           r.compiled = false;
           r.compiled_call = true;
           r.cost_op = strings_.intern(call);
-          if (r.dir == Dir::kBprop) r.cost_part = backward_cost_part(f, r.cost_op);
+          if (r.dir == Dir::kBprop) r.cost_part = backward_cost_part(l, r.cost_op);
         }
         if (r.kind == Kind::kKernel) r.tc = uses_tensor_cores(r);
         return;
       }
     }
-    CostSource source = cost_source(f, r);
+    CostSource source = cost_source(l, r);
     r.cost_op = strings_.intern(source.op);
-    if (r.kind == Kind::kKernel && r.dir == Dir::kBprop && !f.bwd_op.empty()) {
-      r.cost_part = backward_cost_part(f, r.cost_op);
+    if (r.kind == Kind::kKernel && r.dir == Dir::kBprop && !l.str(Key::bwd_op).empty()) {
+      r.cost_part = backward_cost_part(l, r.cost_op);
     }
     if (r.kind == Kind::kMemcpy || r.kind == Kind::kMemset) {
-      cost_copy(f, r);
+      cost_copy(l, r);
     } else if (!source.op.empty()) {
-      cost_op(f, source, r);
+      cost_op(l, source, r);
     }
     if (r.kind == Kind::kKernel) r.tc = uses_tensor_cores(r);
   }
@@ -1152,8 +429,9 @@ class RecordCoster {
   // and beside them the gradient accumulation's add): each op's cost is shared by its own
   // kernels only, the kernels of one (instance, cost_part). The part is the op's id (net.dict
   // `bwd_op_id`); without one, the op's name `cost_op` stands in (negative, apart from ids).
-  static int64_t backward_cost_part(const Fields& f, uint32_t cost_op) {
-    return f.bwd_op_id != 0 ? f.bwd_op_id : -static_cast<int64_t>(cost_op) - 1;
+  static int64_t backward_cost_part(const DictLine& l, uint32_t cost_op) {
+    const int64_t id = l.num(Key::bwd_op_id, 0);
+    return id != 0 ? id : -static_cast<int64_t>(cost_op) - 1;
   }
 
   struct CachedCost {
@@ -1204,19 +482,20 @@ class RecordCoster {
     r.shapes = interned(cached.shapes_id, cached.shapes);
   }
 
-  void cost_copy(const Fields& f, ProfRecord& r) {
-    r.bytes_moved = f.bytes;
+  void cost_copy(const DictLine& l, ProfRecord& r) {
+    r.bytes_moved = l.num(Key::bytes, -1);
     r.modeled = r.bytes_moved >= 0;
     r.bytes = r.op_bytes = r.bytes_moved >= 0 ? static_cast<double>(r.bytes_moved) : 0;
     r.family = strings_.intern(r.kind == Kind::kMemcpy ? "memcpy" : "memset");
   }
 
-  void cost_op(const Fields& f, CostSource source, ProfRecord& r) {
+  void cost_op(const DictLine& l, CostSource source, ProfRecord& r) {
+    const std::string_view op = l.str(Key::op);
     CachedCost* cached = &lookup(r.cost_op, source.op, source.args, source.args_ref);
-    if (!cached->cost.modeled && r.dir == Dir::kBprop && r.kind != Kind::kOp && source.op != f.op) {
+    if (!cached->cost.modeled && r.dir == Dir::kBprop && r.kind != Kind::kOp && source.op != op) {
       // The backward op's arguments are unknown (emit_nvtx without record_shapes): estimate
       // from the forward op.
-      CachedCost& forward = lookup(r.op, f.op, f.args, f.args_ref);
+      CachedCost& forward = lookup(r.op, op, l.raw(Key::args), l.num(Key::args_ref, -1));
       if (forward.cost.modeled) {
         // The registry knows the backward op's family by its name alone.
         if (!cached->cost.family.empty()) r.bwd_op_family = strings_.intern(cached->cost.family);
@@ -1227,7 +506,7 @@ class RecordCoster {
     const models::OpCost& c = cached->cost;
     if (!c.modeled && c.problem != models::CostProblem::kNone) {
       (c.problem == models::CostProblem::kOverflow ? overflow_ : negative_)
-          .note(f.line, source.op, c.params);
+          .note(l.line, source.op, c.params);
     }
     r.modeled = c.modeled;
     r.estimated = source.backward_estimate && c.modeled;
@@ -1431,99 +710,94 @@ int64_t regular_file_size(std::FILE* in) {
 bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::string& error) {
   const int64_t input_bytes = regular_file_size(in);
   size_t record_bytes = 0;  // of the record lines so far, for expected_records
-  FieldReader reader(in);
+  DictReadOptions read_options;
+  read_options.strict_json = options.strict_json;
+  DictReader reader(in, read_options);
   RecordCoster coster(options, out.strings);
-  ArgsTable args_table;
   TimeChecker times;
   std::vector<CpuOp> cpu_ops;
-  bool header_seen = false;
   // Records whose `step` names no step of the header's iterations: outside every step.
   ProblemTally bad_steps;
   bool iterations_ignored = false;  // the header's were malformed (warned): no record has a step
-  while (Fields* line = reader.next_line()) {
-    Fields& f = *line;
-    out.lines = f.line;
-    if (!f.object) {
-      skip_line(out);
+  std::string scratch;
+  while (const DictLine* line = reader.next_line()) {
+    const DictLine& l = *line;
+    out.lines = l.line;
+    if (!l.unreadable.empty()) {
+      skip_line(l, out);
       continue;
     }
-    if (f.header) {
-      read_header(f, out);
-      iterations_ignored = f.has_iterations && !f.iterations_problem.empty();
-      header_seen = true;
+    if (l.header()) {
+      read_header(reader.header(), out);
+      iterations_ignored = !reader.header().iterations_problem.empty();
       continue;
     }
-    if (!header_seen) {
-      error = "line " + std::to_string(out.lines) +
-              ": no pyprof_dict header (is this the output of `pyprof parse`?)";
-      return false;
-    }
-    if (f.kind == "args") {
-      if (!args_table.define(f, error)) return false;
-      continue;
-    }
-    // `pyprof parse --ranges` appends the spans of the trace's ranges (docs/formats.md §3.1):
-    // not records, and not unreadable either.
-    if (f.kind == "range") continue;
-    if (f.kind == "compiled_kernel") {
-      coster.define_compiled_kernel(f.name, f.compiled_graph, f.kernel);
-      continue;
-    }
-    if (!args_table.resolve(f, error)) return false;
-    // A sync or comm line's step, -1 when it names none of the header's.
+    // A sync, comm or mark line's step, -1 when it names none of the header's.
     auto step_index = [&](int64_t step) {
       return step >= 0 && step < static_cast<int64_t>(out.iterations.steps.size())
                  ? static_cast<int32_t>(step)
                  : -1;
     };
-    if (f.kind == "comm") {
-      CommSpan c;
-      c.start = f.start;
-      c.duration = std::max<int64_t>(f.duration, 0);
-      c.tid = f.tid;
-      c.name = out.strings.intern(f.name);
-      c.step = step_index(f.step);
-      out.comm.push_back(c);
-      continue;
+    switch (l.kind()) {
+      // `pyprof parse --ranges` appends the spans of the trace's ranges (docs/formats.md §3.1):
+      // not records, and not unreadable either.
+      case dict::LineKind::kRange:
+        continue;
+      case dict::LineKind::kCompiledKernel:
+        coster.define_compiled_kernel(l.str(Key::name), l.str(Key::graph), l.raw(Key::kernel));
+        continue;
+      case dict::LineKind::kComm: {
+        CommSpan c;
+        c.start = l.num(Key::start, 0);
+        c.duration = std::max<int64_t>(l.num(Key::duration, 0), 0);
+        c.tid = l.num(Key::tid, -1);
+        c.name = out.strings.intern(l.str(Key::name));
+        c.step = step_index(l.num(Key::step, -1));
+        out.comm.push_back(c);
+        continue;
+      }
+      case dict::LineKind::kMark: {
+        Mark m;
+        m.start = l.num(Key::start, 0);
+        m.tid = l.num(Key::tid, -1);
+        m.name = out.strings.intern(l.str(Key::name));
+        m.domain = out.strings.intern(l.str(Key::domain));
+        m.step = step_index(l.num(Key::step, -1));
+        out.marks.push_back(m);
+        continue;
+      }
+      case dict::LineKind::kSync: {
+        SyncCall c;
+        c.start = l.num(Key::start, 0);
+        c.duration = std::max<int64_t>(l.num(Key::duration, 0), 0);
+        c.tid = l.num(Key::tid, -1);
+        c.name = out.strings.intern(l.str(Key::name));
+        c.op = out.strings.intern(l.str(Key::op));
+        c.step = step_index(l.num(Key::step, -1));
+        out.syncs.push_back(c);
+        continue;
+      }
+      default:
+        break;
     }
-    if (f.kind == "mark") {
-      Mark m;
-      m.start = f.start;
-      m.tid = f.tid;
-      m.name = out.strings.intern(f.name);
-      m.domain = out.strings.intern(f.domain);
-      m.step = step_index(f.step);
-      out.marks.push_back(m);
-      continue;
-    }
-    if (f.kind == "sync") {
-      SyncCall c;
-      c.start = f.start;
-      c.duration = std::max<int64_t>(f.duration, 0);
-      c.tid = f.tid;
-      c.name = out.strings.intern(f.name);
-      c.op = out.strings.intern(f.op);
-      c.step = step_index(f.step);
-      out.syncs.push_back(c);
-      continue;
-    }
-    ProfRecord r = make_record(f, out.records.size(), out.strings);
-    times.check(f, r);
-    if (f.step != Fields::kNoStep && !iterations_ignored) {
-      if (f.step >= 0 && f.step < static_cast<int64_t>(out.iterations.steps.size())) {
-        r.step = static_cast<int32_t>(f.step);
+    ProfRecord r = make_record(l, out.records.size(), out.strings, scratch);
+    times.check(l, r);
+    if (l.has(Key::step) && !iterations_ignored) {
+      const int64_t step = l.num(Key::step, -1);
+      if (step >= 0 && step < static_cast<int64_t>(out.iterations.steps.size())) {
+        r.step = static_cast<int32_t>(step);
       } else {
-        bad_steps.note(
-            f.line, f.name,
-            f.step == Fields::kBadStep ? "not a step index" : fmt::format("step {}", f.step));
+        bad_steps.note(l.line, l.str(Key::name),
+                       step < 0 ? "not a step index" : fmt::format("step {}", step));
       }
     }
     if (r.kind == Kind::kOp) {
-      cpu_ops.push_back({static_cast<int32_t>(out.records.size()), f.pid, f.id, f.parent_id});
+      cpu_ops.push_back({static_cast<int32_t>(out.records.size()), l.num(Key::pid, 0),
+                         l.num(Key::id, 0), l.num(Key::parent_id, 0)});
     }
-    coster.cost(f, r);
+    coster.cost(l, r);
     out.records.push_back(r);
-    record_bytes += f.line_bytes;
+    record_bytes += l.line_bytes;
     if (constexpr size_t kSizeAfter = 4096; out.records.size() == kSizeAfter) {
       try {
         out.records.reserve(expected_records(input_bytes, kSizeAfter, record_bytes));
@@ -1534,9 +808,7 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
   }
   out.lines = reader.lines();
   if (!reader.failure().empty()) {
-    error = reader.line_too_long()
-                ? fmt::format("line {}: {}", out.lines + 1, reader.failure())
-                : fmt::format("{} after line {} of the input", reader.failure(), out.lines);
+    error = reader.failure();
     return false;
   }
   link_cpu_parents(cpu_ops, out.records);
@@ -1548,11 +820,6 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
         "{}): read as outside every step",
         count_of(bad_steps.records, "record"), out.iterations.steps.size(), bad_steps.first_line,
         bad_steps.first_name, bad_steps.first_detail));
-  }
-  if (!header_seen) {
-    error = out.lines == 0 ? "empty input (expected the output of `pyprof parse`)"
-                           : "no pyprof_dict header (is this the output of `pyprof parse`?)";
-    return false;
   }
   return true;
 }

@@ -157,11 +157,6 @@ inline constexpr int64_t kMaxRecordDuration = int64_t{1} << 50;
 inline constexpr int64_t kMaxRecordStart = int64_t{1} << 62;
 inline constexpr int64_t kMaxTotalTime = int64_t{1} << 62;
 
-// The longest net.dict line read_dict takes (its line end aside): parse writes none near it (names are cut at 4 KiB,
-// a profile's distinct arguments are kept to 64 MiB), and a longer one (/dev/zero, a file that
-// is no net.dict) ends the read with an error instead of growing one line without bound.
-inline constexpr size_t kMaxDictLineBytes = size_t{64} << 20;
-
 // One iteration of the header's `iterations` (docs/formats.md §3): its span [start, end) in the
 // records' timebase (ns).
 struct Step {
@@ -281,7 +276,8 @@ struct ReadResult {
   Strings strings;
   bool cpu_only = false;
   int64_t lines = 0;
-  int64_t skipped_lines = 0;        // unreadable lines (each warned)
+  int64_t skipped_lines = 0;        // unreadable lines (the first few warned by line)
+  std::string first_skipped_line;   // the first of them: "line 9: not valid JSON (...)"
   std::vector<DevicePeak> devices;  // from the header; empty when it has none
   int64_t above_peak = 0;           // records flagged above_peak (by assign_costs)
   int64_t bad_time = 0;             // records flagged bad_time (each counted, warned once)
@@ -300,8 +296,6 @@ struct ReadResult {
   std::map<std::string, std::string> torch_settings;
 };
 
-// The newest net.dict version prof reads (docs/formats.md §3): 2, the compact form with
-// `"kind":"args"` lines; 1, the full form, is a subset of it.
 // The key of a `"kind":"compiled_kernel"` line and of the records it costs (docs/formats.md §3):
 // the kernel's name, followed by its graph where two compiled graphs share the name. Written
 // into `out`; the name and graph may be raw JSON strings or their text, as long as both sides
@@ -313,14 +307,18 @@ inline void compiled_kernel_key(std::string_view name, std::string_view graph, s
   out += graph;
 }
 
-inline constexpr int64_t kNewestDictVersion = 2;
-
 struct ReadOptions {
   bool allow_tf32 = true;  // fp32 GEMMs count as Tensor Core eligible (TF32)
+  // Every line checked to be strict JSON (prof/dict_reader.h, DictReadOptions): `pyprof export`,
+  // which copies values into its trace.
+  bool strict_json = false;
 };
 
-// Reads parse's JSON Lines from `in` (a file or stdin). Returns false with `error` set when
-// the input is not a parse output at all (no header line).
+// Reads parse's JSON Lines from `in` (a file or stdin) through the one net.dict reader
+// (prof/dict_reader.h) into records, costed by models/. A line that cannot be read is skipped,
+// counted (skipped_lines) and warned about. Returns false with `error` set when the input is not
+// a net.dict at all (no header line) or cannot be read (docs/prof.md, "Reading a net.dict").
+// Tools read through load_profile (prof/load_profile.h), which also costs and selects.
 bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::string& error);
 
 struct PeaksFile;  // prof/device_peaks.h

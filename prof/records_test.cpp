@@ -1,12 +1,14 @@
-// read_dict's input handling: lines are read in blocks of a megabyte and their fields on two
-// threads (prof/records.cpp, FieldReader), so these tests put lines across block boundaries,
-// a line longer than a block, escapes, CRLF and blank lines, and errors past the first block.
+// read_dict's input handling: lines are read in blocks of a megabyte and their keys on two
+// threads (prof/dict_reader.cpp), so these tests put lines across block boundaries, a line
+// longer than a block, escapes, CRLF and blank lines, and errors past the first block.
 #include "prof/records.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <string>
+
+#include "prof/dict_reader.h"
 
 namespace pyprof::prof {
 namespace {

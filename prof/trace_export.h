@@ -11,7 +11,10 @@
 //          their launch calls -> cuda_runtime X events on the launching thread
 //   flows: launch -> GPU record (ac2g), forward op -> backward node (fwdbwd)
 //
-// A million-record dict is streamed line by line; what is kept is per op instance.
+// The dict is read twice, through the one net.dict reader (prof/dict_reader.h): first by
+// load_profile (prof/load_profile.h) for prof's costs, which an op instance has only once its
+// last kernel is read, then line by line for the events; what is kept between is prof's records
+// and, per op instance, its cost. A FIFO cannot be read twice: save it to a file first.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +26,8 @@
 
 namespace pyprof::prof {
 
+struct ReadResult;  // prof/records.h
+
 enum class TraceFormat : uint8_t {
   kChrome,    // flow events `s`/`f` with `id` and `bp:"e"` (what chrome://tracing draws)
   kPerfetto,  // flow v2: `bind_id` with `flow_out`/`flow_in` on the slices themselves
@@ -30,7 +35,6 @@ enum class TraceFormat : uint8_t {
 
 struct ExportOptions {
   TraceFormat format = TraceFormat::kChrome;
-  bool allow_tf32 = true;  // as prof's --no-tf32: fp32 GEMMs Tensor Core eligible
 };
 
 struct ExportResult {
@@ -40,7 +44,7 @@ struct ExportResult {
   // Lines the trace cannot draw, left out (noted): a record or range without its name, a range
   // without its kind (`range`); only a damaged net.dict has them.
   int64_t unnamed = 0;
-  int64_t marks = 0;   // pyprof.mark instants drawn
+  int64_t marks = 0;  // pyprof.mark instants drawn
   bool had_ranges = false;
   bool cpu_only = false;
   std::vector<std::string> notes;  // for standard error (quoting the dict: terminal_safe them)
@@ -50,13 +54,15 @@ struct ExportResult {
 // atomically); false stops the export (a failed write).
 using TraceSink = std::function<bool(std::string_view)>;
 
-// Exports the dict at `dict_path` into `sink`. Every line is checked to be strict JSON (a
-// token prof's reader would let pass unread, `00012`, `nan`, `0x10`, would otherwise be copied
-// into the trace), so the trace is always valid JSON. False with `error` for an input that is not a
-// readable net.dict (no header, unreadable, invalid or truncated lines) or a failed write (`error`
-// empty: the sink knows why).
-bool export_trace(const std::string& dict_path, const ExportOptions& options, const TraceSink& sink,
-                  ExportResult& result, std::string& error);
+// Exports the dict at `dict_path` into `sink`; `costs` is what load_profile read from it, with
+// `select` off (every record) and ReadOptions::strict_json on: every line is checked to be strict
+// JSON (a token prof's reader would let pass unread, `00012`, `nan`, `0x10`, would otherwise be
+// copied into the trace), so the trace is always valid JSON, and a line that is not was skipped
+// and said by that read. False with `error` for an input that cannot be read again or a failed
+// write (`error` empty: the sink knows why).
+bool export_trace(const std::string& dict_path, const ReadResult& costs,
+                  const ExportOptions& options, const TraceSink& sink, ExportResult& result,
+                  std::string& error);
 
 // ns -> the µs text Chrome traces use, with three decimals so that nanoseconds stay exact
 // ("1234567" -> "1234.567", "-1500" -> "-1.500").

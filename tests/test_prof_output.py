@@ -135,3 +135,23 @@ def test_usage_and_bad_input(tmp_path, mlp_dict):
     res = prof(mixed, check=False)
     assert res.returncode == 0 and "1 unreadable lines skipped" in res.stderr
     assert len(res.stdout.splitlines()) == 1 + 8
+
+
+def test_ranks_report_says_skipped_lines_as_prof_does(tmp_path, mlp_dict):
+    """Each rank's file is read as `pyprof prof` reads one (prof/load_profile.h): an unreadable
+    line is skipped, named and counted, with the rank's file named (the ranks path used to say
+    neither the count nor the notes)."""
+    header, records = open(mlp_dict).read().split("\n", 1)
+    ranks = []
+    for rank in (0, 1):
+        path = tmp_path / f"net.rank{rank}.dict"
+        text = header[:-1] + f',"rank":{rank},"world_size":2}}\n' + records
+        if rank == 1:
+            text += "garbage line\n"
+        path.write_text(text)
+        ranks.append(path)
+    bad_line = len(text.splitlines())
+    res = prof("--report", "ranks", *ranks, check=False)
+    assert res.returncode == 0, res.stderr
+    assert f"pyprof prof: warning: {ranks[1]}: line {bad_line}: not a JSON object\n" in res.stderr
+    assert f"pyprof prof: warning: {ranks[1]}: 1 unreadable lines skipped\n" in res.stderr
