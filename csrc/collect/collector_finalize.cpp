@@ -536,7 +536,7 @@ void Collector::print_summary(int result) noexcept {
   } else {
     print_line("FAILED to write %s (pid %d): %s", path, static_cast<int>(pid_), db_error_.c_str());
   }
-  if (!memory_notes_.status().empty() || stats.memory_events > 0) {
+  if (memory_notes_.status().starts_with("on") || stats.memory_events > 0) {
     print_line("memory (pid %d): %llu allocations and frees, %llu dropped", static_cast<int>(pid_),
                static_cast<unsigned long long>(stats.memory_events_written),
                static_cast<unsigned long long>(stats.memory_events_dropped));
