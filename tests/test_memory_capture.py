@@ -212,6 +212,8 @@ def test_free_of_a_block_allocated_before_init_is_not_fatal(tmp_path):
     # torch's CPU allocator knows the size of a block only when a profiler listened as it was
     # allocated: the early tensor's free reaches no profiler (torch says so in its own warning).
     assert [e["bytes"] for e in events] == [40, -40]
+    # Nor does it change the CPU allocator's total, which counts the blocks it saw allocated.
+    assert [e["totalAllocated"] for e in events] == [40, 0]
     assert "allocated before the profiling started" in result.stderr
     assert "Traceback" not in result.stderr
 
