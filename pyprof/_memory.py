@@ -8,7 +8,7 @@ PYPROF_MEMORY_EVENTS on the clock and with the thread ids of the NVTX ranges.
 
 This module is the Python side: the switch, the status the collector records
 (META_DATA_CAPTURE PYPROF_MEMORY_CAPTURE), the device facts a later report needs to say how far
-the batch could grow (PYPROF_MEMORY_DEVICES, at init, stop and exit), and the step aside that lets
+the batch could grow (PYPROF_MEMORY_DEVICES, at init and at stop or exit), and the step aside that lets
 torch.profiler start: torch keeps one profiler per thread in that slot and refuses to start
 where the slot is taken, so torch.autograd.profiler's enable functions are wrapped to take
 pyprof's reporter out of the calling thread's slot first (it comes back at the first op after
