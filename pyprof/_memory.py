@@ -8,9 +8,9 @@ PYPROF_MEMORY_EVENTS on the clock and with the thread ids of the NVTX ranges.
 
 This module is the Python side: the switch, the status the collector records
 (META_DATA_CAPTURE PYPROF_MEMORY_CAPTURE), the device facts a later report needs to say how far
-the batch could grow (PYPROF_MEMORY_DEVICES, at init and at stop or exit), and the step aside that lets
-torch.profiler start: torch keeps one profiler per thread in that slot and refuses to start
-where the slot is taken, so torch.autograd.profiler's enable functions are wrapped to take
+the batch could grow (PYPROF_MEMORY_DEVICES, at init and at stop or exit), and the step aside
+that lets torch.profiler start: torch keeps one profiler per thread in that slot and refuses to
+start where the slot is taken, so torch.autograd.profiler's enable functions are wrapped to take
 pyprof's reporter out of the calling thread's slot first (it comes back at the first op after
 torch.profiler stops). While torch.profiler runs, that thread's allocations go to it only: one
 line says so, and the ops run so are counted (memory_ops_unseen).
@@ -149,7 +149,8 @@ def _collector_device_function():
     if not path:
         return None
     try:
-        function = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY).pyprof_collect_memory_device
+        collector = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+        function = collector.pyprof_collect_memory_device
     except (OSError, AttributeError):
         return None
     function.argtypes = [ctypes.POINTER(_Device), ctypes.c_char_p]

@@ -131,7 +131,8 @@ def test_capture_status_counts_and_device_facts(linear_run):
     assert stats["memory_events"] == stats["memory_events_written"] == len(events) == 10
     assert stats["memory_events_dropped"] == 0
     assert stats["memory_ops_unseen"] == 0
-    assert "memory (pid " in result.stderr and "10 allocations and frees, 0 dropped" in result.stderr
+    assert "memory (pid " in result.stderr
+    assert "10 allocations and frees, 0 dropped" in result.stderr
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         rows = con.execute("SELECT moment, deviceType, deviceId, totalMemory, freeMemory "
@@ -154,6 +155,14 @@ def test_same_events_as_torch_profiler_in_an_equal_process(tmp_path):
     assert result.returncode == 0, describe(result)
     theirs = torch_memory_events(trace)
     ours = memory_events(tmp_path / "net.sqlite")
+    # The devices' memory at init() and at stop(), not again at exit: the capture had ended.
+    con = sqlite3.connect(f"file:{tmp_path / 'net.sqlite'}?mode=ro", uri=True)
+    try:
+        moments = [r[0] for r in con.execute("SELECT moment FROM PYPROF_MEMORY_DEVICES "
+                                             "ORDER BY start")]
+    finally:
+        con.close()
+    assert moments == ["init", "stop"]
     assert len(theirs) > 50  # three steps of an MLP's forward, backward and SGD step
     assert ([(e["bytes"], e["totalAllocated"], e["totalReserved"], e["deviceType"], e["deviceId"])
              for e in ours]
