@@ -11,6 +11,9 @@
                 torch.profiler.profile(profile_memory=True) and step 3, each in a pyprof range
                 "step N"; torch.profiler's trace written to argv[2].
   before-init   a tensor made before pyprof.init() and freed after it.
+  cuda          (a GPU) pyprof.init(), then a 1024 x 1024 float matrix on the GPU, its product with
+                itself in a "matmul" range, both freed; prints torch.cuda's allocated bytes and
+                peak at the end, and the process-wide totals before CUDA was first used.
 
 In every mode the allocations of one step are the same: the model, the data and the optimizer
 (SGD without momentum: no state) are made before the steps, and the gradients are set to None
@@ -111,6 +114,20 @@ def before_init() -> None:
     del late
 
 
+def cuda() -> None:
+    assert pyprof.init()
+    x = torch.randn(1024, 1024, device="cuda")  # 4 MiB, the caching allocator's first block
+    with pyprof.range("matmul"):
+        y = x @ x  # another 4 MiB, inside aten::mm (and cuBLAS's workspace, if it takes one)
+    torch.cuda.synchronize()
+    del x, y
+    torch.cuda.synchronize()
+    print(json.dumps({"allocated": torch.cuda.memory_allocated(),
+                      "peak_allocated": torch.cuda.max_memory_allocated(),
+                      "reserved": torch.cuda.memory_reserved(),
+                      "device": torch.cuda.current_device()}), flush=True)
+
+
 if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "linear":
@@ -123,5 +140,7 @@ if __name__ == "__main__":
         beside_torch(sys.argv[2])
     elif mode == "before-init":
         before_init()
+    elif mode == "cuda":
+        cuda()
     else:
         raise SystemExit(f"unknown mode {mode!r}")
