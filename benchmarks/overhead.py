@@ -9,7 +9,10 @@ backward and optimizer step) runs in a fresh process per measurement, in these m
   collector-text  the same with PYPROF_MARKERS=text (every op sends its full marker text
                   instead of a registered marker's handle: the pre-interning behaviour)
   collector-stack the same with pyprof.init(with_stack=True) (file:line of each op)
+  collector-no-memory  the collector with PYPROF_MEMORY=0: ranges only, no allocation recorded
+                  (`collector` records every allocation and free too, docs/memory.md)
   torch-profiler  torch.profiler.profile(record_shapes=True) around the loop
+  torch-profiler-memory  the same with profile_memory=True (torch.profiler's allocation events)
   floor-rf        no pyprof: a global RecordFunction callback over pyprof's scopes that asks
                   for the inputs and does nothing (what any RecordFunction-based tool pays)
   floor-nvtx      the same under the collector, each op pushing and popping one NVTX range by
@@ -24,7 +27,8 @@ Numbers per mode, as ns added per op relative to `none` (medians over --runs run
   total    the whole process, start to exit, so it includes teardown: the collector's flush
            and database write, or the profiler's exit and post-processing (key_averages()).
 Ops per iteration are counted by pyprof itself (ranges its callback pushed) in the collector
-mode: forward ops, backward nodes and the ops inside them.
+mode: forward ops, backward nodes and the ops inside them. The collector modes also say how
+many allocations and frees the database holds per op (`mem events/op`).
 
     python benchmarks/overhead.py --runs 5 --iters 600
 
@@ -40,6 +44,7 @@ import json
 import os
 import platform
 import random
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -48,7 +53,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODES = ("none", "init-no-tool", "collector", "collector-text", "collector-stack",
-         "torch-profiler", "floor-rf", "floor-nvtx")
+         "collector-no-memory", "torch-profiler", "torch-profiler-memory", "floor-rf",
+         "floor-nvtx")
 FLOOR_MODULE_DIR = os.path.join(ROOT, "build", "benchmarks")
 
 
@@ -102,9 +108,10 @@ def workload(mode: str, iters: int, result_path: str) -> None:
 
         ops_before = pyprof.stats()["ops_annotated"]
     teardown = 0.0
-    if mode == "torch-profiler":
+    if mode.startswith("torch-profiler"):
         prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
-                                      record_shapes=True)
+                                      record_shapes=True,
+                                      profile_memory=mode == "torch-profiler-memory")
         prof.__enter__()
     t0 = time.perf_counter()
     c0 = time.thread_time()
@@ -112,7 +119,7 @@ def workload(mode: str, iters: int, result_path: str) -> None:
         step()
     loop = time.perf_counter() - t0
     loop_cpu = time.thread_time() - c0
-    if mode == "torch-profiler":
+    if mode.startswith("torch-profiler"):
         t1 = time.perf_counter()
         prof.__exit__(None, None, None)
         prof.key_averages()
@@ -135,6 +142,7 @@ def run_once(mode: str, iters: int, tmp: str) -> dict:
     env = dict(os.environ, PYTHONPATH=ROOT)
     env.pop("NVTX_INJECTION64_PATH", None)
     env["PYPROF_MARKERS"] = "text" if mode == "collector-text" else "interned"
+    env["PYPROF_MEMORY"] = "0" if mode == "collector-no-memory" else "1"
     db = os.path.join(tmp, "bench")
     if under_collector(mode):
         child = [sys.executable, "-m", "pyprof", "profile", "-o", db, "--force", "--"] + child
@@ -148,7 +156,18 @@ def run_once(mode: str, iters: int, tmp: str) -> dict:
     out["wall_s"] = wall
     if under_collector(mode):
         out["db_bytes"] = os.path.getsize(db + ".sqlite")
+        out["memory_events"] = memory_events_written(db + ".sqlite")
     return out
+
+
+def memory_events_written(path: str) -> int:
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        row = con.execute("SELECT value FROM PYPROF_COLLECTOR_STATS "
+                          "WHERE name = 'memory_events_written'").fetchone()
+        return row[0] if row else 0
+    finally:
+        con.close()
 
 
 def main() -> None:
@@ -193,6 +212,11 @@ def main() -> None:
           + ("" if modes == MODES else f" --modes {','.join(modes)}"))
     print(f"workload: {args.iters} training steps, {ops:.0f} ops recorded "
           f"({ops / args.iters:.0f} per step); baseline {base_loop / ops * 1e9:.0f} ns/op in loop")
+    for mode in modes:
+        if under_collector(mode):
+            events = statistics.median(r["memory_events"] for r in results[mode])
+            print(f"{mode}: {events / ops_all:.2f} mem events/op ({events:.0f} allocations and "
+                  "frees in the database)")
     print()
     base_cpu = statistics.median(r["loop_cpu_s"] for r in results["none"])
     print("| mode | in-loop ns/op added | in-loop CPU ns/op added | total ns/op added "
@@ -219,6 +243,16 @@ def main() -> None:
             if mode.startswith("collector"):
                 print(f"{mode}: in-loop cost {added[mode] / added['torch-profiler']:.2f}x "
                       f"torch.profiler's in the same run")
+    if "collector-no-memory" in added:
+        events = statistics.median(r["memory_events"] for r in results["collector"])
+        cost = added["collector"] - added["collector-no-memory"]
+        print()
+        print(f"memory capture (collector - collector-no-memory): {cost:.0f} ns/op in loop, "
+              f"{cost * ops_all / events:.0f} ns per allocation or free" if events else
+              f"memory capture (collector - collector-no-memory): {cost:.0f} ns/op in loop")
+        if "torch-profiler-memory" in added:
+            print(f"torch.profiler's profile_memory=True (torch-profiler-memory - torch-profiler): "
+                  f"{added['torch-profiler-memory'] - added['torch-profiler']:.0f} ns/op in loop")
     if "floor-rf" in added and "floor-nvtx" in added:
         print()
         print(f"RecordFunction with a callback that needs inputs: {added['floor-rf']:.0f} ns/op; "

@@ -46,6 +46,8 @@ def extension_load_advice(error: str, running_torch: str) -> str:
 
 _C = _load_extension()
 
+from pyprof import _memory  # noqa: E402 (needs the extension loaded)
+
 __all__ = ["init", "stop", "is_enabled", "range", "annotate", "mark", "stats"]
 
 _lock = threading.Lock()
@@ -61,7 +63,7 @@ _real_os_exit = os._exit
 
 
 def init(model: torch.nn.Module | None = None, *, with_stack: bool = False,
-         recompile: bool = False) -> bool:
+         recompile: bool = False, memory: bool | None = None) -> bool:
     """Start annotating. Returns True when ranges are being recorded.
 
     model: names module ranges by their dotted path in this model ("Net.layer1.0.conv1").
@@ -73,6 +75,10 @@ def init(model: torch.nn.Module | None = None, *, with_stack: bool = False,
         again, under pyprof, on its next call: its kernels then are records with their ATen
         nodes (docs/compile.md, "init() after the first compiled call"). Without it, pyprof
         says once that those graphs' kernels are not costed, and how to fix it.
+    memory: record every allocation and free of torch's CPU allocator and CUDA caching
+        allocator, with the allocator's totals, for the memory reports (docs/formats.md §2.2).
+        None (the default) reads PYPROF_MEMORY (on unless 0/off). Under `pyprof profile`
+        only; torch.profiler in the same program takes a thread's allocations while it runs.
 
     Without an NVTX tool attached (no `pyprof profile`, no Nsight Systems) this says so once
     and installs nothing, so the program runs at full speed. Calling init() again is a no-op
@@ -84,6 +90,10 @@ def init(model: torch.nn.Module | None = None, *, with_stack: bool = False,
             if model is not None:
                 _name_module_tree(model, type(model).__name__)
             return True
+        why_no_memory = "pyprof.init(memory=False)"
+        if memory is None:
+            memory = _memory.enabled_by_default()
+            why_no_memory = f"{_memory.ENV}={os.environ.get(_memory.ENV)}"
         if not _C.tool_attached():
             if not _warned_no_tool:
                 _warned_no_tool = True
@@ -97,6 +107,7 @@ def init(model: torch.nn.Module | None = None, *, with_stack: bool = False,
             _name_module_tree(model, type(model).__name__)
         _C.install(with_stack=with_stack, framework_prefixes=framework,
                    intern_markers=_markers_interned())
+        _memory.start(_C, memory, why_no_memory)
         _C.set_module_namer(_name_new_module)
         _install_module_ranges()
         _prepare_for_torch_compile()
@@ -110,7 +121,9 @@ def init(model: torch.nn.Module | None = None, *, with_stack: bool = False,
             # after finalizing, which skips the collector's C atexit handler: finish the
             # database from Python's atexit instead (it runs before that).
             atexit.register(_C.collector_shutdown)
-            # Registered after it, so it runs before it: the flags the program trained with.
+            # Registered after it, so they run before it: the flags the program trained with,
+            # and the devices' memory at the end.
+            atexit.register(_memory.finish, _C)
             atexit.register(_record_settings)
             _shutdown_registered = True
         _enabled = True
@@ -303,6 +316,7 @@ def stop() -> None:
         if not _enabled:
             return
         _record_settings()
+        _memory.stop(_C)
         _C.uninstall()
         _remove_module_ranges()
         _enabled = False
@@ -360,7 +374,11 @@ def stats() -> dict:
     sizes that sent their sizes (`compiled_calls`: dynamic shapes), and launch configurations
     Triton's autotuner timed inside a `pyprof.autotune` range (`compiled_autotune_benchmarks`;
     GPU only), and the graphs torch.compile had compiled before init() (`compiled_before_init`,
-    docs/compile.md)."""
+    docs/compile.md); and of memory capture (docs/formats.md §2.2): threads whose allocations
+    it records (`memory_threads`), ops run while another profiler (torch.profiler) held torch's
+    memory reporting on their thread (`memory_ops_unseen`) or while other thread-local debug
+    info kept pyprof's reporter out (`memory_ops_blocked`), and the times pyprof stepped aside
+    for torch.profiler (`memory_step_asides`)."""
     out = dict(_C.stats())
     from . import _compile_kernels
     for key, value in _compile_kernels.stats.items():
@@ -424,6 +442,7 @@ def _wrap_os_exit() -> None:
         try:
             if _enabled:
                 _record_settings()
+                _memory.finish(_C)
             _C.collector_shutdown()
         finally:
             _real_os_exit(code)

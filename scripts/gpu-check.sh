@@ -484,9 +484,10 @@ fi
 # ---- the GPU tests and the overhead benchmark ----------------------------------------------
 if ((HAVE_GPU)); then
   if ! skipped tests; then
-    # The capture tests, then CUDA graphs and torch.compile (Triton) end to end (issue 17).
+    # The capture tests, then CUDA graphs and torch.compile (Triton) end to end (issue 17), and
+    # the CUDA caching allocator's memory capture (issue 35).
     run_phase tests 450 $PYTHON -m pytest tests/test_gpu_capture.py tests/test_gpu_compile.py \
-      -v -rP -p no:cacheprovider --junitxml="$OUT_DIR/tests.xml"
+      tests/test_gpu_memory.py -v -rP -p no:cacheprovider --junitxml="$OUT_DIR/tests.xml"
   fi
   # A CUDA 12 program under pyprof profile, with the packed CUDA 12 releases (issue 32).
   if ! skipped cuda12; then

@@ -17,6 +17,7 @@
 #include "call_site.h"
 #include "common/marker_schema.h"
 #include "marker_key.h"
+#include "memory_capture.h"
 #include "nvtx_ranges.h"
 #include "op_marker.h"
 
@@ -228,6 +229,7 @@ std::atomic<uintptr_t> g_paused_thread{0};
 // paused (a PausedOp context): RecordFunction runs the end callback for each start callback
 // that ran, with the context it returned, and this function never throws.
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
+  memory_capture_on_op();  // this thread's allocations from now on (memory_capture.h)
   ThreadState& ts = thread_state();
   if (g_paused_thread.load(std::memory_order_relaxed) == reinterpret_cast<uintptr_t>(&ts)) {
     ThreadCounters::add(ts.counters->paused, 1);

@@ -1,15 +1,15 @@
 // pyprof._C: the Python bindings of the annotation layer. Kept to argument plumbing; the logic
 // lives in op_annotator.cpp (ops), nvtx_ranges.cpp (module and user ranges), call_site.cpp.
-#include <dlfcn.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "call_site.h"
+#include "collector_link.h"
 #include "common/marker_schema.h"
+#include "memory_capture.h"
 #include "module_ranges.h"
 #include "nvtx_ranges.h"
 #include "op_annotator.h"
@@ -22,15 +22,12 @@ namespace {
 // Finalizes our collector's database now, if our collector is the attached NVTX tool. Needed
 // before os._exit(), which skips the collector's atexit handler (DataLoader workers end so).
 bool shutdown_collector() {
-  const char* path = std::getenv("NVTX_INJECTION64_PATH");
-  if (path == nullptr || *path == '\0') return false;
-  void* lib = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
-  if (lib == nullptr) return false;
   using ShutdownFn = int (*)();
-  auto shutdown = reinterpret_cast<ShutdownFn>(dlsym(lib, "pyprof_collect_shutdown"));
-  const bool done = shutdown != nullptr && shutdown() == 0;
-  dlclose(lib);  // drops only the reference RTLD_NOLOAD added
-  return done;
+  auto shutdown =
+      reinterpret_cast<ShutdownFn>(pyprof::collector_function("pyprof_collect_shutdown"));
+  if (shutdown == nullptr) return false;
+  pyprof::report_memory_capture_final();  // its counts, before the statistics are written
+  return shutdown() == 0;
 }
 
 }  // namespace
@@ -68,8 +65,23 @@ PYBIND11_MODULE(_C, m) {
     d["markers_registered"] = s.markers_registered;
     d["not_interned"] = s.not_interned;
     d["paused"] = s.paused;
+    const auto memory = pyprof::memory_capture_stats();
+    d["memory_threads"] = memory.threads;
+    d["memory_ops_unseen"] = memory.ops_unseen;
+    d["memory_ops_blocked"] = memory.ops_blocked;
+    d["memory_step_asides"] = memory.step_asides;
     return d;
   });
+
+  m.def(
+      "install_memory_capture", [] { return pyprof::install_memory_capture(); },
+      "Record every allocation and free (memory_capture.h); '' when on, else why not.");
+  m.def("uninstall_memory_capture", &pyprof::uninstall_memory_capture);
+  m.def("memory_capture_installed", &pyprof::memory_capture_installed);
+  m.def("report_memory_capture", &pyprof::report_memory_capture, py::arg("status"),
+        "Tell the collector what memory capture does (META_DATA_CAPTURE PYPROF_MEMORY_CAPTURE).");
+  m.def("memory_step_aside", &pyprof::memory_step_aside,
+        "Free this thread's profiler slot for torch.profiler: 1 freed, 0 not held, -1 cannot.");
 
   m.def(
       "register_marker_string",

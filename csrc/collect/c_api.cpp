@@ -3,6 +3,8 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <cstddef>
+#include <optional>
 #include <string>
 
 #include "collector.h"
@@ -25,6 +27,61 @@ extern "C" const char* pyprof_collect_output_path(void) {
 extern "C" int pyprof_collect_cupti_request(const char* tool) {
   if (tool == nullptr || *tool == '\0') return 0;
   return pyprof::collect::CuptiTracer::announce_other_client(tool);
+}
+
+extern "C" void pyprof_collect_memory_event(uint64_t address, int64_t bytes,
+                                            uint64_t total_allocated, uint64_t total_reserved,
+                                            int32_t device_type, int32_t device_index) {
+  pyprof::collect::Collector* collector = pyprof::collect::Collector::instance();
+  if (collector == nullptr) return;
+  pyprof::collect::MemoryEvent event;
+  event.address = address;
+  event.bytes = bytes;
+  event.total_allocated = total_allocated;
+  event.total_reserved = total_reserved;
+  event.device_type = device_type;
+  event.device_index = device_index;
+  collector->memory_event(event);
+}
+
+extern "C" int pyprof_collect_memory_device(const pyprof_memory_device* device,
+                                            const char* moment) {
+  pyprof::collect::Collector* collector = pyprof::collect::Collector::instance();
+  if (collector == nullptr || device == nullptr ||
+      device->struct_size < offsetof(pyprof_memory_device, ooms) + sizeof(device->ooms)) {
+    return -1;
+  }
+  try {
+    const auto known = [](int64_t value) {
+      return value >= 0 ? std::optional<int64_t>(value) : std::nullopt;
+    };
+    pyprof::collect::MemoryDeviceRow row;
+    row.device_type = device->device_type;
+    row.device_index = device->device_index;
+    row.moment = moment != nullptr ? moment : "";
+    row.total_memory = known(device->total_memory);
+    row.free_memory = known(device->free_memory);
+    row.allocator_limit = known(device->allocator_limit);
+    row.allocated = known(device->allocated);
+    row.reserved = known(device->reserved);
+    row.peak_allocated = known(device->peak_allocated);
+    row.peak_reserved = known(device->peak_reserved);
+    row.alloc_retries = known(device->alloc_retries);
+    row.ooms = known(device->ooms);
+    collector->memory_device(std::move(row));
+    return 0;
+  } catch (...) {
+    return -1;
+  }
+}
+
+extern "C" void pyprof_collect_memory_capture(const char* status, uint64_t ops_unseen) {
+  pyprof::collect::Collector* collector = pyprof::collect::Collector::instance();
+  if (collector == nullptr) return;
+  try {
+    collector->set_memory_capture(status != nullptr ? status : "", ops_unseen);
+  } catch (...) {
+  }
 }
 
 extern "C" int pyprof_collect_write_empty(const char* path, const char* note) {

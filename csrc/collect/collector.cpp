@@ -146,10 +146,10 @@ bool Collector::end_capture() noexcept {
 // Hot path
 // ---------------------------------------------------------------------------------------------
 
-ThreadBuffer* Collector::recording_thread() noexcept {
+ThreadBuffer* Collector::recording_thread(std::atomic<uint64_t>& after_shutdown) noexcept {
   const int phase = phase_.load(std::memory_order_relaxed);
   if (phase != kRecording && (phase != kChildNotStarted || !resume_in_child())) {
-    count_call_after_shutdown();
+    after_shutdown.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
   const ThreadCache& cache = t_cache;
@@ -157,7 +157,7 @@ ThreadBuffer* Collector::recording_thread() noexcept {
     return cache.buffer;
   }
   ThreadBuffer* buffer = register_current_thread();
-  if (buffer == nullptr) count_call_after_shutdown();
+  if (buffer == nullptr) after_shutdown.fetch_add(1, std::memory_order_relaxed);
   return buffer;
 }
 
@@ -348,12 +348,14 @@ void Collector::hand_off_locked(ThreadBuffer& buffer) noexcept {
   chunk->accounted_bytes = chunk->bytes();
   const size_t bytes = chunk->accounted_bytes;
   const size_t events = chunk->events.size();
+  const size_t memory = chunk->memory.size();
   try {
     std::lock_guard lock(queue_mutex_);
     queue_.push_back(std::move(chunk));
     queued_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   } catch (...) {
     buffer.counters.events_dropped += events;
+    buffer.counters.memory_dropped += memory;
     return;
   }
   wake_writer();
@@ -379,6 +381,66 @@ void Collector::recycle_chunk(std::unique_ptr<EventChunk> chunk) noexcept {
     chunk->clear();
     std::lock_guard lock(spare_mutex_);
     if (spare_chunks_.size() < kMaxSpareChunks) spare_chunks_.push_back(std::move(chunk));
+  } catch (...) {
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory capture
+// ---------------------------------------------------------------------------------------------
+
+void Collector::memory_event(MemoryEvent event) noexcept {
+  ThreadBuffer* buffer = recording_thread(memory_after_shutdown_);
+  if (buffer == nullptr) return;
+  event.time = now();
+  std::lock_guard lock(buffer->mutex);
+  if (event.time < window_begin() || event.time >= window_end()) {
+    ++buffer->counters.memory_outside_window;
+    return;
+  }
+  event.global_tid = buffer->global_tid;
+  append_memory_locked(*buffer, event);
+}
+
+void Collector::append_memory_locked(ThreadBuffer& buffer, const MemoryEvent& event) noexcept {
+  if (buffer.sealed) {
+    memory_after_shutdown_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  ++buffer.counters.memory_recorded;
+  try {
+    const size_t held = buffer.chunk ? buffer.chunk->bytes() : 0;
+    const uint64_t needed = queued_bytes_.load(std::memory_order_relaxed) + held + sizeof(event);
+    if (needed > config_.buffer_limit_bytes) {
+      if (held > 0) hand_off_locked(buffer);  // as append_locked: let the backlog drain
+      ++buffer.counters.memory_dropped;
+      return;
+    }
+    if (!buffer.chunk) buffer.chunk = acquire_chunk();
+    if (buffer.chunk->empty()) buffer.chunk->first_event_time = event.time;
+    buffer.chunk->add_memory(event);
+    if (buffer.chunk->full()) hand_off_locked(buffer);
+  } catch (...) {
+    ++buffer.counters.memory_dropped;
+  }
+}
+
+void Collector::memory_device(MemoryDeviceRow row) noexcept {
+  try {
+    row.start = now();
+    const ThreadCache& cache = t_cache;
+    if (cache.buffer != nullptr && cache.generation == generation_.load()) {
+      row.global_tid = cache.buffer->global_tid;
+    }
+    memory_notes_.add_device(std::move(row));
+    wake_writer();
+  } catch (...) {
+  }
+}
+
+void Collector::set_memory_capture(std::string status, uint64_t ops_unseen) noexcept {
+  try {
+    memory_notes_.set_capture(std::move(status), ops_unseen);
   } catch (...) {
   }
 }

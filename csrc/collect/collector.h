@@ -14,7 +14,7 @@
 // Lock order (outer to inner); no code takes them in another order, and the fork handlers take
 // all of them in this order:
 //   writer_busy_ -> lifecycle_mutex_ -> registry_mutex_ -> ThreadBuffer::mutex -> queue_mutex_
-//   -> start_end_mutex_ -> strings_ -> domains_ -> metadata_ -> spare_mutex_
+//   -> start_end_mutex_ -> strings_ -> domains_ -> metadata_ -> memory_notes_ -> spare_mutex_
 #pragma once
 
 #include <sys/types.h>
@@ -101,6 +101,16 @@ class Collector {
   // Returns the StringIds id (>= 1), or 0 if the call was ignored.
   uint64_t register_string(BoundedText value) noexcept;
 
+  // ---- Memory capture (pyprof_collect_memory_*, fed by csrc/annotate/memory_capture). ----
+  // One allocation or free on the calling thread; its time and thread are set here, on the
+  // clock and with the thread id of the NVTX ranges around it. Like a mark: inside the capture
+  // window, within the buffer limit, else counted.
+  void memory_event(MemoryEvent event) noexcept;
+  // A PYPROF_MEMORY_DEVICES row (its time and thread set here); written with the next batch.
+  void memory_device(MemoryDeviceRow row) noexcept;
+  // META_DATA_CAPTURE PYPROF_MEMORY_CAPTURE and the memory_ops_unseen count (the last call wins).
+  void set_memory_capture(std::string status, uint64_t ops_unseen) noexcept;
+
   bool is_domain(uint32_t domain_id) const noexcept { return domains_.contains(domain_id); }
   bool is_string(uint64_t string_id) const noexcept { return strings_.contains(string_id); }
   // True once finalization has begun; the NVTX layer then skips decoding work.
@@ -147,8 +157,9 @@ class Collector {
   Collector() = default;
   void start() noexcept;
 
-  // Hot-path helpers.
-  ThreadBuffer* recording_thread() noexcept;
+  // Hot-path helpers. A call that comes too late (finalizing) is counted in `after_shutdown`.
+  ThreadBuffer* recording_thread(std::atomic<uint64_t>& after_shutdown) noexcept;
+  ThreadBuffer* recording_thread() noexcept { return recording_thread(events_after_shutdown_); }
   ThreadBuffer* register_current_thread() noexcept;
   bool resume_in_child() noexcept;
   int64_t now() const noexcept;
@@ -157,6 +168,7 @@ class Collector {
   }
   void append_locked(ThreadBuffer& buffer, const CompletedEvent& event, std::string_view text,
                      int64_t now) noexcept;
+  void append_memory_locked(ThreadBuffer& buffer, const MemoryEvent& event) noexcept;
   void hand_off_locked(ThreadBuffer& buffer) noexcept;
   std::unique_ptr<EventChunk> acquire_chunk();
   void recycle_chunk(std::unique_ptr<EventChunk> chunk) noexcept;
@@ -223,8 +235,10 @@ class Collector {
   StringTable strings_;
   DomainTable domains_;
   MetadataLog metadata_;
+  MemoryNotes memory_notes_;
 
   std::atomic<uint64_t> events_after_shutdown_{0};
+  std::atomic<uint64_t> memory_after_shutdown_{0};  // allocations reported after finalization
   std::atomic<uint64_t> unknown_range_ends_{0};
   std::atomic<uint64_t> other_messages_truncated_{0};  // names, domains, registered strings
   std::atomic<uint64_t> nvtx_inits_{0};
@@ -238,7 +252,10 @@ class Collector {
   uint64_t events_written_ = 0;
   uint64_t ranges_written_ = 0;
   uint64_t marks_written_ = 0;
+  uint64_t memory_written_ = 0;
   uint64_t events_lost_in_writes_ = 0;
+  uint64_t memory_lost_in_writes_ = 0;
+  uint64_t memory_devices_written_ = 0;
   uint64_t write_errors_ = 0;
   // The schema is committed: whatever else fails, the file is a readable database.
   bool database_created_ = false;

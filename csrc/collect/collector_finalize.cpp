@@ -29,12 +29,17 @@ namespace {
 
 // The final transaction's events and GPU rows could not be written: they move from the written
 // counters to the dropped ones (and to the *_write_failed counters that say why).
-void count_as_write_failed(CollectorStats& stats, const detail::Tally& tally, uint64_t gpu_rows) {
+void count_as_write_failed(CollectorStats& stats, const detail::Tally& tally, uint64_t gpu_rows,
+                           uint64_t device_rows) {
   stats.events_dropped += tally.events;
   stats.events_write_failed += tally.events;
   stats.events_written -= tally.events;
   stats.ranges_written -= tally.ranges;
   stats.marks_written -= tally.marks;
+  stats.memory_events_dropped += tally.memory;
+  stats.memory_events_write_failed += tally.memory;
+  stats.memory_events_written -= tally.memory;
+  stats.memory_devices_written -= device_rows;
   stats.cupti_records_dropped += gpu_rows;
   stats.cupti_records_write_failed += gpu_rows;
 }
@@ -357,6 +362,7 @@ int Collector::write_final(FinalizeReason reason) noexcept {
     EventChunk metadata;
     metadata_.take_unwritten(metadata);
     const std::vector<StringRow> strings = strings_.take_unwritten();
+    const std::vector<MemoryDeviceRow> devices = memory_notes_.take_devices();
 
     Tally tally;
     for (const auto& chunk : chunks) tally.add(*chunk);
@@ -378,6 +384,15 @@ int Collector::write_final(FinalizeReason reason) noexcept {
     stats.write_errors = write_errors_;
     stats.events_write_failed = events_lost_in_writes_;
     stats.nvtx_inits = nvtx_inits_.load();
+    stats.memory_events = totals.memory_recorded;
+    stats.memory_events_written = memory_written_ + tally.memory;
+    stats.memory_events_dropped = totals.memory_dropped + memory_lost_in_writes_;
+    stats.memory_events_write_failed = memory_lost_in_writes_;
+    stats.memory_events_outside_window = totals.memory_outside_window;
+    stats.memory_events_after_shutdown = memory_after_shutdown_.load();
+    stats.memory_ops_unseen = memory_notes_.ops_unseen();
+    stats.memory_devices_written = memory_devices_written_ + devices.size();
+    const std::string memory_status = memory_notes_.status();
     uint64_t gpu_rows = 0;
     for (const auto& batch : gpu_batches) gpu_rows += batch->rows();
     CollectorStats gpu_final;
@@ -400,13 +415,14 @@ int Collector::write_final(FinalizeReason reason) noexcept {
                                                    : reason == FinalizeReason::kShutdownCall
                                                        ? "pyprof_collect_shutdown"
                                                        : signal_name(pending_signal)};
+    std::vector<MetadataRow> capture_rows = {finalized_by, cuda_trace};
+    if (!memory_status.empty()) capture_rows.push_back({"PYPROF_MEMORY_CAPTURE", memory_status});
     if (writes_stopped_) {
       // The disk is full: what is still pending is lost, and only the finalization record is
       // attempted (it may fit where rolled-back transactions left room). It says the database is
       // incomplete: write_errors, the *_write_failed counters and PYPROF_WRITE_ERROR.
-      count_as_write_failed(stats, tally, gpu_rows);
-      const MetadataRow capture_rows[] = {
-          finalized_by, cuda_trace, {"PYPROF_WRITE_ERROR", write_failure_}};
+      count_as_write_failed(stats, tally, gpu_rows, devices.size());
+      capture_rows.push_back({"PYPROF_WRITE_ERROR", write_failure_});
       const bool recorded =
           db_ && db_->begin() && db_->write_stats(stats.rows()) &&
           db_->write_metadata(MetadataTable::kExport, {{export_time_row(realtime_ns())}}) &&
@@ -423,20 +439,21 @@ int Collector::write_final(FinalizeReason reason) noexcept {
     // the same transaction is right; a failed transaction rolls back both.
     bool ok = db_ && db_->begin() && write_gpu_batches_locked(gpu_batches, gpu_final);
     add_gpu_written(stats, gpu_final);
-    const MetadataRow capture_rows[] = {finalized_by, cuda_trace};
     ok = ok && db_->write_strings(strings) && db_->write_events(metadata) &&
-         write_chunks_locked(chunks, &unclosed) && db_->write_thread_names(thread_names) &&
-         db_->write_stats(stats.rows()) &&
+         db_->write_memory_devices(devices) && write_chunks_locked(chunks, &unclosed) &&
+         db_->write_thread_names(thread_names) && db_->write_stats(stats.rows()) &&
          db_->write_metadata(MetadataTable::kExport, {{export_time_row(realtime_ns())}}) &&
          db_->write_metadata(MetadataTable::kCapture, capture_rows) && db_->commit();
     if (ok) {
       events_written_ = stats.events_written;
       ranges_written_ = stats.ranges_written;
       marks_written_ = stats.marks_written;
+      memory_written_ = stats.memory_events_written;
+      memory_devices_written_ = stats.memory_devices_written;
     } else {
       on_write_failure_locked();
       stats.write_errors = write_errors_;
-      count_as_write_failed(stats, tally, gpu_rows);
+      count_as_write_failed(stats, tally, gpu_rows, devices.size());
       if (write_failure_.empty()) {
         write_failure_ = detail::write_failure_message(
             false, output_path_ready_.load() ? output_path_ : std::string("the output"), db_error_);
@@ -519,8 +536,14 @@ void Collector::print_summary(int result) noexcept {
   } else {
     print_line("FAILED to write %s (pid %d): %s", path, static_cast<int>(pid_), db_error_.c_str());
   }
+  if (memory_notes_.status().starts_with("on") || stats.memory_events > 0) {
+    print_line("memory (pid %d): %llu allocations and frees, %llu dropped", static_cast<int>(pid_),
+               static_cast<unsigned long long>(stats.memory_events_written),
+               static_cast<unsigned long long>(stats.memory_events_dropped));
+  }
   // Only events the buffer limit refused are worth the advice; failed writes are not.
-  const uint64_t events_over_limit = stats.events_dropped - stats.events_write_failed;
+  const uint64_t events_over_limit = stats.events_dropped - stats.events_write_failed +
+                                     stats.memory_events_dropped - stats.memory_events_write_failed;
   if (events_over_limit > 0) {
     const unsigned long long limit = config_.buffer_limit_bytes;
     char limit_text[48];

@@ -52,11 +52,13 @@ void Collector::before_fork() noexcept {
   strings_.mutex().lock();
   domains_.mutex().lock();
   metadata_.mutex().lock();
+  memory_notes_.mutex().lock();
   spare_mutex_.lock();
 }
 
 void Collector::after_fork_in_parent() noexcept {
   spare_mutex_.unlock();
+  memory_notes_.mutex().unlock();
   metadata_.mutex().unlock();
   domains_.mutex().unlock();
   strings_.mutex().unlock();
@@ -138,6 +140,7 @@ void Collector::after_fork_in_child() noexcept {
     }
     strings_.mark_all_unwritten();
     metadata_.reset_for_child(new_global_tid);
+    memory_notes_.reset_for_child();
 
     if (db_) {
       db_->abandon();
@@ -146,10 +149,12 @@ void Collector::after_fork_in_child() noexcept {
     db_failed_ = false;
     db_error_.clear();
     events_written_ = ranges_written_ = marks_written_ = 0;
+    memory_written_ = memory_lost_in_writes_ = memory_devices_written_ = 0;
     events_lost_in_writes_ = write_errors_ = 0;
     database_created_ = writes_stopped_ = false;
     write_failure_.clear();
     events_after_shutdown_.store(0);
+    memory_after_shutdown_.store(0);
     unknown_range_ends_.store(0);
     other_messages_truncated_.store(0);
     nvtx_inits_.store(0);

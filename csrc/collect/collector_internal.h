@@ -58,14 +58,19 @@ inline void add_counters(ThreadCounters& into, const ThreadCounters& from) {
   into.events_outside_window += from.events_outside_window;
   into.unbalanced_pops += from.unbalanced_pops;
   into.messages_truncated += from.messages_truncated;
+  into.memory_recorded += from.memory_recorded;
+  into.memory_dropped += from.memory_dropped;
+  into.memory_outside_window += from.memory_outside_window;
 }
 
 struct Tally {
   uint64_t events = 0;  // ranges + marks
   uint64_t ranges = 0;
   uint64_t marks = 0;
+  uint64_t memory = 0;  // allocations and frees
   void add(const EventChunk& chunk) {
     using nsys::NvtxEventType;
+    memory += chunk.memory.size();
     for (const CompletedEvent& event : chunk.events) {
       if (event.event_type == NvtxEventType::kMark) {
         ++marks;

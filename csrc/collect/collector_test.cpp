@@ -20,105 +20,27 @@
 #include <vector>
 
 #include "common/nsys_schema.h"
+#include "testing/app_runner.h"
 #include "testing/test_db.h"
-
-extern char** environ;
 
 namespace pyprof::collect {
 namespace {
 
+using testing::AppRun;
+using testing::AppRunner;
 using testing::as_int;
 using testing::as_text;
 using testing::capture;
 using testing::exists;
+using testing::fact;
+using testing::facts_of;
+using testing::gtid;
 using testing::is_null;
 using testing::read_file;
 using testing::Row;
 using testing::spawn_with_output;
 using testing::TempDir;
 using testing::TestDb;
-
-// "key=value" lines printed by the app.
-std::multimap<std::string, std::string> facts_of(const std::string& out) {
-  std::multimap<std::string, std::string> facts;
-  std::istringstream lines(out);
-  for (std::string line; std::getline(lines, line);) {
-    const size_t equals = line.find('=');
-    if (equals != std::string::npos) facts.emplace(line.substr(0, equals), line.substr(equals + 1));
-  }
-  return facts;
-}
-
-int64_t fact(const std::multimap<std::string, std::string>& facts, const std::string& key) {
-  const auto it = facts.find(key);
-  return it == facts.end() ? -1 : std::stoll(it->second);
-}
-
-uint64_t gtid(int64_t pid, int64_t tid) {
-  return nsys::global_tid(static_cast<uint32_t>(pid), static_cast<uint32_t>(tid));
-}
-
-struct AppRun {
-  pid_t pid = -1;
-  int status = 0;
-  std::string out;
-  std::string err;
-  std::string out_path;
-  std::string err_path;
-
-  bool exited_ok() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
-  std::string describe() const {
-    return "status " + std::to_string(status) + "\nstdout:\n" + out + "\nstderr:\n" + err;
-  }
-};
-
-// Runs nvtx_test_app <scenario> with the collector injected and PYPROF_OUTPUT = base. `env`
-// adds or (with an empty value) removes variables; other PYPROF_* and RANK are cleared.
-class AppRunner {
- public:
-  AppRunner(const TempDir& dir, std::string base) : dir_(dir), base_(std::move(base)) {}
-
-  AppRun start(const std::string& scenario, const std::map<std::string, std::string>& env = {}) {
-    AppRun run;
-    const int index = runs_++;
-    run.out_path = dir_.file("app" + std::to_string(index) + ".out");
-    run.err_path = dir_.file("app" + std::to_string(index) + ".err");
-    std::vector<std::string> variables;
-    for (char** entry = environ; *entry != nullptr; ++entry) {
-      const std::string variable = *entry;
-      if (variable.rfind("PYPROF_", 0) == 0 || variable.rfind("RANK=", 0) == 0 ||
-          variable.rfind("NVTX_INJECTION", 0) == 0) {
-        continue;
-      }
-      variables.push_back(variable);
-    }
-    variables.push_back(std::string("NVTX_INJECTION64_PATH=") + PYPROF_COLLECT_LIBRARY);
-    variables.push_back("PYPROF_OUTPUT=" + base_);
-    for (const auto& [name, value] : env) {
-      if (!value.empty()) variables.push_back(name + "=" + value);
-    }
-    run.pid = spawn_with_output({NVTX_TEST_APP, scenario}, std::move(variables), run.out_path,
-                                run.err_path, dir_.path());
-    return run;
-  }
-
-  void wait(AppRun& run) {
-    waitpid(run.pid, &run.status, 0);
-    run.out = read_file(run.out_path);
-    run.err = read_file(run.err_path);
-  }
-
-  AppRun run(const std::string& scenario, const std::map<std::string, std::string>& env = {}) {
-    AppRun run = start(scenario, env);
-    wait(run);
-    return run;
-  }
-
- private:
-  const TempDir& dir_;
-  std::string base_;
-  int runs_ = 0;
-};
 
 // NVTX_EVENTS rows by message (text, or the registered string).
 struct EventRow {
@@ -175,7 +97,7 @@ class CollectorTest : public ::testing::Test {
  protected:
   TempDir dir_;
   std::string base_ = dir_.file("out/run");  // the collector creates out/
-  AppRunner runner_{dir_, base_};
+  AppRunner runner_{dir_, base_, NVTX_TEST_APP};
 };
 
 TEST_F(CollectorTest, RecordsEveryKindOfEvent) {
@@ -581,11 +503,13 @@ TEST(CollectorLibrary, ExportsOnlyTheCApi) {
     if (!symbol.empty()) symbols.insert(symbol);
   }
   pclose(pipe);
-  EXPECT_EQ(symbols, (std::set<std::string>{
-                         "InitializeInjectionNvtx2", "InitializeInjection",
-                         "pyprof_collect_shutdown", "pyprof_collect_output_path",
-                         "pyprof_collect_write_empty", "pyprof_collect_database_finished",
-                         "pyprof_collect_cupti_request", "pyprof_collect_database_is_empty_note"}));
+  EXPECT_EQ(symbols,
+            (std::set<std::string>{
+                "InitializeInjectionNvtx2", "InitializeInjection", "pyprof_collect_shutdown",
+                "pyprof_collect_output_path", "pyprof_collect_write_empty",
+                "pyprof_collect_database_finished", "pyprof_collect_cupti_request",
+                "pyprof_collect_database_is_empty_note", "pyprof_collect_memory_event",
+                "pyprof_collect_memory_device", "pyprof_collect_memory_capture"}));
 }
 
 TEST(CollectorLibrary, WriteEmptyThroughTheCApi) {

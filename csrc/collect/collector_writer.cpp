@@ -233,6 +233,7 @@ void Collector::write_batch(ChunkList chunks, GpuBatchList gpu_batches) noexcept
     EventChunk metadata;
     metadata_.take_unwritten(metadata);
     std::vector<StringRow> strings = strings_.take_unwritten();
+    std::vector<MemoryDeviceRow> devices = memory_notes_.take_devices();
     // Several transactions of a bounded size rather than one for the whole backlog: fork()
     // waits for writer_busy_, so no single hold may last long.
     size_t next = 0;
@@ -240,7 +241,7 @@ void Collector::write_batch(ChunkList chunks, GpuBatchList gpu_batches) noexcept
       const size_t count = std::min(kChunksPerTransaction, chunks.size() - next);
       const ChunkList::const_iterator first = chunks.begin() + static_cast<ptrdiff_t>(next);
       next += count;
-      if (count == 0 && metadata.empty() && strings.empty()) break;
+      if (count == 0 && metadata.empty() && strings.empty() && devices.empty()) break;
       Tally tally;
       for (auto chunk = first; chunk != first + static_cast<ptrdiff_t>(count); ++chunk) {
         tally.add(**chunk);
@@ -248,11 +249,14 @@ void Collector::write_batch(ChunkList chunks, GpuBatchList gpu_batches) noexcept
       std::lock_guard busy(writer_busy_);
       if (writes_stopped_) {  // the disk is full: count what cannot be written
         events_lost_in_writes_ += tally.events;
+        memory_lost_in_writes_ += tally.memory;
         metadata.clear();
         strings.clear();
+        devices.clear();
         continue;
       }
-      bool ok = db_ && db_->begin() && db_->write_strings(strings) && db_->write_events(metadata);
+      bool ok = db_ && db_->begin() && db_->write_strings(strings) && db_->write_events(metadata) &&
+                db_->write_memory_devices(devices);
       for (auto chunk = first; ok && chunk != first + static_cast<ptrdiff_t>(count); ++chunk) {
         ok = db_->write_events(**chunk);
       }
@@ -261,12 +265,16 @@ void Collector::write_batch(ChunkList chunks, GpuBatchList gpu_batches) noexcept
         events_written_ += tally.events;
         ranges_written_ += tally.ranges;
         marks_written_ += tally.marks;
+        memory_written_ += tally.memory;
+        memory_devices_written_ += devices.size();
       } else {
         on_write_failure_locked();
         events_lost_in_writes_ += tally.events;
+        memory_lost_in_writes_ += tally.memory;
       }
       metadata.clear();
       strings.clear();
+      devices.clear();
     } while (next < chunks.size());
     // One transaction per CUPTI buffer (tens of thousands of rows at most). Kernel names were
     // interned before their batch was queued, so the strings written above cover them.

@@ -42,6 +42,26 @@ struct StatRow {  // PYPROF_COLLECTOR_STATS
   int64_t value = 0;
 };
 
+// PYPROF_MEMORY_DEVICES (docs/formats.md §2.2): what one device's memory and its PyTorch
+// allocator said at one moment (pyprof.init(), stop(), exit), for how far a later report finds
+// the batch could grow. Bytes; absent values are NULL.
+struct MemoryDeviceRow {
+  int64_t start = 0;  // collector clock
+  std::optional<uint64_t> global_tid;
+  int32_t device_type = 0;    // c10::DeviceType: 0 CPU, 1 CUDA
+  int32_t device_index = -1;  // -1: the CPU
+  std::string moment;         // "init", "stop", "exit"
+  std::optional<int64_t> total_memory;
+  std::optional<int64_t> free_memory;
+  std::optional<int64_t> allocator_limit;
+  std::optional<int64_t> allocated;
+  std::optional<int64_t> reserved;
+  std::optional<int64_t> peak_allocated;
+  std::optional<int64_t> peak_reserved;
+  std::optional<int64_t> alloc_retries;
+  std::optional<int64_t> ooms;
+};
+
 // ---- GPU activity (CUPTI), one struct per CUPTI_ACTIVITY_KIND_* / TARGET_INFO_* table ----
 
 struct KernelRow {  // CUPTI_ACTIVITY_KIND_KERNEL

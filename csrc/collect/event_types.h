@@ -2,6 +2,7 @@
 //
 //   NVTX push/start ──> OpenRange (per thread, per domain stack; or the global start/end map)
 //   NVTX pop/end/mark ──> CompletedEvent in an EventChunk ──> queue ──> writer ──> NVTX_EVENTS
+//   pyprof_collect_memory_event ──> MemoryEvent in the same chunk ──> PYPROF_MEMORY_EVENTS
 //
 // Texts never live inside the records: an OpenRange points into its stack's byte buffer and a
 // CompletedEvent into its chunk's byte arena, so steady-state recording does not allocate.
@@ -66,16 +67,32 @@ struct CompletedEvent {
   bool has_end = false;
 };
 
+// One allocation (bytes > 0) or free (bytes < 0) of a PyTorch allocator, reported on the thread
+// that made it (csrc/annotate/memory_capture.h), with the allocator's totals after it. One future
+// PYPROF_MEMORY_EVENTS row.
+struct MemoryEvent {
+  int64_t time = 0;  // ns since session start
+  uint64_t global_tid = 0;
+  uint64_t address = 0;
+  int64_t bytes = 0;
+  uint64_t total_allocated = 0;  // bytes the allocator holds for tensors on this device, after it
+  uint64_t total_reserved = 0;   // bytes it holds from the system (CUDA caching allocator; CPU: 0)
+  int32_t device_type = 0;       // c10::DeviceType: 0 CPU, 1 CUDA
+  int32_t device_index = -1;     // -1: the CPU
+};
+
 // A batch of completed events of one thread, moved as a whole to the writer.
 struct EventChunk {
   // A thread hands its chunk to the writer when either limit is reached.
   static constexpr size_t kMaxEvents = kEventsPerThreadChunk;
+  static constexpr size_t kMaxMemoryEvents = kEventsPerThreadChunk;
   static constexpr size_t kMaxTextBytes = 1 << 20;
 
   std::vector<CompletedEvent> events;
-  std::string text;              // message bytes of all events, back to back
-  int64_t first_event_time = 0;  // ns since session start of the first event (idle detection)
-  size_t accounted_bytes = 0;    // what was added to the queued-bytes total at hand-off
+  std::string text;                 // message bytes of all events, back to back
+  std::vector<MemoryEvent> memory;  // allocations and frees, in the order they happened
+  int64_t first_event_time = 0;     // ns since session start of the first event (idle detection)
+  size_t accounted_bytes = 0;       // what was added to the queued-bytes total at hand-off
 
   void add(CompletedEvent event, std::string_view message) {
     event.text_offset = static_cast<uint32_t>(text.size());
@@ -86,14 +103,26 @@ struct EventChunk {
   std::string_view text_of(const CompletedEvent& event) const {
     return std::string_view(text).substr(event.text_offset, event.text_length);
   }
-  bool empty() const { return events.empty(); }
-  bool full() const { return events.size() >= kMaxEvents || text.size() >= kMaxTextBytes; }
+  void add_memory(const MemoryEvent& event) {
+    // Full capacity at the first one: growing by doubling would copy every event once more.
+    if (memory.capacity() == 0) memory.reserve(kMaxMemoryEvents);
+    memory.push_back(event);
+  }
+  bool empty() const { return events.empty() && memory.empty(); }
+  bool full() const {
+    return events.size() >= kMaxEvents || text.size() >= kMaxTextBytes ||
+           memory.size() >= kMaxMemoryEvents;
+  }
   // Memory the buffered events stand for, used for the PYPROF_BUFFER_MB limit.
-  size_t bytes() const { return events.size() * sizeof(CompletedEvent) + text.size(); }
+  size_t bytes() const {
+    return events.size() * sizeof(CompletedEvent) + text.size() +
+           memory.size() * sizeof(MemoryEvent);
+  }
   // Empties the chunk but keeps its capacity, so a recycled chunk does not allocate again.
   void clear() {
     events.clear();
     text.clear();
+    memory.clear();
     first_event_time = 0;
     accounted_bytes = 0;
   }

@@ -61,6 +61,45 @@ PYPROF_COLLECT_API int InitializeInjection(void);
  * torch.profiler starts with CUDA activity. */
 PYPROF_COLLECT_API int pyprof_collect_cupti_request(const char* tool);
 
+/* Memory capture (csrc/annotate/memory_capture.h; docs/formats.md §2.2). One allocation
+ * (bytes > 0) or free (bytes < 0) of a PyTorch allocator on the calling thread, with the
+ * allocator's totals for that device after it (total_reserved 0 where the allocator keeps no
+ * reserve, as the CPU's). device_type is c10::DeviceType (0 CPU, 1 CUDA), device_index -1 for
+ * the CPU. The collector stamps it with its clock and the thread's id, like an NVTX mark, into
+ * PYPROF_MEMORY_EVENTS. Never blocks on I/O; events beyond PYPROF_BUFFER_MB are counted. */
+PYPROF_COLLECT_API void pyprof_collect_memory_event(uint64_t address, int64_t bytes,
+                                                    uint64_t total_allocated,
+                                                    uint64_t total_reserved, int32_t device_type,
+                                                    int32_t device_index);
+
+/* One device's memory facts at one moment, a PYPROF_MEMORY_DEVICES row. Bytes and counts; -1
+ * where unknown (written NULL). */
+typedef struct pyprof_memory_device {
+  uint32_t struct_size;    /* sizeof(pyprof_memory_device): later fields are read only if present */
+  int32_t device_type;     /* c10::DeviceType: 0 CPU, 1 CUDA */
+  int32_t device_index;    /* -1 for the CPU */
+  int64_t total_memory;    /* the device's memory (CPU: MemTotal) */
+  int64_t free_memory;     /* free now (cudaMemGetInfo; CPU: MemAvailable) */
+  int64_t allocator_limit; /* what the allocator may reserve (a per-process memory fraction) */
+  int64_t allocated;       /* the allocator's totals now */
+  int64_t reserved;
+  int64_t peak_allocated; /* torch.cuda.max_memory_allocated(): since start or the last reset */
+  int64_t peak_reserved;
+  int64_t alloc_retries; /* cudaMalloc retries after freeing the cache: memory pressure */
+  int64_t ooms;          /* out-of-memory errors the allocator raised */
+} pyprof_memory_device;
+
+/* Records `device` as seen at `moment` ("init", "stop", "exit"). Returns 0, or -1 when the
+ * collector is not running or the struct is too small. */
+PYPROF_COLLECT_API int pyprof_collect_memory_device(const pyprof_memory_device* device,
+                                                    const char* moment);
+
+/* What memory capture did in this process: `status` becomes META_DATA_CAPTURE
+ * PYPROF_MEMORY_CAPTURE ("on", or "off: why"), `ops_unseen` the PYPROF_COLLECTOR_STATS row
+ * memory_ops_unseen (ops that ran while another profiler held torch's per-thread memory
+ * reporting, so that their allocations went to it). The last call before finalization wins. */
+PYPROF_COLLECT_API void pyprof_collect_memory_capture(const char* status, uint64_t ops_unseen);
+
 /* Flushes everything, writes statistics and metadata and closes the database now; later NVTX
  * calls are only counted. Idempotent; safe from any thread. Call it before os._exit().
  * Returns 0 when the database was written completely, 1 if the collector was never initialised

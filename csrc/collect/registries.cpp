@@ -1,5 +1,7 @@
 #include "registries.h"
 
+#include <utility>
+
 namespace pyprof::collect {
 
 uint64_t StringTable::intern(std::string_view value) {
@@ -63,6 +65,38 @@ void MetadataLog::reset_for_child(uint64_t child_global_tid) {
   }
   rows_ = std::move(kept);
   written_ = 0;
+}
+
+void MemoryNotes::add_device(MemoryDeviceRow row) {
+  std::lock_guard lock(mutex_);
+  devices_.push_back(std::move(row));
+}
+
+std::vector<MemoryDeviceRow> MemoryNotes::take_devices() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(devices_, {});
+}
+
+void MemoryNotes::set_capture(std::string status, uint64_t ops_unseen) {
+  std::lock_guard lock(mutex_);
+  status_ = std::move(status);
+  ops_unseen_ = ops_unseen;
+}
+
+std::string MemoryNotes::status() const {
+  std::lock_guard lock(mutex_);
+  return status_;
+}
+
+uint64_t MemoryNotes::ops_unseen() const {
+  std::lock_guard lock(mutex_);
+  return ops_unseen_;
+}
+
+void MemoryNotes::reset_for_child() {
+  std::lock_guard lock(mutex_);
+  devices_.clear();
+  ops_unseen_ = 0;
 }
 
 }  // namespace pyprof::collect

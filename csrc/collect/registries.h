@@ -1,5 +1,6 @@
 // Process-wide NVTX objects that outlive any one thread: registered strings, domains, and the
-// descriptive NVTX_EVENTS rows (domain create/destroy, category and thread names).
+// descriptive NVTX_EVENTS rows (domain create/destroy, category and thread names); and what the
+// annotator says about memory capture (device facts, its status).
 //
 // Handles given to NVTX are the ids themselves (cast to pointers): they are never dereferenced,
 // so a stale or foreign handle can be rejected by a range check instead of crashing.
@@ -73,6 +74,30 @@ class MetadataLog {
   std::mutex mutex_;
   EventChunk rows_;
   size_t written_ = 0;
+};
+
+// What memory capture says about itself besides the allocations (pyprof_collect_memory_device,
+// pyprof_collect_memory_capture): the PYPROF_MEMORY_DEVICES rows, written by the writer as they
+// come, and the status and count written at finalization. Rare calls: one lock is enough.
+class MemoryNotes {
+ public:
+  void add_device(MemoryDeviceRow row);
+  std::vector<MemoryDeviceRow> take_devices();
+  void set_capture(std::string status, uint64_t ops_unseen);
+  // The META_DATA_CAPTURE PYPROF_MEMORY_CAPTURE value ("" when the annotator never said) and the
+  // memory_ops_unseen count.
+  std::string status() const;
+  uint64_t ops_unseen() const;
+  // Fork child: the parent writes the rows it was given; the status stays true in the child, but
+  // the ops counted so far are the parent's.
+  void reset_for_child();
+  std::mutex& mutex() { return mutex_; }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<MemoryDeviceRow> devices_;
+  std::string status_;
+  uint64_t ops_unseen_ = 0;
 };
 
 }  // namespace pyprof::collect

@@ -80,6 +80,14 @@ std::vector<StatRow> CollectorStats::rows() const {
       row("memsets_written", memsets_written),
       row("syncs_written", syncs_written),
       row("gpus_written", gpus_written),
+      row("memory_events", memory_events),
+      row("memory_events_written", memory_events_written),
+      row("memory_events_dropped", memory_events_dropped),
+      row("memory_events_write_failed", memory_events_write_failed),
+      row("memory_events_outside_window", memory_events_outside_window),
+      row("memory_events_after_shutdown", memory_events_after_shutdown),
+      row("memory_ops_unseen", memory_ops_unseen),
+      row("memory_devices_written", memory_devices_written),
   };
 }
 

@@ -50,6 +50,16 @@ struct CollectorStats {
   uint64_t memsets_written = 0;
   uint64_t syncs_written = 0;
   uint64_t gpus_written = 0;
+  // Memory capture (PYPROF_MEMORY_EVENTS). Every allocation and free reported inside the window
+  // is written or counted in memory_events_dropped.
+  uint64_t memory_events = 0;  // reported inside the window
+  uint64_t memory_events_written = 0;
+  uint64_t memory_events_dropped = 0;         // buffer limit, or a failed write
+  uint64_t memory_events_write_failed = 0;    // of memory_events_dropped: a failed write
+  uint64_t memory_events_outside_window = 0;  // outside the delay/duration/capture range
+  uint64_t memory_events_after_shutdown = 0;  // reported after finalization began
+  uint64_t memory_ops_unseen = 0;       // ops run while another profiler held torch's memory slot
+  uint64_t memory_devices_written = 0;  // PYPROF_MEMORY_DEVICES rows
 
   std::vector<StatRow> rows() const;
 };

@@ -73,6 +73,32 @@ CREATE TABLE IF NOT EXISTS PYPROF_COLLECTOR_STATS (
     name                TEXT      NOT NULL   PRIMARY KEY,
     value               INTEGER
 );
+CREATE TABLE IF NOT EXISTS PYPROF_MEMORY_EVENTS (
+    start               INTEGER   NOT NULL,
+    globalTid           INTEGER   NOT NULL,
+    address             INTEGER   NOT NULL,
+    bytes               INTEGER   NOT NULL,
+    totalAllocated      INTEGER   NOT NULL,
+    totalReserved       INTEGER   NOT NULL,
+    deviceType          INTEGER   NOT NULL,
+    deviceId            INTEGER   NOT NULL
+);
+CREATE TABLE IF NOT EXISTS PYPROF_MEMORY_DEVICES (
+    start               INTEGER   NOT NULL,
+    globalTid           INTEGER,
+    deviceType          INTEGER   NOT NULL,
+    deviceId            INTEGER   NOT NULL,
+    moment              TEXT,
+    totalMemory         INTEGER,
+    freeMemory          INTEGER,
+    allocatorLimit      INTEGER,
+    allocated           INTEGER,
+    reserved            INTEGER,
+    peakAllocated       INTEGER,
+    peakReserved        INTEGER,
+    allocRetries        INTEGER,
+    ooms                INTEGER
+);
 )sql";
 
 // GPU tables (trace-formats.md §1.3, §7): nsys column names and order, minus the columns CUPTI
@@ -333,12 +359,14 @@ void SqliteWriter::abandon() noexcept {
   for (sqlite3_stmt*& statement : gpu_statements_) statement = nullptr;
   insert_event_ = insert_string_ = insert_thread_name_ = insert_process_ = nullptr;
   insert_session_start_ = insert_export_meta_ = insert_capture_meta_ = upsert_stat_ = nullptr;
+  insert_memory_event_ = insert_memory_device_ = nullptr;
 }
 
 void SqliteWriter::finalize_statements() noexcept {
   for (sqlite3_stmt* statement :
        {insert_event_, insert_string_, insert_thread_name_, insert_process_, insert_session_start_,
-        insert_export_meta_, insert_capture_meta_, upsert_stat_}) {
+        insert_export_meta_, insert_capture_meta_, upsert_stat_, insert_memory_event_,
+        insert_memory_device_}) {
     sqlite3_finalize(statement);  // NULL is a no-op
   }
   for (sqlite3_stmt* statement : gpu_statements_) sqlite3_finalize(statement);
@@ -402,6 +430,14 @@ bool SqliteWriter::prepare_statements() {
       {&insert_capture_meta_, "INSERT INTO META_DATA_CAPTURE (name, value) VALUES (?1, ?2)"},
       {&upsert_stat_,
        "INSERT OR REPLACE INTO PYPROF_COLLECTOR_STATS (name, value) VALUES (?1, ?2)"},
+      {&insert_memory_event_,
+       "INSERT INTO PYPROF_MEMORY_EVENTS (start, globalTid, address, bytes, totalAllocated, "
+       "totalReserved, deviceType, deviceId) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
+      {&insert_memory_device_,
+       "INSERT INTO PYPROF_MEMORY_DEVICES (start, globalTid, deviceType, deviceId, moment, "
+       "totalMemory, freeMemory, allocatorLimit, allocated, reserved, peakAllocated, "
+       "peakReserved, allocRetries, ooms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+       "?12, ?13, ?14)"},
   };
   for (const Statement& s : statements) {
     if (sqlite3_prepare_v2(db_, s.sql, -1, s.statement, nullptr) != SQLITE_OK) {
@@ -736,6 +772,37 @@ bool SqliteWriter::write_gpu_batch(const GpuBatch& batch) {
     }
     row.integer(n.graph_id).integer(n.start).integer(static_cast<int64_t>(n.global_tid));
     if (!row.step()) return fail("PYPROF_CUDA_GRAPH_NODES");
+  }
+  return true;
+}
+
+bool SqliteWriter::write_memory_events(std::span<const MemoryEvent> events) {
+  if (db_ == nullptr) return fail("PYPROF_MEMORY_EVENTS");
+  for (const MemoryEvent& event : events) {
+    // Addresses and the unsigned totals keep their 64 bits in SQLite's signed INTEGER (a user
+    // space address and a byte count stay far below 2^63).
+    RowBinder row(insert_memory_event_);
+    row.integer(event.time).integer(static_cast<int64_t>(event.global_tid));
+    row.integer(static_cast<int64_t>(event.address)).integer(event.bytes);
+    row.integer(static_cast<int64_t>(event.total_allocated));
+    row.integer(static_cast<int64_t>(event.total_reserved));
+    row.integer(event.device_type).integer(event.device_index);
+    if (!row.step()) return fail("PYPROF_MEMORY_EVENTS");
+  }
+  return true;
+}
+
+bool SqliteWriter::write_memory_devices(std::span<const MemoryDeviceRow> rows) {
+  if (db_ == nullptr) return fail("PYPROF_MEMORY_DEVICES");
+  for (const MemoryDeviceRow& device : rows) {
+    RowBinder row(insert_memory_device_);
+    row.integer(device.start).optional(device.global_tid);
+    row.integer(device.device_type).integer(device.device_index).text(device.moment);
+    row.optional(device.total_memory).optional(device.free_memory);
+    row.optional(device.allocator_limit).optional(device.allocated).optional(device.reserved);
+    row.optional(device.peak_allocated).optional(device.peak_reserved);
+    row.optional(device.alloc_retries).optional(device.ooms);
+    if (!row.step()) return fail("PYPROF_MEMORY_DEVICES");
   }
   return true;
 }

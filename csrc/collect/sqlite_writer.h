@@ -1,7 +1,7 @@
 // SqliteWriter: one SQLite database laid out like an Nsight Systems SQLite export (the subset in
-// trace-formats.md §7) plus pyprof's PYPROF_COLLECTOR_STATS table. It owns the connection, the
-// schema and the prepared statements; it knows nothing about NVTX injection or threads, so tests
-// and the launcher can use it directly. Not thread-safe: one thread at a time.
+// trace-formats.md §7) plus pyprof's PYPROF_COLLECTOR_STATS and PYPROF_MEMORY_* tables. It owns the
+// connection, the schema and the prepared statements; it knows nothing about NVTX injection or
+// threads, so tests and the launcher can use it directly. Not thread-safe: one thread at a time.
 #pragma once
 
 #include <sqlite3.h>
@@ -45,7 +45,12 @@ class SqliteWriter {
 
   // NVTX_EVENTS rows; texts are slices of `text` (EventChunk::text).
   bool write_events(std::span<const CompletedEvent> events, std::string_view text);
-  bool write_events(const EventChunk& chunk) { return write_events(chunk.events, chunk.text); }
+  // A chunk's NVTX_EVENTS and PYPROF_MEMORY_EVENTS rows.
+  bool write_events(const EventChunk& chunk) {
+    return write_events(chunk.events, chunk.text) && write_memory_events(chunk.memory);
+  }
+  bool write_memory_events(std::span<const MemoryEvent> events);
+  bool write_memory_devices(std::span<const MemoryDeviceRow> rows);
   bool write_strings(std::span<const StringRow> rows);
   bool write_thread_names(std::span<const ThreadNameRow> rows);
   bool write_process(const ProcessRow& row);
@@ -86,6 +91,8 @@ class SqliteWriter {
   sqlite3_stmt* insert_export_meta_ = nullptr;
   sqlite3_stmt* insert_capture_meta_ = nullptr;
   sqlite3_stmt* upsert_stat_ = nullptr;
+  sqlite3_stmt* insert_memory_event_ = nullptr;
+  sqlite3_stmt* insert_memory_device_ = nullptr;
 
   bool create_gpu_tables();
   enum GpuStatement {

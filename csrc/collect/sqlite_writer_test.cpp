@@ -436,6 +436,94 @@ TEST(SqliteWriter, OtherErrorsAreNotStorageFailures) {
   EXPECT_NE(writer->last_error().find("COMMIT: "), std::string::npos) << writer->last_error();
 }
 
+// A chunk's allocations and frees go to PYPROF_MEMORY_EVENTS with its ranges; device facts to
+// PYPROF_MEMORY_DEVICES, unknown values NULL (docs/formats.md §2.2).
+TEST(SqliteWriter, WritesMemoryEventsAndDeviceFacts) {
+  TempDir dir;
+  const std::string path = dir.file("memory.sqlite");
+  std::unique_ptr<SqliteWriter> writer = open_writer(path);
+  ASSERT_NE(writer, nullptr);
+  EventChunk chunk;
+  chunk.add(range(NvtxEventType::kPushPopRange, 100, 900), "aten::linear");
+  MemoryEvent alloc;
+  alloc.time = 200;
+  alloc.global_tid = kMainTid;
+  alloc.address = 0x7f0012345000;  // a user-space address: its 64 bits stay as they are
+  alloc.bytes = 4 * 16 * 4;
+  alloc.total_allocated = 5120;
+  alloc.total_reserved = 0;
+  alloc.device_type = 0;
+  alloc.device_index = -1;
+  chunk.add_memory(alloc);
+  MemoryEvent cuda_free = alloc;
+  cuda_free.time = 300;
+  cuda_free.global_tid = kWorkerTid;
+  cuda_free.bytes = -2097152;
+  cuda_free.total_allocated = 0;
+  cuda_free.total_reserved = 20971520;
+  cuda_free.device_type = 1;
+  cuda_free.device_index = 3;
+  chunk.add_memory(cuda_free);
+  EXPECT_EQ(chunk.bytes(), sizeof(CompletedEvent) + 12 + 2 * sizeof(MemoryEvent));
+
+  MemoryDeviceRow gpu;
+  gpu.start = 950;
+  gpu.global_tid = kMainTid;
+  gpu.device_type = 1;
+  gpu.device_index = 3;
+  gpu.moment = "exit";
+  gpu.total_memory = 150'000'000'000;
+  gpu.free_memory = 140'000'000'000;
+  gpu.allocated = 0;
+  gpu.reserved = 20971520;
+  gpu.peak_allocated = 2097152;
+  gpu.peak_reserved = 20971520;
+  gpu.alloc_retries = 0;
+  gpu.ooms = 0;
+  MemoryDeviceRow cpu;  // what the host says: no allocator counters
+  cpu.start = 960;
+  cpu.moment = "exit";
+  cpu.total_memory = 25'000'000'000;
+
+  ASSERT_TRUE(writer->begin() && writer->write_events(chunk) &&
+              writer->write_memory_devices(std::vector<MemoryDeviceRow>{gpu, cpu}) &&
+              writer->commit())
+      << writer->last_error();
+  writer.reset();
+
+  TestDb db(path);
+  EXPECT_EQ(columns_of(db, "PYPROF_MEMORY_EVENTS"), (Columns{{"start", "INTEGER"},
+                                                             {"globalTid", "INTEGER"},
+                                                             {"address", "INTEGER"},
+                                                             {"bytes", "INTEGER"},
+                                                             {"totalAllocated", "INTEGER"},
+                                                             {"totalReserved", "INTEGER"},
+                                                             {"deviceType", "INTEGER"},
+                                                             {"deviceId", "INTEGER"}}));
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM NVTX_EVENTS"), 1);
+  const std::vector<Row> events = db.query(
+      "SELECT start, globalTid, address, bytes, totalAllocated, totalReserved, deviceType, "
+      "deviceId FROM PYPROF_MEMORY_EVENTS ORDER BY start");
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0], (Row{int64_t{200}, static_cast<int64_t>(kMainTid), int64_t{0x7f0012345000},
+                            int64_t{256}, int64_t{5120}, int64_t{0}, int64_t{0}, int64_t{-1}}));
+  EXPECT_EQ(events[1],
+            (Row{int64_t{300}, static_cast<int64_t>(kWorkerTid), int64_t{0x7f0012345000},
+                 int64_t{-2097152}, int64_t{0}, int64_t{20971520}, int64_t{1}, int64_t{3}}));
+  const std::vector<Row> devices = db.query(
+      "SELECT start, globalTid, deviceType, deviceId, moment, totalMemory, freeMemory, "
+      "allocatorLimit, allocated, reserved, peakAllocated, peakReserved, allocRetries, ooms "
+      "FROM PYPROF_MEMORY_DEVICES ORDER BY start");
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0], (Row{int64_t{950}, static_cast<int64_t>(kMainTid), int64_t{1}, int64_t{3},
+                             std::string("exit"), int64_t{150'000'000'000},
+                             int64_t{140'000'000'000}, nullptr, int64_t{0}, int64_t{20971520},
+                             int64_t{2097152}, int64_t{20971520}, int64_t{0}, int64_t{0}}));
+  EXPECT_EQ(devices[1], (Row{int64_t{960}, nullptr, int64_t{0}, int64_t{-1}, std::string("exit"),
+                             int64_t{25'000'000'000}, nullptr, nullptr, nullptr, nullptr, nullptr,
+                             nullptr, nullptr, nullptr}));
+}
+
 TEST(WriteEmptyDatabase, HasEveryTableMetadataAndZeroStats) {
   TempDir dir;
   const std::string path = dir.file("empty.sqlite");
@@ -445,8 +533,8 @@ TEST(WriteEmptyDatabase, HasEveryTableMetadataAndZeroStats) {
   EXPECT_TRUE(db.intact());
   for (const char* table :
        {"StringIds", "NVTX_EVENTS", "ThreadNames", "PROCESSES", "TARGET_INFO_SESSION_START_TIME",
-        "META_DATA_EXPORT", "META_DATA_CAPTURE", "ENUM_NSYS_EVENT_TYPE",
-        "PYPROF_COLLECTOR_STATS"}) {
+        "META_DATA_EXPORT", "META_DATA_CAPTURE", "ENUM_NSYS_EVENT_TYPE", "PYPROF_COLLECTOR_STATS",
+        "PYPROF_MEMORY_EVENTS", "PYPROF_MEMORY_DEVICES"}) {
     EXPECT_EQ(
         db.scalar(std::string("SELECT count(*) FROM sqlite_master WHERE name = '") + table + "'"),
         1)
@@ -462,6 +550,8 @@ TEST(WriteEmptyDatabase, HasEveryTableMetadataAndZeroStats) {
   EXPECT_EQ(db.stat("events_recorded"), 0);
   EXPECT_EQ(db.stat("events_written"), 0);
   EXPECT_EQ(db.stat("threads"), 0);
+  EXPECT_EQ(db.stat("memory_events"), 0);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM PYPROF_MEMORY_EVENTS"), 0);
 
   // Never overwrites.
   EXPECT_FALSE(write_empty_database(path, "again", &error));

@@ -29,6 +29,10 @@ struct ThreadCounters {
   uint64_t events_outside_window = 0;
   uint64_t unbalanced_pops = 0;
   uint64_t messages_truncated = 0;
+  uint64_t memory_recorded =
+      0;                        // allocations and frees inside the window (then written or dropped)
+  uint64_t memory_dropped = 0;  // recorded but not buffered: PYPROF_BUFFER_MB reached
+  uint64_t memory_outside_window = 0;
 };
 
 class ThreadBuffer {
