@@ -69,7 +69,7 @@ class _Args:
                      "-c": "columns", "--columns": "columns", "--report": "report",
                      "-w": "width", "--width": "width", "--top": "top", "--depth": "depth",
                      "--peaks": "peaks", "--iterations": "iterations", "-j": "jobs",
-                     "--jobs": "jobs"}
+                     "--jobs": "jobs", "--op-models": "op_models"}
     REMOVED = ("output", "formats", "jobs")  # this front sets them for the tool
 
     def __init__(self, args: list[str]):
