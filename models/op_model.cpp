@@ -1,7 +1,5 @@
 #include "models/op_model.h"
 
-#include "models/user_models.h"
-
 #include <simdjson.h>
 
 #include <algorithm>
@@ -9,6 +7,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
+
+#include "models/user_models.h"
 
 namespace pyprof::models {
 
