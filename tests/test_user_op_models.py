@@ -157,3 +157,18 @@ def mm_flops(dict_path, *args):
 def test_help_names_the_option():
     res = testlib.prof("--help")
     assert "--op-models" in res.stdout and "PYPROF_OP_MODELS" in res.stdout
+
+
+def test_parquet_passes_the_file_to_prof(kineto_dict, models_file, tmp_path):
+    # `pyprof prof --parquet` runs pyprof-prof itself: --op-models and its FILE reach it (FILE is
+    # not taken for a second input).
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    out = tmp_path / "net.parquet"
+    res = testlib.run_tool(testlib.PY, "-m", "pyprof", "prof", "--parquet", "--op-models",
+                           models_file, "-o", out, kineto_dict)
+    assert res.returncode == 0, res.stderr
+    frame = pd.read_parquet(out)
+    gates = frame[frame["op"] == OP]
+    assert len(gates) == 2
+    assert set(zip(gates["op_flops"], gates["op_bytes"])) == {(FLOPS, BYTES)}
