@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <limits>
 
+#include "models/user_models.h"
+
 namespace pyprof::models {
 
 namespace {
@@ -484,36 +486,13 @@ const Registry& registry() {
   return r;
 }
 
-OpCost op_cost(std::string_view op, const OpArgs& args) {
+namespace {
+
+// The cost `model` gives one call, checked: no tensor with a negative dimension, no count past
+// int64; scaled up for a tensor list the annotator cut short.
+template <typename Model>
+OpCost checked_cost(const std::string& family, const OpArgs& args, Model&& model) {
   OpCost cost;
-  std::string family;
-  // A library's op whose schema differs from an ATen op of the same bare name (vLLM's
-  // "_C::rms_norm(result, input, weight, epsilon)" and "aten::rms_norm(input, normalized_shape,
-  // weight, eps)") is registered under its qualified name, which wins.
-  size_t colon = op.rfind("::");
-  const ModelFn* fn = colon != std::string_view::npos ? registry().find(op, &family) : nullptr;
-  // "aten::addmm" / "torch.nn.functional.linear" -> "addmm" / "linear".
-  if (colon != std::string_view::npos) op.remove_prefix(colon + 2);
-  size_t dot = op.rfind('.');
-  if (dot != std::string_view::npos) op.remove_prefix(dot + 1);
-  if (!fn) fn = registry().find(op, &family);
-  // Legacy PyProf recorded the deprecated overloads add_(Scalar alpha, Tensor other),
-  // sub_(alpha, other) and addcmul_/addcdiv_(Scalar value, Tensor t1, Tensor t2) positionally:
-  // move the scalar after the tensors, where the schema (and the models) have it.
-  std::string_view base = op.ends_with("_") ? op.substr(0, op.size() - 1) : op;
-  if ((base == "add" || base == "sub" || base == "addcmul" || base == "addcdiv") &&
-      args.size() >= 3 && args.name_at(1).empty() && args.at(1)->kind != Value::Kind::kTensor &&
-      args.at(2)->is_tensor()) {
-    OpArgs reordered;
-    reordered.add("", *args.at(0));
-    for (size_t i = 2; i < args.size(); ++i) reordered.add("", *args.at(i));
-    reordered.add("", *args.at(1));
-    return op_cost(op, reordered);
-  }
-  if (!fn && op.size() > 1 && op.back() == '_' && op[op.size() - 2] != '_') {
-    fn = registry().find(op.substr(0, op.size() - 1), &family);  // in-place variant
-  }
-  if (!fn) return cost;
   cost.family = family;
   // A negative dimension is no shape at all: multiplying it (or counting it as 0) would give a
   // cost for a tensor that cannot exist.
@@ -527,7 +506,7 @@ OpCost op_cost(std::string_view op, const OpArgs& args) {
     }
   }
   count_overflowed = false;
-  cost.modeled = (*fn)(args, cost);
+  cost.modeled = model(cost);
   // Counts past int64, whether an integer step overflowed or a floating-point product grew past
   // kMaxCount (or a bug made it negative or not finite), are not a cost.
   auto out_of_range = [](double v) { return !(v >= 0 && v < kMaxCount); };
@@ -561,6 +540,48 @@ OpCost op_cost(std::string_view op, const OpArgs& args) {
     cost.params += ",list-est";
   }
   return cost;
+}
+
+}  // namespace
+
+OpCost op_cost(std::string_view op, const OpArgs& args) {
+  // A user's model of the op replaces pyprof's (docs/ops.md "Adding your own models").
+  if (const UserModels* user = installed_user_models()) {
+    if (const UserModel* model = user->find(op)) {
+      return checked_cost(model->family, args,
+                          [&](OpCost& cost) { return user_model_cost(*model, args, cost); });
+    }
+  }
+  OpCost cost;
+  std::string family;
+  // A library's op whose schema differs from an ATen op of the same bare name (vLLM's
+  // "_C::rms_norm(result, input, weight, epsilon)" and "aten::rms_norm(input, normalized_shape,
+  // weight, eps)") is registered under its qualified name, which wins.
+  size_t colon = op.rfind("::");
+  const ModelFn* fn = colon != std::string_view::npos ? registry().find(op, &family) : nullptr;
+  // "aten::addmm" / "torch.nn.functional.linear" -> "addmm" / "linear".
+  if (colon != std::string_view::npos) op.remove_prefix(colon + 2);
+  size_t dot = op.rfind('.');
+  if (dot != std::string_view::npos) op.remove_prefix(dot + 1);
+  if (!fn) fn = registry().find(op, &family);
+  // Legacy PyProf recorded the deprecated overloads add_(Scalar alpha, Tensor other),
+  // sub_(alpha, other) and addcmul_/addcdiv_(Scalar value, Tensor t1, Tensor t2) positionally:
+  // move the scalar after the tensors, where the schema (and the models) have it.
+  std::string_view base = op.ends_with("_") ? op.substr(0, op.size() - 1) : op;
+  if ((base == "add" || base == "sub" || base == "addcmul" || base == "addcdiv") &&
+      args.size() >= 3 && args.name_at(1).empty() && args.at(1)->kind != Value::Kind::kTensor &&
+      args.at(2)->is_tensor()) {
+    OpArgs reordered;
+    reordered.add("", *args.at(0));
+    for (size_t i = 2; i < args.size(); ++i) reordered.add("", *args.at(i));
+    reordered.add("", *args.at(1));
+    return op_cost(op, reordered);
+  }
+  if (!fn && op.size() > 1 && op.back() == '_' && op[op.size() - 2] != '_') {
+    fn = registry().find(op.substr(0, op.size() - 1), &family);  // in-place variant
+  }
+  if (!fn) return cost;
+  return checked_cost(family, args, [&](OpCost& c) { return (*fn)(args, c); });
 }
 
 }  // namespace pyprof::models

@@ -125,6 +125,7 @@ enum class CostProblem : uint8_t {
   kNone,
   kOverflow,           // a count does not fit int64 (count_mul/count_add, kMaxCount)
   kNegativeDimension,  // a tensor argument has a negative dimension
+  kUserModel,          // a user model's formula does not fit the call (models/user_models.h)
 };
 
 struct OpCost {
@@ -196,7 +197,8 @@ const Registry& registry();
 
 // The cost of one call of `op` ("aten::addmm", "addmm", legacy "linear", "torch.nn.functional.
 // linear", "_C::rms_norm"): looks the qualified name up in the registry, then the bare name
-// (namespace and "_" in-place suffix variants map to the same model: "add_" uses "add").
+// (namespace and "_" in-place suffix variants map to the same model: "add_" uses "add"). A user
+// model installed for the op (models/user_models.h) comes before all of them.
 OpCost op_cost(std::string_view op, const OpArgs& args);
 
 // What a compiled kernel's node list held, beside its cost.

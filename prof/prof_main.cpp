@@ -27,6 +27,7 @@
 #include "common/suggest.h"
 #include "common/terminal_text.h"
 #include "models/op_model.h"
+#include "models/user_models.h"
 #include "prof/device_peaks.h"
 #include "prof/iterations.h"
 #include "prof/load_profile.h"
@@ -132,6 +133,12 @@ int main(int argc, char** argv) {
                "the per-record table: every record, also those the iteration selection leaves "
                "out of the reports, with column `selected` 0 (pyprof.read_dict's default)");
   app.add_flag("--no-tf32", no_tf32, "fp32 GEMMs and convolutions are not Tensor Core eligible");
+  std::vector<std::string> op_model_files;
+  app.add_option("--op-models", op_model_files,
+                 "a file of your own op models (a FLOP and a byte formula per op, docs/ops.md "
+                 "\"Adding your own models\"), after those $PYPROF_OP_MODELS names (files "
+                 "separated by ':'); repeatable; they replace pyprof's models of the same ops")
+      ->allow_extra_args(false);
   std::string explain_tc;
   app.add_option("--explain-tc", explain_tc,
                  "print which Tensor Core rule decides for this kernel name, then exit");
@@ -218,6 +225,13 @@ int main(int argc, char** argv) {
     return fail(error, 2);
   }
 
+  std::vector<std::string> notes;
+  if (!pyprof::models::load_user_models(op_model_files, notes, error)) {
+    return fail(pyprof::terminal_safe(error), 2);
+  }
+  for (const std::string& note : notes) {
+    fmt::print(stderr, "pyprof prof: note: {}\n", pyprof::terminal_safe(note));
+  }
   PeaksFile peaks_file;
   if (!peaks_path.empty() && !read_peaks_file(peaks_path, peaks_file, error)) {
     return fail(error, 1);

@@ -364,6 +364,11 @@ class RecordCoster {
           count_of(negative_.records, "record"), negative_.first_line, negative_.first_name,
           negative_.first_detail));
     }
+    for (const auto& [op, tally] : user_model_problems_) {
+      out.warnings.push_back(fmt::format(
+          "{} of {} that its user model cannot cost (first: line {}: {}): not modelled (na)",
+          count_of(tally.records, "record"), op, tally.first_line, tally.first_detail));
+    }
   }
 
   // A `"kind":"compiled_kernel"` line: records named `name` (its Inductor kernel) cost what its
@@ -504,7 +509,9 @@ class RecordCoster {
       }
     }
     const models::OpCost& c = cached->cost;
-    if (!c.modeled && c.problem != models::CostProblem::kNone) {
+    if (c.problem == models::CostProblem::kUserModel) {
+      user_model_problems_[std::string(source.op)].note(l.line, source.op, c.params);
+    } else if (!c.modeled && c.problem != models::CostProblem::kNone) {
       (c.problem == models::CostProblem::kOverflow ? overflow_ : negative_)
           .note(l.line, source.op, c.params);
     }
@@ -581,6 +588,8 @@ class RecordCoster {
   const TensorCoreRules& rules_ = TensorCoreRules::builtin();
   std::vector<int8_t> tc_by_long_name_;  // long-name string id -> 1/0, -1 not judged yet
   ProblemTally overflow_, negative_;     // records of each models::CostProblem
+  // Records a user model could not cost, per op: one warning each (models/user_models.h).
+  std::map<std::string, ProblemTally> user_model_problems_;
 };
 
 // ---- after the last line ----------------------------------------------------------------------

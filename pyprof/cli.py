@@ -21,7 +21,8 @@ commands:
   prof      FLOPs, bytes, Tensor Core use per kernel or op, and reports
             (pyprof prof [--csv|--json|--parquet|-w N] [-c COLS]
             [--report op,module,...|all] [--formats text,csv,json,parquet]
-            [--iterations A:B|all] INPUT; a net.dict, or anything parse reads)
+            [--iterations A:B|all] [--op-models FILE] INPUT; a net.dict, or
+            anything parse reads)
   report    one self-contained HTML page: headline figures, roofline, time
             breakdowns, sortable tables (pyprof report INPUT [-o net.html]
             [--peaks FILE])
