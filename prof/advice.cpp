@@ -736,12 +736,12 @@ std::vector<Advice> advise(const ReadResult& data) { return Advisor(data).run();
 ReportTable advice_report(const ReadResult& data) {
   ReportTable t;
   t.title = "advice (rules that fired, by time at stake)";
-  column(t, "Rule", Unit::kText);
-  column(t, "Finding", Unit::kText);
-  column(t, "Time at stake(ns)", Unit::kTime);
-  column(t, "% of time", Unit::kPercent);
-  column(t, "Evidence", Unit::kText);
-  column(t, "Fix", Unit::kText);
+  column(t, "Rule", Unit::kText, Keep::kAlways);
+  column(t, "Finding", Unit::kText, Keep::kAlways);
+  column(t, "Time at stake(ns)", Unit::kTime, Keep::kAlways);
+  column(t, "% of time", Unit::kPercent, Keep::kMain);
+  column(t, "Evidence", Unit::kText, Keep::kMore);
+  column(t, "Fix", Unit::kText, Keep::kMain);
   for (const Advice& a : advise(data)) {
     t.rows.push_back({a.rule, a.finding, fmt::format("{:.0f}", a.at_stake_ns),
                       fmt::format("{:.1f}", a.percent), a.evidence, a.fix});

@@ -71,17 +71,17 @@ ReportTable kernel_report(const ReadResult& data, size_t top) {
   const bool cpu = data.cpu_only;
   ReportTable t;
   t.title = cpu ? "kernels by self time (CPU: op records per name)" : "kernels by total time";
-  column(t, "Kernel", Unit::kText);
-  column(t, "Count", Unit::kCount);
-  column(t, cpu ? "Self(ns)" : "Total(ns)", Unit::kTime);
-  column(t, "Avg(ns)", Unit::kTime);
-  column(t, "Min(ns)", Unit::kTime);
-  column(t, "Max(ns)", Unit::kTime);
-  if (cpu) column(t, "Counted time(ns)", Unit::kTime);
-  column(t, "TC", Unit::kText);
-  column(t, "FLOPs(FMA=2)", Unit::kFlops);
-  column(t, "Bytes(ideal DRAM)", Unit::kBytes);
-  column(t, "TFLOP/s", Unit::kFlopRate);
+  column(t, "Kernel", Unit::kText, Keep::kAlways);
+  column(t, "Count", Unit::kCount, Keep::kMain);
+  column(t, cpu ? "Self(ns)" : "Total(ns)", Unit::kTime, Keep::kAlways);
+  column(t, "Avg(ns)", Unit::kTime, Keep::kMain);
+  column(t, "Min(ns)", Unit::kTime, Keep::kDetail);
+  column(t, "Max(ns)", Unit::kTime, Keep::kDetail);
+  if (cpu) column(t, "Counted time(ns)", Unit::kTime, Keep::kDetail);
+  column(t, "TC", Unit::kText, Keep::kMain);
+  column(t, "FLOPs(FMA=2)", Unit::kFlops, Keep::kMain);
+  column(t, "Bytes(ideal DRAM)", Unit::kBytes, Keep::kMore);
+  column(t, "TFLOP/s", Unit::kFlopRate, Keep::kMain);
   std::map<uint32_t, Agg> groups;
   std::map<uint32_t, int> tc;
   for (const ProfRecord& r : data.records) {
@@ -113,19 +113,19 @@ ReportTable compiled_report(const ReadResult& data, size_t top) {
   const bool cpu = data.cpu_only;
   ReportTable t;
   t.title = cpu ? "compiled kernels by self time" : "compiled kernels by total time";
-  column(t, "Kernel", Unit::kText);
-  column(t, "Dir", Unit::kText);
-  column(t, "Attributed", Unit::kText);
-  column(t, "Count", Unit::kCount);
-  column(t, cpu ? "Self(ns)" : "Total(ns)", Unit::kTime);
-  column(t, "Time %", Unit::kPercent);
-  column(t, "Nodes", Unit::kCount);
-  column(t, "FLOPs(FMA=2)", Unit::kFlops);
-  column(t, "Bytes(ideal DRAM)", Unit::kBytes);
-  column(t, "Unfused bytes", Unit::kBytes);
-  column(t, "Fusion saved %", Unit::kPercent);
-  column(t, "TFLOP/s", Unit::kFlopRate);
-  column(t, "GB/s", Unit::kByteRate);
+  column(t, "Kernel", Unit::kText, Keep::kAlways);
+  column(t, "Dir", Unit::kText, Keep::kMore);
+  column(t, "Attributed", Unit::kText, Keep::kMain);
+  column(t, "Count", Unit::kCount, Keep::kMore);
+  column(t, cpu ? "Self(ns)" : "Total(ns)", Unit::kTime, Keep::kAlways);
+  column(t, "Time %", Unit::kPercent, Keep::kMain);
+  column(t, "Nodes", Unit::kCount, Keep::kDetail);
+  column(t, "FLOPs(FMA=2)", Unit::kFlops, Keep::kMain);
+  column(t, "Bytes(ideal DRAM)", Unit::kBytes, Keep::kMore);
+  column(t, "Unfused bytes", Unit::kBytes, Keep::kDetail);
+  column(t, "Fusion saved %", Unit::kPercent, Keep::kMore);
+  column(t, "TFLOP/s", Unit::kFlopRate, Keep::kMain);
+  column(t, "GB/s", Unit::kByteRate, Keep::kMore);
   struct Entry {
     Agg agg;
     unsigned dirs = 0;     // 1: fprop, 2: bprop, 4: neither
@@ -191,27 +191,27 @@ ReportTable op_report(const ReadResult& data) {
   ReportTable t;
   t.title = cpu ? "ops by self time (per op type and direction)"
                 : "ops by total time (per op type and direction)";
-  column(t, "Op", Unit::kText);
-  column(t, "Direction", Unit::kText);
-  column(t, "Instances", Unit::kCount);
-  column(t, "Records", Unit::kCount);
+  column(t, "Op", Unit::kText, Keep::kAlways);
+  column(t, "Direction", Unit::kText, Keep::kAlways);
+  column(t, "Instances", Unit::kCount, Keep::kMain);
+  column(t, "Records", Unit::kCount, Keep::kDetail);
   // The time columns add up to the profile: a CPU op's self time, a GPU op's kernel and copy
   // time. Its counted time is what its FLOPs ran in (on CPU the counted ops' inclusive time).
   if (cpu) {
-    column(t, "Self(ns)", Unit::kTime);
-    column(t, "Inclusive(ns)", Unit::kTime);
+    column(t, "Self(ns)", Unit::kTime, Keep::kAlways);
+    column(t, "Inclusive(ns)", Unit::kTime, Keep::kMore);
   } else {
-    column(t, "Total(ns)", Unit::kTime);
+    column(t, "Total(ns)", Unit::kTime, Keep::kAlways);
   }
-  column(t, "Counted time(ns)", Unit::kTime);
-  column(t, "Avg/instance(ns)", Unit::kTime);
-  column(t, "Min/instance(ns)", Unit::kTime);
-  column(t, "Max/instance(ns)", Unit::kTime);
-  column(t, "FLOPs(FMA=2)", Unit::kFlops);
-  column(t, "Bytes(ideal DRAM)", Unit::kBytes);
-  column(t, "TFLOP/s", Unit::kFlopRate);
-  column(t, "GB/s", Unit::kByteRate);
-  column(t, "Modeled", Unit::kText);
+  column(t, "Counted time(ns)", Unit::kTime, Keep::kDetail);
+  column(t, "Avg/instance(ns)", Unit::kTime, Keep::kMore);
+  column(t, "Min/instance(ns)", Unit::kTime, Keep::kDetail);
+  column(t, "Max/instance(ns)", Unit::kTime, Keep::kDetail);
+  column(t, "FLOPs(FMA=2)", Unit::kFlops, Keep::kMain);
+  column(t, "Bytes(ideal DRAM)", Unit::kBytes, Keep::kMore);
+  column(t, "TFLOP/s", Unit::kFlopRate, Keep::kMain);
+  column(t, "GB/s", Unit::kByteRate, Keep::kMore);
+  column(t, "Modeled", Unit::kText, Keep::kMore);
   // Instance times first, so that min/max/avg are per op instance, not per kernel: a GPU op
   // instance's kernels and copies; a CPU op record's inclusive time (each is an instance).
   std::unordered_map<int64_t, int64_t> instance_time;
@@ -289,23 +289,22 @@ ReportTable instance_report(const ReadResult& data, size_t top) {
   const bool cpu = data.cpu_only;
   ReportTable t;
   t.title = cpu ? "op instances by self time" : "op instances by total time";
-  column(t, "Op", Unit::kText);
-  column(t, "Direction", Unit::kText);
-  column(t, "Seq", Unit::kText);
-  column(t, "Module", Unit::kText);
-  column(t, "Records", Unit::kCount);
+  column(t, "Op", Unit::kText, Keep::kAlways);
+  column(t, "Direction", Unit::kText, Keep::kAlways);
+  column(t, "Seq", Unit::kId, Keep::kMore);
+  column(t, "Module", Unit::kText, Keep::kMain);
+  column(t, "Records", Unit::kCount, Keep::kDetail);
   if (cpu) {
-    column(t, "Self(ns)", Unit::kTime);
-    column(t, "Inclusive(ns)", Unit::kTime);
+    column(t, "Self(ns)", Unit::kTime, Keep::kAlways);
+    column(t, "Inclusive(ns)", Unit::kTime, Keep::kMore);
   } else {
-    column(t, "Total(ns)", Unit::kTime);
+    column(t, "Total(ns)", Unit::kTime, Keep::kAlways);
   }
-  column(t, "Counted time(ns)", Unit::kTime);
-  column(t, "FLOPs(FMA=2)", Unit::kFlops);
-  column(t, "Bytes(ideal DRAM)", Unit::kBytes);
-  column(t, "TFLOP/s", Unit::kFlopRate);
-  column(t, "Params", Unit::kText);
-  t.numeric[2] = true;  // Seq: a JSON number, printed as it is
+  column(t, "Counted time(ns)", Unit::kTime, Keep::kDetail);
+  column(t, "FLOPs(FMA=2)", Unit::kFlops, Keep::kMain);
+  column(t, "Bytes(ideal DRAM)", Unit::kBytes, Keep::kMore);
+  column(t, "TFLOP/s", Unit::kFlopRate, Keep::kMain);
+  column(t, "Params", Unit::kText, Keep::kMore);
   struct Inst {
     const ProfRecord* first = nullptr;
     Agg agg;
@@ -348,13 +347,13 @@ ReportTable instance_report(const ReadResult& data, size_t top) {
 ReportTable module_report(const ReadResult& data, int depth) {
   ReportTable t;
   t.title = depth > 0 ? fmt::format("modules (rolled up, depth {})", depth) : "modules (rolled up)";
-  column(t, "Module", Unit::kText);
-  column(t, "Fprop(ns)", Unit::kTime);
-  column(t, "Bprop(ns)", Unit::kTime);
-  column(t, "Total(ns)", Unit::kTime);
-  column(t, "Fprop FLOPs", Unit::kFlops);
-  column(t, "Bprop FLOPs", Unit::kFlops);
-  column(t, "TFLOP/s", Unit::kFlopRate);
+  column(t, "Module", Unit::kText, Keep::kAlways);
+  column(t, "Fprop(ns)", Unit::kTime, Keep::kMain);
+  column(t, "Bprop(ns)", Unit::kTime, Keep::kMain);
+  column(t, "Total(ns)", Unit::kTime, Keep::kAlways);
+  column(t, "Fprop FLOPs", Unit::kFlops, Keep::kMore);
+  column(t, "Bprop FLOPs", Unit::kFlops, Keep::kMore);
+  column(t, "TFLOP/s", Unit::kFlopRate, Keep::kMain);
   struct M {
     int64_t f = 0, b = 0;
     double ff = 0, bf = 0;

@@ -73,8 +73,8 @@ int64_t cpu_time_under_counted_ops(const std::vector<ProfRecord>& records) {
 ReportTable summary_report(const ReadResult& data) {
   ReportTable t;
   t.title = "summary";
-  column(t, "Metric", Unit::kText);
-  column(t, "Value", Unit::kPerRow);
+  column(t, "Metric", Unit::kText, Keep::kAlways);
+  column(t, "Value", Unit::kPerRow, Keep::kAlways);
   int64_t first = std::numeric_limits<int64_t>::max(), last = 0, total = 0, kernel_time = 0;
   int64_t tc_time = 0, counted_ns = 0, records = 0, timed_records = 0;
   int64_t inductor = 0, inductor_time = 0, inductor_unmodeled_time = 0, inductor_attributed = 0;
@@ -277,14 +277,14 @@ ReportTable summary_report(const ReadResult& data) {
 ReportTable tc_report(const ReadResult& data) {
   ReportTable t;
   t.title = "Tensor Core use of eligible ops";
-  column(t, "Op", Unit::kText);
-  column(t, "Direction", Unit::kText);
-  column(t, "Eligible kernels", Unit::kCount);
-  column(t, "Eligible time(ns)", Unit::kTime);
-  column(t, "TC time(ns)", Unit::kTime);
-  column(t, "Non-TC time(ns)", Unit::kTime);
-  column(t, "Using TC %", Unit::kPercent);
-  column(t, "Verdict", Unit::kText);
+  column(t, "Op", Unit::kText, Keep::kAlways);
+  column(t, "Direction", Unit::kText, Keep::kAlways);
+  column(t, "Eligible kernels", Unit::kCount, Keep::kMore);
+  column(t, "Eligible time(ns)", Unit::kTime, Keep::kMain);
+  column(t, "TC time(ns)", Unit::kTime, Keep::kMore);
+  column(t, "Non-TC time(ns)", Unit::kTime, Keep::kDetail);
+  column(t, "Using TC %", Unit::kPercent, Keep::kMain);
+  column(t, "Verdict", Unit::kText, Keep::kAlways);
   std::map<std::pair<uint32_t, int>, Agg> groups;
   for (const ProfRecord& r : data.records) {
     if (r.kind != Kind::kKernel || !r.tc_eligible) continue;
@@ -314,14 +314,14 @@ ReportTable family_report(const ReadResult& data) {
   const bool cpu = data.cpu_only;
   ReportTable t;
   t.title = cpu ? "op families by self time" : "op families by total time";
-  column(t, "Family", Unit::kText);
-  column(t, "Records", Unit::kCount);
-  column(t, "Time(ns)", Unit::kTime);
-  column(t, "% of time", Unit::kPercent);
-  column(t, "Counted time(ns)", Unit::kTime);
-  column(t, "FLOPs(FMA=2)", Unit::kFlops);
-  column(t, "Bytes(ideal DRAM)", Unit::kBytes);
-  column(t, "TFLOP/s", Unit::kFlopRate);
+  column(t, "Family", Unit::kText, Keep::kAlways);
+  column(t, "Records", Unit::kCount, Keep::kMore);
+  column(t, "Time(ns)", Unit::kTime, Keep::kAlways);
+  column(t, "% of time", Unit::kPercent, Keep::kMain);
+  column(t, "Counted time(ns)", Unit::kTime, Keep::kDetail);
+  column(t, "FLOPs(FMA=2)", Unit::kFlops, Keep::kMain);
+  column(t, "Bytes(ideal DRAM)", Unit::kBytes, Keep::kMore);
+  column(t, "TFLOP/s", Unit::kFlopRate, Keep::kMain);
   std::map<std::string, Agg> groups;
   int64_t total = 0;
   for (const ProfRecord& r : data.records) {
@@ -355,12 +355,12 @@ ReportTable phase_report(const ReadResult& data) {
   const bool cpu = data.cpu_only;
   ReportTable t;
   t.title = "time by phase";
-  column(t, "Phase", Unit::kText);
-  column(t, "Records", Unit::kCount);
-  column(t, "Time(ns)", Unit::kTime);
-  column(t, "% of time", Unit::kPercent);
-  column(t, "FLOPs(FMA=2)", Unit::kFlops);
-  column(t, "TFLOP/s", Unit::kFlopRate);
+  column(t, "Phase", Unit::kText, Keep::kAlways);
+  column(t, "Records", Unit::kCount, Keep::kMore);
+  column(t, "Time(ns)", Unit::kTime, Keep::kAlways);
+  column(t, "% of time", Unit::kPercent, Keep::kMain);
+  column(t, "FLOPs(FMA=2)", Unit::kFlops, Keep::kMore);
+  column(t, "TFLOP/s", Unit::kFlopRate, Keep::kMain);
   enum { kForward, kBackward, kOptimizer, kOther };
   Agg phases[4];
   PhaseOf phase_of(data.strings);
