@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/cli_help.h"
+#include "common/dtypes.h"
 #include "common/input_files.h"
 #include "common/ordered_chunks.h"
 #include "common/output_file.h"
@@ -157,9 +158,12 @@ int main(int argc, char** argv) {
   bool list_ops = false;
   app.add_flag("--list-ops", list_ops, "print every modelled op and its family, then exit")
       ->group("");
-  // Hidden too: the report registry (prof/reports.h) for the Python front and the docs tests.
-  bool list_reports = false;
+  // Hidden too: the report registry (prof/reports.h) for the Python front and the docs tests,
+  // and the dtype table (common/dtypes.h) that pyprof/_dtypes.py is generated from.
+  bool list_reports = false, list_dtypes = false;
   app.add_flag("--list-reports", list_reports, "print every report as JSON Lines, then exit")
+      ->group("");
+  app.add_flag("--list-dtypes", list_dtypes, "print the dtype table as JSON Lines, then exit")
       ->group("");
   try {
     app.parse(argc, argv);
@@ -168,12 +172,14 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return fail(std::string(e.what()) + "\nRun with --help for usage.", 2);
   }
-  if (list_ops || list_reports || !explain_tc.empty()) {
+  if (list_ops || list_reports || list_dtypes || !explain_tc.empty()) {
     std::vector<pyprof::OutputFile> outputs(1);
     std::string unused;
     if (!outputs[0].open(output.empty() ? "-" : output, unused)) return fail(unused, 1);
     if (list_reports) {
       outputs[0].write(list_reports_text());
+    } else if (list_dtypes) {
+      outputs[0].write(pyprof::dtype_table_json_lines());
     } else if (list_ops) {
       const pyprof::models::Registry& registry = pyprof::models::registry();
       for (const std::string& op : registry.ops()) {
