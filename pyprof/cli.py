@@ -156,7 +156,7 @@ def diff(args: list[str]) -> int:
 
     takes_value = {"-o", "--output", "--report", "--formats", "--top", "--iterations",
                    "--base-iterations", "--new-iterations", "--alpha", "--min-change",
-                   "--min-share", "--depth", "--fail-above", "--fail-step-above", "-w", "--width",
+                   "--min-share", "--depth", "--fail-above", "--fail-step-above",
                    "--basis", "--base-label", "--new-label"}
     positions = _input_positions(args, takes_value)
     if (any(a in ("-h", "--help") for a in args) or len(positions) != 2
