@@ -224,8 +224,12 @@ TEST(WriteReport, JsonGivesAQuantityWithoutAJsonNumberAsText) {
   ReportTable t;
   t.report = t.id = "diff";
   column(t, "Delta %", Unit::kPercent);
-  t.rows = {{"inf"}, {"+5"}, {"012"}, {"1e3"}, {"-0.5"}};
+  t.rows = {{"inf"}, {"+5"}, {"012"}, {"1e3"}, {"-0.5"}, {"nan"}};
   const std::string json = written({t}, ReportFormat::kJson);
+  // NaN (a statistic of no samples: the summary's step times without steps) has no value:
+  // null, where the JSON once held a bare nan no JSON reader takes.
+  EXPECT_NE(json.find("\"Delta %\":null}"), std::string::npos) << json;
+  EXPECT_EQ(json.find("nan"), std::string::npos) << json;
   EXPECT_NE(json.find("\"Delta %\":\"inf\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"Delta %\":\"+5\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"Delta %\":\"012\""), std::string::npos) << json;
