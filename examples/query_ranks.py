@@ -49,7 +49,7 @@ SELECT Collective AS collective, "Size(B)" AS size_bytes, count(*) AS ranks,
        sum(Calls) AS calls, min("Busbw GB/s") AS min_busbw_gbps,
        median("Busbw GB/s") AS median_busbw_gbps, arg_min(rank, "Busbw GB/s") AS slowest_rank
 FROM read_parquet('{ranks}', hive_partitioning = true)
-WHERE report = 'collectives'
+WHERE "table" = 'collectives'
 GROUP BY collective, size_bytes
 ORDER BY collective, size_bytes
 """

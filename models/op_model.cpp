@@ -299,19 +299,6 @@ bool OpArgs::bool_or(std::string_view name, size_t position, bool fallback) cons
 
 namespace {
 
-constexpr DtypeAlias kDtypeAliases[] = {
-    {"float", "float32"},    {"double", "float64"},     {"half", "float16"},    {"long", "int64"},
-    {"int", "int32"},        {"short", "int16"},        {"byte", "uint8"},      {"char", "int8"},
-    {"cfloat", "complex64"}, {"cdouble", "complex128"}, {"chalf", "complex32"},
-};
-
-std::string_view canonical_name(std::string_view dtype) {
-  for (const DtypeAlias& alias : kDtypeAliases) {
-    if (dtype == alias.legacy) return alias.name;
-  }
-  return dtype;
-}
-
 // "[32,-1]": a shape in a message.
 std::string shape_text(const Tensor& t) {
   std::string s = "[";
@@ -324,43 +311,14 @@ std::string shape_text(const Tensor& t) {
 
 }  // namespace
 
-std::span<const DtypeAlias> dtype_aliases() { return kDtypeAliases; }
+std::span<const DtypeAlias> dtype_aliases() { return kLegacyDtypeNames; }
 
-std::string canonical_dtype(std::string_view dtype) { return std::string(canonical_name(dtype)); }
+std::string canonical_dtype(std::string_view dtype) {
+  return std::string(canonical_dtype_name(dtype));
+}
 
 std::string_view dtype_of_scalar_type(int64_t number) {
-  // c10::ScalarType's numbering (c10/core/ScalarType.h), checked against torch 2.13's traces.
-  static constexpr std::pair<int64_t, std::string_view> kScalarTypes[] = {{0, "uint8"},
-                                                                          {1, "int8"},
-                                                                          {2, "int16"},
-                                                                          {3, "int32"},
-                                                                          {4, "int64"},
-                                                                          {5, "float16"},
-                                                                          {6, "float32"},
-                                                                          {7, "float64"},
-                                                                          {8, "complex32"},
-                                                                          {9, "complex64"},
-                                                                          {10, "complex128"},
-                                                                          {11, "bool"},
-                                                                          {12, "qint8"},
-                                                                          {13, "quint8"},
-                                                                          {14, "qint32"},
-                                                                          {15, "bfloat16"},
-                                                                          {16, "quint4x2"},
-                                                                          {17, "quint2x4"},
-                                                                          {23, "float8_e5m2"},
-                                                                          {24, "float8_e4m3fn"},
-                                                                          {25, "float8_e5m2fnuz"},
-                                                                          {26, "float8_e4m3fnuz"},
-                                                                          {27, "uint16"},
-                                                                          {28, "uint32"},
-                                                                          {29, "uint64"},
-                                                                          {44, "float8_e8m0fnu"},
-                                                                          {45, "float4_e2m1fn_x2"}};
-  for (const auto& [n, name] : kScalarTypes) {
-    if (n == number) return name;
-  }
-  return {};
+  return dtype_of_scalar_type_number(number);
 }
 
 std::string dtype_value(const Value* v) {
@@ -370,39 +328,7 @@ std::string dtype_value(const Value* v) {
   return {};
 }
 
-int dtype_size(std::string_view dtype) {
-  static const std::map<std::string, int, std::less<>> kSizes = {
-      {"float64", 8},
-      {"float32", 4},
-      {"float16", 2},
-      {"bfloat16", 2},
-      {"complex32", 4},
-      {"complex64", 8},
-      {"complex128", 16},
-      {"uint8", 1},
-      {"int8", 1},
-      {"int16", 2},
-      {"int32", 4},
-      {"int64", 8},
-      {"bool", 1},
-      {"uint16", 2},
-      {"uint32", 4},
-      {"uint64", 8},
-      {"float8_e5m2", 1},
-      {"float8_e4m3fn", 1},
-      {"float8_e5m2fnuz", 1},
-      {"float8_e4m3fnuz", 1},
-      {"float8_e8m0fnu", 1},
-      {"float4_e2m1fn_x2", 1},
-      {"qint8", 1},
-      {"quint8", 1},
-      {"qint32", 4},
-      {"quint4x2", 1},
-      {"quint2x4", 1},
-  };
-  auto it = kSizes.find(canonical_name(dtype));
-  return it == kSizes.end() ? 0 : it->second;
-}
+int dtype_size(std::string_view dtype) { return dtype_element_size(dtype); }
 
 double tensor_bytes(const Tensor& t) {
   int size = dtype_size(t.dtype);
@@ -410,34 +336,13 @@ double tensor_bytes(const Tensor& t) {
 }
 
 std::string short_dtype(std::string_view dtype) {
-  static const std::map<std::string, std::string, std::less<>> kShort = {
-      {"float16", "fp16"},        {"bfloat16", "bf16"},
-      {"float32", "fp32"},        {"float64", "fp64"},
-      {"float8_e5m2", "fp8"},     {"float8_e4m3fn", "fp8"},
-      {"float8_e5m2fnuz", "fp8"}, {"float8_e4m3fnuz", "fp8"},
-      {"int8", "int8"},           {"uint8", "uint8"},
-      {"int32", "int32"},         {"int64", "int64"},
-      {"bool", "bool"},           {"complex64", "c64"},
-      {"complex128", "c128"},     {"float4_e2m1fn_x2", "fp4"},
-  };
-  auto it = kShort.find(dtype);
-  return it == kShort.end() ? std::string(dtype) : it->second;
+  const DtypeInfo* info = dtype_info(dtype);
+  return std::string(info && !info->short_name.empty() ? info->short_name : dtype);
 }
 
 bool tc_eligible(std::string_view dtype, int64_t m, int64_t n, int64_t k, bool allow_tf32) {
-  int align;
-  if (dtype == "float16" || dtype == "bfloat16") {
-    align = 8;
-  } else if (dtype.starts_with("float8") || dtype == "int8" || dtype == "uint8") {
-    align = 16;
-  } else if (dtype.starts_with("float4")) {
-    align = 32;  // FP4 (MX/NV block-scaled): K counted in values, blocks of 16 or 32 along it
-  } else if (dtype == "float32" && allow_tf32) {
-    align = 4;
-  } else {
-    return false;
-  }
-  return m > 0 && n > 0 && k > 0 && m % align == 0 && n % align == 0 && k % align == 0;
+  const int64_t align = tensor_core_alignment(dtype, allow_tf32);
+  return align > 0 && m > 0 && n > 0 && k > 0 && m % align == 0 && n % align == 0 && k % align == 0;
 }
 
 void Registry::add(std::string op, std::string family, ModelFn fn) {

@@ -25,6 +25,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/dtypes.h"
+
 namespace pyprof::models {
 
 // ---- checked counts ---------------------------------------------------------------------------
@@ -146,13 +148,12 @@ struct OpCost {
 };
 
 // A dtype spelling of older torch and legacy PyProf records ("half", the name of the Tensor
-// method) and PyTorch's Python name for it ("float16", docs/formats.md §1.1).
-struct DtypeAlias {
-  std::string_view legacy;
-  std::string_view name;
-};
-// The one alias table: canonical_dtype() and dtype_size() read it, so a legacy record costs
-// what the same record with Python names costs.
+// method) and PyTorch's Python name for it ("float16", docs/formats.md §1.1). The dtype facts
+// below (names, sizes, spellings, Tensor Core alignment) all come from common/dtypes.h, the one
+// dtype table parse, the models, prof's advice and the Python front share.
+using DtypeAlias = DtypeSpelling;
+// The legacy spellings (kLegacyDtypeNames): canonical_dtype() and dtype_size() read them, so a
+// legacy record costs what the same record with Python names costs.
 std::span<const DtypeAlias> dtype_aliases();
 // PyTorch's Python name of `dtype`: legacy spellings mapped, every other name unchanged.
 std::string canonical_dtype(std::string_view dtype);
@@ -170,9 +171,9 @@ int dtype_size(std::string_view dtype);
 double tensor_bytes(const Tensor& t);
 // "fp16", "bf16", "fp32", "fp8", "int8", ... as PyProf printed dtypes.
 std::string short_dtype(std::string_view dtype);
-// Tensor Core eligibility of a GEMM-like op: fp16/bf16 with M, N, K multiples of 8; fp8/int8
-// with multiples of 16; fp4 (float4_e2m1fn_x2, K in values) with multiples of 32; fp32 when
-// TF32 is allowed (allow_tf32) with multiples of 4.
+// Tensor Core eligibility of a GEMM-like op: M, N, K multiples of tensor_core_alignment()
+// (common/dtypes.h): fp16/bf16 8, fp8/int8 16, fp4 (float4_e2m1fn_x2, K in values) 32, fp32 4
+// when TF32 is allowed (allow_tf32).
 bool tc_eligible(std::string_view dtype, int64_t m, int64_t n, int64_t k, bool allow_tf32);
 
 // The model of one op: returns false when the arguments do not fit the model (then the op is

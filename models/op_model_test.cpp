@@ -104,14 +104,33 @@ TEST(Dtypes, SizesAndTensorCoreAlignment) {
   EXPECT_TRUE(tc_eligible("float8_e4m3fn", 64, 16, 256, false));
 }
 
+// tc_eligible is the one table's rule (common/dtypes.h), which prof's advice reads too: every
+// dtype's alignment, and no Tensor Cores for the dtypes without one.
+TEST(Dtypes, TensorCoreEligibilityIsTheTablesAlignment) {
+  for (const DtypeInfo& d : kDtypes) {
+    SCOPED_TRACE(std::string(d.name));
+    const int64_t a = tensor_core_alignment(d.name, /*allow_tf32=*/true);
+    if (a == 0) {
+      EXPECT_FALSE(tc_eligible(d.name, 64, 64, 64, true));
+      continue;
+    }
+    EXPECT_TRUE(tc_eligible(d.name, a, 2 * a, 3 * a, true));
+    EXPECT_FALSE(tc_eligible(d.name, a, a + a / 2, a, true));
+  }
+  EXPECT_TRUE(tc_eligible("float32", 4, 4, 12, true));  // TF32: 16 bytes are 4 elements
+  EXPECT_FALSE(tc_eligible("float32", 4, 4, 12, false));
+  EXPECT_EQ(short_dtype("float8_e4m3fn"), "fp8");
+  EXPECT_EQ(short_dtype("int16"), "int16");  // PyProf's spelling is the name itself
+}
+
 TEST(Dtypes, LegacyAliasesCostAsTheirPythonNames) {
   ASSERT_FALSE(dtype_aliases().empty());
   for (const DtypeAlias& alias : dtype_aliases()) {
-    SCOPED_TRACE(std::string(alias.legacy) + " -> " + std::string(alias.name));
-    EXPECT_NE(alias.legacy, alias.name);
+    SCOPED_TRACE(std::string(alias.spelling) + " -> " + std::string(alias.name));
+    EXPECT_NE(alias.spelling, alias.name);
     EXPECT_GT(dtype_size(alias.name), 0);  // an alias names a dtype this table knows
-    EXPECT_EQ(dtype_size(alias.legacy), dtype_size(alias.name));
-    EXPECT_EQ(canonical_dtype(alias.legacy), alias.name);
+    EXPECT_EQ(dtype_size(alias.spelling), dtype_size(alias.name));
+    EXPECT_EQ(canonical_dtype(alias.spelling), alias.name);
     EXPECT_EQ(canonical_dtype(alias.name), alias.name);
   }
   EXPECT_EQ(canonical_dtype("half"), "float16");

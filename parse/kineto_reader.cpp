@@ -11,6 +11,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "common/dtypes.h"
 #include "common/json_writer.h"
 #include "common/kernel_names.h"
 #include "parse/ascii.h"
@@ -435,91 +436,17 @@ std::string_view module_type_of(std::string_view instance) {
 
 std::string_view KinetoReader::dtype_of_scalar_type_name(std::string_view name) {
   // c10::toString(ScalarType): record_param_comms' "dtype" ("Float", "BFloat16").
-  static const std::unordered_map<std::string_view, std::string_view> kDtypes = {
-      {"Float", "float32"},
-      {"Double", "float64"},
-      {"Half", "float16"},
-      {"BFloat16", "bfloat16"},
-      {"Long", "int64"},
-      {"Int", "int32"},
-      {"Short", "int16"},
-      {"Char", "int8"},
-      {"Byte", "uint8"},
-      {"Bool", "bool"},
-      {"UInt16", "uint16"},
-      {"UInt32", "uint32"},
-      {"UInt64", "uint64"},
-      {"ComplexHalf", "complex32"},
-      {"ComplexFloat", "complex64"},
-      {"ComplexDouble", "complex128"},
-      {"Float8_e5m2", "float8_e5m2"},
-      {"Float8_e4m3fn", "float8_e4m3fn"},
-      {"Float8_e5m2fnuz", "float8_e5m2fnuz"},
-      {"Float8_e4m3fnuz", "float8_e4m3fnuz"},
-      {"Float8_e8m0fnu", "float8_e8m0fnu"},
-      {"Float4_e2m1fn_x2", "float4_e2m1fn_x2"},
-  };
-  auto it = kDtypes.find(name);
-  return it == kDtypes.end() ? std::string_view{} : it->second;
+  return dtype_of_aten_name(name);
 }
 
 std::string_view KinetoReader::dtype_of_input_type(std::string_view type) {
-  // caffe2::TypeMeta names as GCC spells them (Kineto's "Input type"), and other compilers'.
-  static const std::unordered_map<std::string_view, std::string_view> kDtypes = {
-      {"float", "float32"},
-      {"double", "float64"},
-      {"c10::Half", "float16"},
-      {"c10::BFloat16", "bfloat16"},
-      {"long int", "int64"},
-      {"long", "int64"},
-      {"long long", "int64"},
-      {"int64_t", "int64"},
-      {"int", "int32"},
-      {"short int", "int16"},
-      {"short", "int16"},
-      {"signed char", "int8"},
-      {"unsigned char", "uint8"},
-      {"bool", "bool"},
-      {"short unsigned int", "uint16"},
-      {"unsigned short", "uint16"},
-      {"unsigned int", "uint32"},
-      {"long unsigned int", "uint64"},
-      {"unsigned long", "uint64"},
-      {"c10::complex<c10::Half>", "complex32"},
-      {"c10::complex<float>", "complex64"},
-      {"c10::complex<double>", "complex128"},
-      {"c10::Float8_e5m2", "float8_e5m2"},
-      {"c10::Float8_e4m3fn", "float8_e4m3fn"},
-      {"c10::Float8_e5m2fnuz", "float8_e5m2fnuz"},
-      {"c10::Float8_e4m3fnuz", "float8_e4m3fnuz"},
-      {"c10::Float8_e8m0fnu", "float8_e8m0fnu"},
-      {"c10::Float4_e2m1fn_x2", "float4_e2m1fn_x2"},
-      {"c10::qint8", "qint8"},
-      {"c10::quint8", "quint8"},
-      {"c10::qint32", "qint32"},
-      {"c10::quint4x2", "quint4x2"},
-      {"c10::quint2x4", "quint2x4"},
-      {"c10::bits1x8", "bits1x8"},
-      {"c10::bits2x4", "bits2x4"},
-      {"c10::bits4x2", "bits4x2"},
-      {"c10::bits8", "bits8"},
-      {"c10::bits16", "bits16"},
-      // torch.int1..int7 and uint1..uint7 (sub-byte types; "c10::dummy_uint1_7_t<4>" is uint4)
-      {"c10::dummy_int1_7_t<1>", "int1"},
-      {"c10::dummy_int1_7_t<2>", "int2"},
-      {"c10::dummy_int1_7_t<3>", "int3"},
-      {"c10::dummy_int1_7_t<4>", "int4"},
-      {"c10::dummy_int1_7_t<5>", "int5"},
-      {"c10::dummy_int1_7_t<6>", "int6"},
-      {"c10::dummy_int1_7_t<7>", "int7"},
-      {"c10::dummy_uint1_7_t<1>", "uint1"},
-      {"c10::dummy_uint1_7_t<2>", "uint2"},
-      {"c10::dummy_uint1_7_t<3>", "uint3"},
-      {"c10::dummy_uint1_7_t<4>", "uint4"},
-      {"c10::dummy_uint1_7_t<5>", "uint5"},
-      {"c10::dummy_uint1_7_t<6>", "uint6"},
-      {"c10::dummy_uint1_7_t<7>", "uint7"},
-  };
+  // caffe2::TypeMeta names (Kineto's "Input type"), looked up once per tensor input: hashed
+  // from the one table (common/dtypes.h).
+  static const std::unordered_map<std::string_view, std::string_view> kDtypes = [] {
+    std::unordered_map<std::string_view, std::string_view> map;
+    for (const DtypeSpelling& s : kCppTypeNames) map.emplace(s.spelling, s.name);
+    return map;
+  }();
   auto it = kDtypes.find(type);
   return it == kDtypes.end() ? std::string_view{} : it->second;
 }

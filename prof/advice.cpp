@@ -11,6 +11,7 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "common/dtypes.h"
 #include "prof/device_peaks.h"
 #include "prof/time_model.h"
 
@@ -81,17 +82,18 @@ int64_t misaligned_dim(std::string_view family, std::string_view shapes, int64_t
       }
     }
   }
+  if (multiple <= 0) return 0;  // a dtype without Tensor Cores has no alignment to miss
   for (int64_t d : dims) {
     if (d % multiple != 0) return d;
   }
   return 0;
 }
 
+// The multiple a Tensor Core GEMM's dimensions must be of, in elements: the models' rule
+// (common/dtypes.h's tensor_core_alignment(): 16 bytes a dimension, so fp32 as TF32 takes 4,
+// where this rule once said 8); 0 for a dtype Tensor Cores do not take.
 int64_t alignment_for(std::string_view dtype) {
-  return dtype.find("float8") != std::string_view::npos ||
-                 dtype.find("int8") != std::string_view::npos
-             ? 16
-             : 8;
+  return tensor_core_alignment(canonical_dtype_name(dtype), /*allow_tf32=*/true);
 }
 
 // The Tensor Core speed-up of `dtype` on the profile's GPU: its Tensor Core peak over its
@@ -736,12 +738,12 @@ std::vector<Advice> advise(const ReadResult& data) { return Advisor(data).run();
 ReportTable advice_report(const ReadResult& data) {
   ReportTable t;
   t.title = "advice (rules that fired, by time at stake)";
-  column(t, "Rule", Unit::kText);
-  column(t, "Finding", Unit::kText);
-  column(t, "Time at stake(ns)", Unit::kTime);
-  column(t, "% of time", Unit::kPercent);
-  column(t, "Evidence", Unit::kText);
-  column(t, "Fix", Unit::kText);
+  column(t, "Rule", Unit::kText, Keep::kAlways);
+  column(t, "Finding", Unit::kText, Keep::kAlways);
+  column(t, "Time at stake(ns)", Unit::kTime, Keep::kAlways);
+  column(t, "% of time", Unit::kPercent, Keep::kMain);
+  column(t, "Evidence", Unit::kText, Keep::kMore);
+  column(t, "Fix", Unit::kText, Keep::kMain);
   for (const Advice& a : advise(data)) {
     t.rows.push_back({a.rule, a.finding, fmt::format("{:.0f}", a.at_stake_ns),
                       fmt::format("{:.1f}", a.percent), a.evidence, a.fix});

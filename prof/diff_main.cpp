@@ -85,6 +85,12 @@ int main(int argc, char** argv) {
                  "text, csv, json (comma-separated; several need -o PREFIX: PREFIX.diff.FORMAT)");
   bool raw = false;
   app.add_flag("--raw", raw, "text: raw numbers (ns, FLOPs) as CSV and JSON hold them");
+  int64_t width = 0;
+  app.add_option("-w,--width", width,
+                 "text: fit N characters, wrapping long text and leaving out the least needed "
+                 "columns, said under each table (default: the terminal's width, else $COLUMNS, "
+                 "else 120; 0: no limit)")
+      ->check(CLI::NonNegativeNumber);
   int64_t top = 25;
   app.add_option("--top", top,
                  "rows per level, largest time change first (default 25; 0: all); CSV and JSON "
@@ -214,8 +220,12 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < report_formats.size(); ++i) {
     bool text =
         report_formats[i] == ReportFormat::kText || report_formats[i] == ReportFormat::kRawText;
+    const size_t text_width =
+        app.count("--width")
+            ? static_cast<size_t>(width)
+            : default_report_width(report_formats.size() == 1 && (output.empty() || output == "-"));
     write_report(outputs[i], diff_tables(result, options, text ? static_cast<size_t>(top) : 0),
-                 report_formats[i]);
+                 report_formats[i], text_width);
   }
   if (int status = pyprof::commit_all(outputs, error); status != 0) {
     return status == 1 ? fail(error, 1) : status;

@@ -95,6 +95,23 @@ std::string gate_text(const DiffResult& result, const DiffOptions& options) {
                      joined, limits, skipped);
 }
 
+// A level's table id in diff's JSON (docs/diff.md §4).
+const char* level_id(DiffLevel level) {
+  switch (level) {
+    case DiffLevel::kStep:
+      return "steps";
+    case DiffLevel::kOp:
+      return "ops";
+    case DiffLevel::kOpType:
+      return "op_types";
+    case DiffLevel::kModule:
+      return "modules";
+    case DiffLevel::kKernel:
+      return "kernels";
+  }
+  return "ops";
+}
+
 }  // namespace
 
 std::vector<ReportTable> diff_tables(const DiffResult& result, const DiffOptions& options,
@@ -102,8 +119,10 @@ std::vector<ReportTable> diff_tables(const DiffResult& result, const DiffOptions
   std::vector<ReportTable> out;
   ReportTable summary;
   summary.title = "diff summary";
-  column(summary, "Metric", Unit::kText);
-  column(summary, "Value", Unit::kText);
+  summary.report = "diff";
+  summary.id = "summary";
+  column(summary, "Metric", Unit::kText, Keep::kAlways);
+  column(summary, "Value", Unit::kText, Keep::kAlways);
   auto line = [&](std::string metric, std::string value) {
     summary.rows.push_back({std::move(metric), std::move(value)});
   };
@@ -160,22 +179,30 @@ std::vector<ReportTable> diff_tables(const DiffResult& result, const DiffOptions
   for (const DiffTable& t : result.tables) {
     ReportTable r;
     r.title = t.title;
-    for (const std::string& h : t.key_headers) column(r, h, Unit::kText);
-    column(r, "Base(ns)", Unit::kTime);
-    column(r, "New(ns)", Unit::kTime);
-    column(r, "Delta(ns)", Unit::kTime);
-    column(r, "Delta %", Unit::kPercent);
-    column(r, "vs typical %", Unit::kPercent);
-    column(r, "p", Unit::kRatio);
-    column(r, "q", Unit::kRatio);
-    column(r, "Verdict", Unit::kText);
-    column(r, "Base share %", Unit::kPercent);
-    column(r, "Base FLOPs", Unit::kFlops);
-    column(r, "New FLOPs", Unit::kFlops);
-    column(r, "Base calls", Unit::kRatio);
-    column(r, "New calls", Unit::kRatio);
-    column(r, "Gate", Unit::kText);
-    column(r, "Basis", Unit::kText);
+    r.report = "diff";
+    r.id = level_id(t.level);
+    for (const std::string& h : t.key_headers) {
+      // Op and Direction (op types), a kernel or a module: the row's name; shapes and the
+      // module of an op row: its detail.
+      column(r, h, Unit::kText,
+             h == "Shapes" || (h == "Module" && t.key_headers.size() > 1) ? Keep::kMore
+                                                                          : Keep::kAlways);
+    }
+    column(r, "Base(ns)", Unit::kTime, Keep::kAlways);
+    column(r, "New(ns)", Unit::kTime, Keep::kAlways);
+    column(r, "Delta(ns)", Unit::kTime, Keep::kMore);
+    column(r, "Delta %", Unit::kPercent, Keep::kAlways);
+    column(r, "vs typical %", Unit::kPercent, Keep::kMain);
+    column(r, "p", Unit::kRatio, Keep::kDetail);
+    column(r, "q", Unit::kRatio, Keep::kMore);
+    column(r, "Verdict", Unit::kText, Keep::kAlways);
+    column(r, "Base share %", Unit::kPercent, Keep::kMore);
+    column(r, "Base FLOPs", Unit::kFlops, Keep::kDetail);
+    column(r, "New FLOPs", Unit::kFlops, Keep::kDetail);
+    column(r, "Base calls", Unit::kRatio, Keep::kDetail);
+    column(r, "New calls", Unit::kRatio, Keep::kDetail);
+    column(r, "Gate", Unit::kText, Keep::kMain);
+    column(r, "Basis", Unit::kText, Keep::kDetail);
     size_t n = top > 0 ? std::min(top, t.rows.size()) : t.rows.size();
     auto decimal = [](double v, int places) {
       if (std::isnan(v)) return std::string("na");

@@ -482,9 +482,8 @@ std::string iteration_note(const ReadResult& data) {
   if (!it.selection_active) return note;
   note += fmt::format("; {} record{} outside them left out", it.records_left_out,
                       it.records_left_out == 1 ? "" : "s");
-  const int64_t left =
-      it.left_in_steps.time + it.left_between.time + it.left_before.time + it.left_after.time +
-      it.left_before_trace.time;
+  const int64_t left = it.left_in_steps.time + it.left_between.time + it.left_before.time +
+                       it.left_after.time + it.left_before_trace.time;
   if (it.records_left_out > 0) {
     note += fmt::format(", {} of {} {} ({:.1f}%):", time_text(left), time_text(it.total_time),
                         data.cpu_only ? "op self time" : "GPU time",
@@ -548,21 +547,22 @@ std::vector<ReportTable> iteration_report(const ReadResult& data) {
                     ? "iterations (none: parse detected no steps)"
                     : fmt::format("iterations ({} by {}: {}; reports cover {})", it.steps.size(),
                                   it.rule, it.range, it.selection.empty() ? "all" : it.selection);
-  column(steps, "Step", Unit::kCount);
-  column(steps, "Name", Unit::kText);
-  column(steps, "Selected", Unit::kText);
-  column(steps, "Start(ns)", Unit::kTime);
-  column(steps, "Wall(ns)", Unit::kTime);
+  steps.id = "steps";
+  column(steps, "Step", Unit::kId, Keep::kAlways);
+  column(steps, "Name", Unit::kText, Keep::kMain);
+  column(steps, "Selected", Unit::kText, Keep::kAlways);
+  column(steps, "Start(ns)", Unit::kTime, Keep::kDetail);
+  column(steps, "Wall(ns)", Unit::kTime, Keep::kAlways);
   if (!cpu) {
-    column(steps, "GPU busy(ns)", Unit::kTime);
-    column(steps, "GPU idle(ns)", Unit::kTime);
+    column(steps, "GPU busy(ns)", Unit::kTime, Keep::kMain);
+    column(steps, "GPU idle(ns)", Unit::kTime, Keep::kMore);
   }
-  column(steps, "Forward(ns)", Unit::kTime);
-  column(steps, "Backward(ns)", Unit::kTime);
-  column(steps, "Optimizer(ns)", Unit::kTime);
-  column(steps, cpu ? "Ops" : "Kernels", Unit::kCount);
-  column(steps, "FLOPs(FMA=2)", Unit::kFlops);
-  column(steps, "TFLOP/s", Unit::kFlopRate);
+  column(steps, "Forward(ns)", Unit::kTime, Keep::kMore);
+  column(steps, "Backward(ns)", Unit::kTime, Keep::kMore);
+  column(steps, "Optimizer(ns)", Unit::kTime, Keep::kMore);
+  column(steps, cpu ? "Ops" : "Kernels", Unit::kCount, Keep::kDetail);
+  column(steps, "FLOPs(FMA=2)", Unit::kFlops, Keep::kMore);
+  column(steps, "TFLOP/s", Unit::kFlopRate, Keep::kMain);
   for (size_t i = 0; i < it.steps.size(); ++i) {
     const Step& step = it.steps[i];
     const StepStats& s = stats[i];
@@ -594,9 +594,12 @@ std::vector<ReportTable> iteration_report(const ReadResult& data) {
   }
   steady.title = fmt::format("steady state over the selected iterations ({} of {})", selected,
                              it.steps.size());
-  column(steady, "Metric", Unit::kText);
+  steady.id = "steady_state";
+  column(steady, "Metric", Unit::kText, Keep::kAlways);
   for (const char* h : {"Median", "Min", "Max", "Q1", "Q3", "IQR"})
     column(steady, h, Unit::kPerRow);
+  keep_columns(steady, {Keep::kAlways, Keep::kAlways, Keep::kMain, Keep::kMain, Keep::kMore,
+                        Keep::kMore, Keep::kMain});
   // Quantities, so that JSON writes them as numbers ("na" as null).
   std::fill(steady.numeric.begin() + 1, steady.numeric.end(), true);
   auto add = [&](std::string metric, Unit unit, const std::vector<double>& samples) {

@@ -8,11 +8,11 @@ namespace pyprof::prof {
 ReportTable marks_report(const ReadResult& data) {
   ReportTable t;
   t.title = data.marks.empty() ? "marks (none: the program called no pyprof.mark)" : "marks";
-  column(t, "Mark", Unit::kText);
-  column(t, "Domain", Unit::kText);
-  column(t, "Start(ns)", Unit::kTime);
-  column(t, "Thread", Unit::kText);
-  column(t, "Step", Unit::kText);
+  column(t, "Mark", Unit::kText, Keep::kAlways);
+  column(t, "Domain", Unit::kText, Keep::kMore);
+  column(t, "Start(ns)", Unit::kTime, Keep::kAlways);
+  column(t, "Thread", Unit::kId, Keep::kMain);
+  column(t, "Step", Unit::kId, Keep::kMain);
   for (const Mark& m : data.marks) {
     std::string domain(data.strings.get(m.domain));
     t.rows.push_back({std::string(data.strings.get(m.name)), domain.empty() ? "-" : domain,

@@ -20,6 +20,7 @@
 
 #include "common/cli_help.h"
 #include "common/cli_options.h"
+#include "common/dtypes.h"
 #include "common/input_files.h"
 #include "common/ordered_chunks.h"
 #include "common/output_file.h"
@@ -97,8 +98,12 @@ int main(int argc, char** argv) {
   app.add_option("-c,--columns", columns,
                  "columns to print, comma-separated, or 'all' (default "
                  "idx,dir,sub,mod,op,kernel,params,sil)");
-  app.add_option("-w,--width", width, "fixed-width columns fitted to N characters")
-      ->check(CLI::PositiveNumber);
+  app.add_option("-w,--width", width,
+                 "text reports: fit N characters, wrapping long text and leaving out the least "
+                 "needed columns, said under each table (default: the terminal's width, else "
+                 "$COLUMNS, else 120; 0: no limit); the per-record table: PyProf's fixed-width "
+                 "columns fitted to N characters")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--csv", csv, "CSV (every field quoted)");
   app.add_flag("--json", json, "JSON Lines, one object per record");
   app.add_option("--report", reports,
@@ -150,6 +155,13 @@ int main(int argc, char** argv) {
   app.add_flag("--list-ops", list_ops, "print every modelled op and its family, then exit")
       ->group("");
   if (int status = pyprof::list_options_if_asked(app, argc, argv); status >= 0) return status;
+  // Hidden too: the report registry (prof/reports.h) for the Python front and the docs tests,
+  // and the dtype table (common/dtypes.h) that pyprof/_dtypes.py is generated from.
+  bool list_reports = false, list_dtypes = false;
+  app.add_flag("--list-reports", list_reports, "print every report as JSON Lines, then exit")
+      ->group("");
+  app.add_flag("--list-dtypes", list_dtypes, "print the dtype table as JSON Lines, then exit")
+      ->group("");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -157,11 +169,15 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return fail(std::string(e.what()) + "\nRun with --help for usage.", 2);
   }
-  if (list_ops || !explain_tc.empty()) {
+  if (list_ops || list_reports || list_dtypes || !explain_tc.empty()) {
     std::vector<pyprof::OutputFile> outputs(1);
     std::string unused;
-    outputs[0].open("-", unused);  // standard output cannot fail to open
-    if (list_ops) {
+    if (!outputs[0].open(output.empty() ? "-" : output, unused)) return fail(unused, 1);
+    if (list_reports) {
+      outputs[0].write(list_reports_text());
+    } else if (list_dtypes) {
+      outputs[0].write(pyprof::dtype_table_json_lines());
+    } else if (list_ops) {
       const pyprof::models::Registry& registry = pyprof::models::registry();
       for (const std::string& op : registry.ops()) {
         std::string family;
@@ -173,7 +189,7 @@ int main(int argc, char** argv) {
     }
     return finish_outputs(outputs);
   }
-  if ((csv ? 1 : 0) + (json ? 1 : 0) + (width > 0 ? 1 : 0) > 1) {
+  if (reports.empty() && (csv ? 1 : 0) + (json ? 1 : 0) + (width > 0 ? 1 : 0) > 1) {
     return fail("--csv, --json and -w are mutually exclusive", 2);
   }
   IterationRequest iteration_request;
@@ -237,6 +253,11 @@ int main(int argc, char** argv) {
     return fail(error, 1);
   }
 
+  // Text reports fit -w, else the terminal standard output is (when they go there), else
+  // $COLUMNS, else 120 characters.
+  const size_t report_width = app.count("--width")
+                                  ? static_cast<size_t>(width)
+                                  : default_report_width(output.empty() || output == "-");
   const bool ranks_only = report_list.size() == 1 && report_list[0] == "ranks";
   // --report ranks reads each input as one rank, even a single one: one without a rank is left
   // out with a warning (docs/prof.md §6), never shown as rank -1.
@@ -319,7 +340,7 @@ int main(int argc, char** argv) {
       if (!outputs.back().open(path, error)) return fail(error, 1);
     }
     for (size_t i = 0; i < outputs.size(); ++i) {
-      write_report(outputs[i], tables, report_formats[i]);
+      write_report(outputs[i], tables, report_formats[i], report_width);
       if (outputs[i].failed()) break;
     }
     std::exit(finish_outputs(outputs));
@@ -389,7 +410,7 @@ int main(int argc, char** argv) {
     outputs.reserve(report_formats.size() * report_list.size());
     if (report_formats.size() == 1) {
       if (!open_out(output)) return fail(error, 1);
-      write_report(outputs[0], tables, report_formats[0]);
+      write_report(outputs[0], tables, report_formats[0], report_width);
       const int status = finish_outputs(outputs);
       timer.lap("write");
       std::exit(status);
@@ -403,7 +424,7 @@ int main(int argc, char** argv) {
     }
     for (size_t file = 0; file < outputs.size(); ++file) {
       write_report(outputs[file], report_tables[file % report_list.size()],
-                   report_formats[file / report_list.size()]);
+                   report_formats[file / report_list.size()], report_width);
       if (outputs[file].failed()) break;  // finish_outputs() removes them all
     }
     const int status = finish_outputs(outputs);

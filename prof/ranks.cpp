@@ -319,19 +319,21 @@ std::vector<ReportTable> ranks_report(std::vector<RankSummary> ranks, int64_t wo
   std::vector<ReportTable> out;
   ReportTable per_rank;
   per_rank.title = "ranks";
-  column(per_rank, "Rank", Unit::kCount);
-  column(per_rank, "Steps", Unit::kCount);
-  column(per_rank, "Wall(ns)", Unit::kTime);
-  column(per_rank, "Compute(ns)", Unit::kTime);
-  column(per_rank, "Communication(ns)", Unit::kTime);
-  column(per_rank, "Overlapped(ns)", Unit::kTime);
-  column(per_rank, "Exposed comm(ns)", Unit::kTime);
-  column(per_rank, "Idle(ns)", Unit::kTime);
-  column(per_rank, "Compute %", Unit::kPercent);
-  column(per_rank, "Exposed comm %", Unit::kPercent);
-  column(per_rank, "Compute vs mean %", Unit::kPercent);
-  column(per_rank, "Straggler steps", Unit::kCount);
-  column(per_rank, "Source", Unit::kText);
+  per_rank.report = "ranks";
+  per_rank.id = "per_rank";
+  column(per_rank, "Rank", Unit::kId, Keep::kAlways);
+  column(per_rank, "Steps", Unit::kCount, Keep::kMore);
+  column(per_rank, "Wall(ns)", Unit::kTime, Keep::kAlways);
+  column(per_rank, "Compute(ns)", Unit::kTime, Keep::kMain);
+  column(per_rank, "Communication(ns)", Unit::kTime, Keep::kMore);
+  column(per_rank, "Overlapped(ns)", Unit::kTime, Keep::kDetail);
+  column(per_rank, "Exposed comm(ns)", Unit::kTime, Keep::kMain);
+  column(per_rank, "Idle(ns)", Unit::kTime, Keep::kMain);
+  column(per_rank, "Compute %", Unit::kPercent, Keep::kMore);
+  column(per_rank, "Exposed comm %", Unit::kPercent, Keep::kMain);
+  column(per_rank, "Compute vs mean %", Unit::kPercent, Keep::kMore);
+  column(per_rank, "Straggler steps", Unit::kCount, Keep::kMain);
+  column(per_rank, "Source", Unit::kText, Keep::kDetail);
   std::vector<int64_t> compute_totals;
   for (const RankSummary& r : ranks) {
     int64_t c = 0;
@@ -368,14 +370,16 @@ std::vector<ReportTable> ranks_report(std::vector<RankSummary> ranks, int64_t wo
 
   ReportTable steps;
   steps.title = "rank steps";
-  column(steps, "Step", Unit::kCount);
-  column(steps, "Ranks", Unit::kCount);
-  column(steps, "Median wall(ns)", Unit::kTime);
-  column(steps, "Max wall(ns)", Unit::kTime);
-  column(steps, "Straggler", Unit::kCount);
-  column(steps, "Lag(ns)", Unit::kTime);
-  column(steps, "Lag %", Unit::kPercent);
-  column(steps, "Others waited(ns)", Unit::kTime);
+  steps.report = "ranks";
+  steps.id = "steps";
+  column(steps, "Step", Unit::kId, Keep::kAlways);
+  column(steps, "Ranks", Unit::kCount, Keep::kMore);
+  column(steps, "Median wall(ns)", Unit::kTime, Keep::kMain);
+  column(steps, "Max wall(ns)", Unit::kTime, Keep::kMore);
+  column(steps, "Straggler", Unit::kId, Keep::kAlways);
+  column(steps, "Lag(ns)", Unit::kTime, Keep::kAlways);
+  column(steps, "Lag %", Unit::kPercent, Keep::kMain);
+  column(steps, "Others waited(ns)", Unit::kTime, Keep::kMore);
   for (size_t s = 0; s < n_steps; ++s) {
     const StepVerdict& v = verdicts[s];
     if (v.ranks == 0) continue;
@@ -391,14 +395,16 @@ std::vector<ReportTable> ranks_report(std::vector<RankSummary> ranks, int64_t wo
 
   ReportTable detail;
   detail.title = "rank step detail";
-  column(detail, "Rank", Unit::kCount);
-  column(detail, "Step", Unit::kCount);
-  column(detail, "Wall(ns)", Unit::kTime);
-  column(detail, "Compute(ns)", Unit::kTime);
-  column(detail, "Communication(ns)", Unit::kTime);
-  column(detail, "Overlapped(ns)", Unit::kTime);
-  column(detail, "Exposed comm(ns)", Unit::kTime);
-  column(detail, "Idle(ns)", Unit::kTime);
+  detail.report = "ranks";
+  detail.id = "step_detail";
+  column(detail, "Rank", Unit::kId, Keep::kAlways);
+  column(detail, "Step", Unit::kId, Keep::kAlways);
+  column(detail, "Wall(ns)", Unit::kTime, Keep::kAlways);
+  column(detail, "Compute(ns)", Unit::kTime, Keep::kMain);
+  column(detail, "Communication(ns)", Unit::kTime, Keep::kMore);
+  column(detail, "Overlapped(ns)", Unit::kTime, Keep::kDetail);
+  column(detail, "Exposed comm(ns)", Unit::kTime, Keep::kMain);
+  column(detail, "Idle(ns)", Unit::kTime, Keep::kMain);
   for (const RankSummary& r : ranks) {
     for (const RankStep& s : r.steps) {
       if (!s.selected) continue;
@@ -412,17 +418,19 @@ std::vector<ReportTable> ranks_report(std::vector<RankSummary> ranks, int64_t wo
 
   ReportTable coll;
   coll.title = "collectives";
-  column(coll, "Rank", Unit::kCount);
-  column(coll, "Collective", Unit::kText);
-  column(coll, "Op", Unit::kText);
-  column(coll, "Payload(B)", Unit::kBytes);
-  column(coll, "Size(B)", Unit::kBytes);
-  column(coll, "Calls", Unit::kCount);
-  column(coll, "Time(ns)", Unit::kTime);
-  column(coll, "Avg(ns)", Unit::kTime);
-  column(coll, "Algbw GB/s", Unit::kByteRate);
-  column(coll, "Busbw GB/s", Unit::kByteRate);
-  column(coll, "Group", Unit::kCount);
+  coll.report = "ranks";
+  coll.id = "collectives";
+  column(coll, "Rank", Unit::kId, Keep::kAlways);
+  column(coll, "Collective", Unit::kText, Keep::kAlways);
+  column(coll, "Op", Unit::kText, Keep::kMore);
+  column(coll, "Payload(B)", Unit::kBytes, Keep::kMain);
+  column(coll, "Size(B)", Unit::kBytes, Keep::kDetail);
+  column(coll, "Calls", Unit::kCount, Keep::kMore);
+  column(coll, "Time(ns)", Unit::kTime, Keep::kAlways);
+  column(coll, "Avg(ns)", Unit::kTime, Keep::kDetail);
+  column(coll, "Algbw GB/s", Unit::kByteRate, Keep::kMore);
+  column(coll, "Busbw GB/s", Unit::kByteRate, Keep::kMain);
+  column(coll, "Group", Unit::kCount, Keep::kDetail);
   for (const RankSummary& r : ranks) {
     const int64_t world_group = r.world_size > 0 ? r.world_size : world;
     for (const RankCollective& c : r.collectives) {

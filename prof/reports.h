@@ -1,11 +1,13 @@
-// DLProf-style reports over prof's records: kernel, op (per op type), instance (per op
-// instance), module (rolled up the module tree), summary, tc (Tensor Core use of eligible ops),
-// family (time by op family), phase (forward, backward, optimizer, other), iteration (per step,
-// prof/iterations.h).
+// DLProf-style reports over prof's records, one registry of them (report_registry(): each
+// report's id, its tables' ids, the options it reads, its builder) and their text, CSV and JSON
+// renderings. The builders live beside the facts they report: op_reports.cpp (kernel, compiled,
+// op, instance, module), profile_reports.cpp (summary, tc, family, phase), iterations.cpp,
+// roofline.cpp, advice.cpp, time_model.cpp, marks.cpp, ranks.cpp.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <string_view>
@@ -22,9 +24,11 @@ enum class ReportFormat { kText, kRawText, kCsv, kJson };
 
 // What a report cell holds. Cells are raw text (integers of ns, FLOPs, bytes; TFLOP/s and GB/s
 // with fixed decimals), as CSV and JSON print them; text reports print a quantity in human units.
+// JSON names each column's unit (unit_name()).
 enum class Unit : uint8_t {
   kText,            // not a quantity: printed as it is
   kCount,           // a count: thousands separators
+  kId,              // an integer identifier (step, rank, seq): printed as it is, a JSON number
   kTime,            // ns
   kFlops,           // FLOPs
   kBytes,           // bytes
@@ -37,10 +41,18 @@ enum class Unit : uint8_t {
   kPerRow,          // the row's unit, ReportTable::row_units (the summary's Value column)
 };
 
+// The unit's name in report JSON, one stable vocabulary (docs/prof.md §3): "text", "count",
+// "id", "ns", "FLOPs", "bytes", "TFLOP/s", "GB/s", "FLOP/s", "B/s", "ratio", "%", "per-row".
+std::string_view unit_name(Unit unit);
+
+// How readily a text report too wide for its width leaves a column out (write_report): the
+// kDetail columns first, right to left, then kMore, then kMain; kAlways never.
+enum class Keep : uint8_t { kAlways, kMain, kMore, kDetail };
+
 // `value` in `unit` for a person: 3 significant digits with a decimal SI prefix ("845 ns",
 // "12.3 µs", "17.3 MFLOP", "1.20 MB", "850 GB/s"), values below 1000 of the base unit as
 // integers, counts with thousands separators. kFlopRate takes TFLOP/s and kByteRate GB/s (the
-// raw cells' units). NaN: "na".
+// raw cells' units). NaN: "na". pyprof/_units.py is the same function in Python.
 std::string format_quantity(double value, Unit unit);
 // A rate's raw text (CSV, JSON, --raw): `decimals` decimals, or 3 significant digits below 0.1,
 // so that a CPU's rate (0.000638 TFLOP/s) is not rounded away to 0.000 or 0.001.
@@ -50,7 +62,7 @@ std::string raw_rate_text(double value, int decimals);
 struct ReportTable {
   std::string title;
   std::vector<std::string> headers;
-  std::vector<bool> numeric;
+  std::vector<bool> numeric;  // per column: right-aligned in text
   std::vector<std::vector<std::string>> rows;
   // The members below have initializers, so that a table written {title, headers, numeric,
   // rows} still compiles without -Wmissing-field-initializers.
@@ -63,11 +75,22 @@ struct ReportTable {
   std::map<std::pair<size_t, size_t>, double> exact = {};
   // A cell's text in human units where it is no single quantity (the summary's top ops).
   std::map<std::pair<size_t, size_t>, std::string> human = {};
+  // Per column, how readily a narrow text report leaves it out (Keep); a column past the end:
+  // kMore, the first column kAlways.
+  std::vector<Keep> keep = {};
+  // The report's id ("iteration", report_registry()) and this table's id within it
+  // ("steady_state"): identifiers for programs, where the title is for people. build_report()
+  // sets `report`, and `id` where a one-table report's builder left it empty.
+  std::string report = {};
+  std::string id = {};
 };
 
-// Appends a column to `t`: its header, what its cells hold, and whether JSON writes them as
-// numbers (every unit but kText and kPerRow).
-void column(ReportTable& t, std::string header, Unit unit);
+// Appends a column to `t`: its header, what its cells hold, and how readily a narrow text report
+// leaves it out. JSON writes its cells as numbers for every unit but kText and kPerRow (per
+// row: by the row's unit).
+void column(ReportTable& t, std::string header, Unit unit, Keep keep = Keep::kMore);
+// Sets the Keep of each column of `t` in order (tables written as aggregates).
+void keep_columns(ReportTable& t, std::initializer_list<Keep> keep);
 
 struct PeaksFile;  // prof/device_peaks.h
 
@@ -79,6 +102,31 @@ struct ReportOptions {
   // A profile of a million kernels has as many op instances: a page or a reader wants the top.
   size_t top = 0;
 };
+
+// One report prof makes. Adding a report: its builder, one entry in report_registry()
+// (reports.cpp), a row in docs/prof.md §3's table; tests/test_docs_match_code.py and
+// prof/reports_test.cpp check the rest (ids, tables, docs).
+struct ReportSpec {
+  std::string_view id;     // --report NAME, and `report` in its JSON
+  std::string_view about;  // one line: what its rows are
+  // Its tables' ids, in the order it writes them (`table` in its JSON).
+  std::vector<std::string_view> tables;
+  // The options it reads beside the records ("--top", "--depth", "--peaks").
+  std::vector<std::string_view> options;
+  // True for a report of one profile (`--report all`, the HTML page, a Parquet dataset's per
+  // rank reports); false for ranks, which compares several.
+  bool one_profile = true;
+  std::vector<ReportTable> (*build)(const ReadResult& data, const ReportOptions& options) = nullptr;
+};
+
+// Every report, in the order `--report all` makes them.
+const std::vector<ReportSpec>& report_registry();
+// The report `id`; null when there is none.
+const ReportSpec* find_report(std::string_view id);
+// The registry as JSON Lines, one report a line (`pyprof-prof --list-reports`, a hidden option
+// that the Python front and the docs tests read instead of lists of their own):
+// {"report":"op","tables":["op"],"options":["--top"],"one_profile":true,"about":"..."}.
+std::string list_reports_text();
 
 // A kernel torch.compile's Inductor generated (docs/compile.md): its C++ kernels' RecordFunction
 // ("graph_3_cpp_fused_add_mul_0") or a Triton kernel ("triton_poi_fused_add_0", "triton_red_...").
@@ -111,11 +159,12 @@ bool report_format_of(const std::string& name, bool raw, ReportFormat& out);
 // "a,b,,c" -> {"a", "b", "c"}: the comma-separated lists of --report, --formats, --columns.
 std::vector<std::string> split_list(const std::string& s);
 
-// The report names prof knows.
+// The report names prof knows (report_registry()'s ids).
 const std::vector<std::string>& report_names();
 // The report names, comma-separated, for messages.
 std::string report_list_text();
-// Builds report `name`; false with `error` for an unknown name.
+// Builds report `name` (its tables with `report` and `id` set); false with `error` for an
+// unknown name.
 bool build_report(const std::string& name, const ReadResult& data, const ReportOptions& options,
                   std::vector<ReportTable>& out, std::string& error);
 // The same with only a module report depth (0 = full paths).
@@ -123,9 +172,19 @@ inline bool build_report(const std::string& name, const ReadResult& data, int de
                          std::vector<ReportTable>& out, std::string& error) {
   return build_report(name, data, ReportOptions{depth, nullptr}, out, error);
 }
+
+// The width text reports fit when -w does not say (docs/prof.md §3): the terminal's when
+// `to_terminal` and standard output is one, else $COLUMNS, else 120.
+size_t default_report_width(bool to_terminal);
+
 // Writes `tables`; kText prints quantities in human units (the raw numbers' unit suffixes,
-// "(ns)", dropped from the headers), kRawText as CSV holds them. Text cells wider than
-// kMaxTextCellWidth are elided (prof/table.h). A failed write stops it early; out.close() says why.
-void write_report(OutputFile& out, const std::vector<ReportTable>& tables, ReportFormat format);
+// "(ns)", dropped from the headers), kRawText as CSV holds them. Text fits `width` characters
+// (0: no limit, one line a row): long text cells wrap, then the least needed columns are left
+// out and said under the table (ReportTable::keep); cells wider than kMaxTextCellWidth are elided
+// (prof/table.h). JSON writes each table as a line naming its report, id, title and columns
+// with their units, then its rows, each with its report and table id (docs/prof.md §3). A failed
+// write stops it early; out.close() says why.
+void write_report(OutputFile& out, const std::vector<ReportTable>& tables, ReportFormat format,
+                  size_t width = 0);
 
 }  // namespace pyprof::prof

@@ -4,6 +4,7 @@
 
 #include <fmt/core.h>
 #include <gtest/gtest.h>
+#include <simdjson.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -78,7 +80,7 @@ TEST(FormatQuantity, CountsPercentsNegativesAndMissing) {
 }
 
 // Writes `tables` in `format` through an OutputFile and returns the text.
-std::string written(const std::vector<ReportTable>& tables, ReportFormat format) {
+std::string written(const std::vector<ReportTable>& tables, ReportFormat format, size_t width = 0) {
   // ctest runs each test in its own process, several at once: the pid keeps their files apart.
   std::filesystem::path path =
       std::filesystem::temp_directory_path() / ("reports_test_" + std::to_string(::getpid()) + "_" +
@@ -86,7 +88,7 @@ std::string written(const std::vector<ReportTable>& tables, ReportFormat format)
   OutputFile out;
   std::string error;
   EXPECT_TRUE(out.open(path.string(), error)) << error;
-  write_report(out, tables, format);
+  write_report(out, tables, format, width);
   EXPECT_TRUE(out.close(error)) << error;
   EXPECT_TRUE(out.commit(error)) << error;
   std::ifstream in(path);
@@ -145,16 +147,244 @@ TEST(WriteReport, PerRowUnitsAndHumanOverrides) {
             "profile    GPU             \n"
             "top op 1   x 845 ns! (1.0%)\n"
             "\n");
+  t.report = t.id = "summary";
   EXPECT_EQ(written({t}, ReportFormat::kJson),
-            "{\"report\":\"summary\",\"Metric\":\"wall time (ns)\",\"Value\":\"95040000\"}\n"
-            "{\"report\":\"summary\",\"Metric\":\"profile\",\"Value\":\"GPU\"}\n"
-            "{\"report\":\"summary\",\"Metric\":\"top op 1\",\"Value\":\"x 845 ns (1.0%)\"}\n");
+            "{\"report\":\"summary\",\"table\":\"summary\",\"title\":\"summary\",\"columns\":"
+            "[{\"name\":\"Metric\",\"unit\":\"text\"},{\"name\":\"Value\",\"unit\":\"per-row\"}]}\n"
+            "{\"report\":\"summary\",\"table\":\"summary\",\"unit\":\"ns\",\"Metric\":"
+            "\"wall time (ns)\",\"Value\":95040000}\n"
+            "{\"report\":\"summary\",\"table\":\"summary\",\"unit\":\"text\",\"Metric\":"
+            "\"profile\",\"Value\":\"GPU\"}\n"
+            "{\"report\":\"summary\",\"table\":\"summary\",\"unit\":\"text\",\"Metric\":"
+            "\"top op 1\",\"Value\":\"x 845 ns (1.0%)\"}\n");
 }
 
 TEST(WriteReport, TableWithoutUnitsPrintsItsCellsAsTheyAre) {
   ReportTable t = sample();
   t.units.clear();
   EXPECT_EQ(written({t}, ReportFormat::kText), written({t}, ReportFormat::kRawText));
+}
+
+// format_quantity on the cases in tests/data/format_quantity.json, which pyprof/_units.py's
+// format_quantity is held to as well (tests/test_report_json.py): the page and the text reports
+// print a number the same way.
+TEST(FormatQuantity, SharedCasesWithThePythonFormatter) {
+  simdjson::dom::parser parser;
+  simdjson::dom::array cases;
+  ASSERT_EQ(parser.load(std::string(PYPROF_SOURCE_DIR) + "/tests/data/format_quantity.json")
+                .get_array()
+                .get(cases),
+            simdjson::SUCCESS);
+  size_t checked = 0;
+  for (simdjson::dom::element c : cases) {
+    std::string_view unit_text, want;
+    ASSERT_EQ(c["unit"].get_string().get(unit_text), simdjson::SUCCESS);
+    ASSERT_EQ(c["text"].get_string().get(want), simdjson::SUCCESS);
+    Unit unit = Unit::kText;
+    bool found = false;
+    for (int u = 0; u <= static_cast<int>(Unit::kPerRow); ++u) {
+      if (unit_name(static_cast<Unit>(u)) == unit_text) {
+        unit = static_cast<Unit>(u);
+        found = true;
+      }
+    }
+    ASSERT_TRUE(found) << unit_text;
+    double value = 0;
+    std::string_view special;
+    if (c["value"].is_null()) {
+      value = std::nan("");
+    } else if (c["value"].get_string().get(special) == simdjson::SUCCESS) {
+      value = special == "inf" ? std::numeric_limits<double>::infinity() : std::nan("");
+    } else {
+      ASSERT_EQ(c["value"].get_double().get(value), simdjson::SUCCESS);
+    }
+    EXPECT_EQ(format_quantity(value, unit), want) << value << " " << unit_text;
+    ++checked;
+  }
+  EXPECT_GT(checked, 50u);
+}
+
+TEST(WriteReport, JsonNamesItsTableColumnsAndUnitsAndWritesNoValueAsNull) {
+  ReportTable t = sample();
+  t.report = "op";
+  t.id = "op";
+  t.rows[1][0] = "-";
+  EXPECT_EQ(written({t}, ReportFormat::kJson),
+            "{\"report\":\"op\",\"table\":\"op\",\"title\":\"t\",\"columns\":["
+            "{\"name\":\"Op\",\"unit\":\"text\"},{\"name\":\"Total(ns)\",\"unit\":\"ns\"},"
+            "{\"name\":\"FLOPs(FMA=2)\",\"unit\":\"FLOPs\"},{\"name\":\"TFLOP/s\",\"unit\":"
+            "\"TFLOP/s\"},{\"name\":\"Count\",\"unit\":\"count\"}]}\n"
+            "{\"report\":\"op\",\"table\":\"op\",\"Op\":\"aten::conv2d\",\"Total(ns)\":90300000,"
+            "\"FLOPs(FMA=2)\":17252352,\"TFLOP/s\":0.000,\"Count\":1234}\n"
+            "{\"report\":\"op\",\"table\":\"op\",\"Op\":null,\"Total(ns)\":845,"
+            "\"FLOPs(FMA=2)\":0,\"TFLOP/s\":null,\"Count\":3}\n");
+}
+
+TEST(WriteReport, JsonGivesAQuantityWithoutAJsonNumberAsText) {
+  ReportTable t;
+  t.report = t.id = "diff";
+  column(t, "Delta %", Unit::kPercent);
+  t.rows = {{"inf"}, {"+5"}, {"012"}, {"1e3"}, {"-0.5"}, {"nan"}};
+  const std::string json = written({t}, ReportFormat::kJson);
+  // NaN (a statistic of no samples: the summary's step times without steps) has no value:
+  // null, where the JSON once held a bare nan no JSON reader takes.
+  EXPECT_NE(json.find("\"Delta %\":null}"), std::string::npos) << json;
+  EXPECT_EQ(json.find("nan"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"Delta %\":\"inf\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"Delta %\":\"+5\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"Delta %\":\"012\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"Delta %\":1e3}"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"Delta %\":-0.5}"), std::string::npos) << json;
+}
+
+// Text reports fitted to a width: a long name wraps before any column goes; then the columns go
+// in Keep order, rightmost first, and a line under the table names them; numbers never wrap.
+ReportTable wide_table() {
+  ReportTable t;
+  t.title = "ops by total time";
+  column(t, "Op", Unit::kText, Keep::kAlways);
+  column(t, "Total(ns)", Unit::kTime, Keep::kAlways);
+  column(t, "Min(ns)", Unit::kTime, Keep::kDetail);
+  column(t, "Max(ns)", Unit::kTime, Keep::kDetail);
+  column(t, "FLOPs(FMA=2)", Unit::kFlops, Keep::kMain);
+  column(t, "Modeled", Unit::kText, Keep::kMore);
+  t.rows = {{"aten::_scaled_dot_product_flash_attention_for_cpu", "90300000", "845", "9000000",
+             "17252352", "yes"},
+            {"aten::relu", "845", "845", "845", "0", "in caller"}};
+  return t;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// The lines of `text` joined with spaces: a note wrapped over lines read as one.
+std::string one_line(const std::string& text) {
+  std::string joined;
+  for (const std::string& line : lines_of(text)) joined += (joined.empty() ? "" : " ") + line;
+  return joined;
+}
+
+size_t widest_line(const std::string& text) {
+  size_t widest = 0;
+  for (const std::string& line : lines_of(text)) widest = std::max(widest, text_width(line));
+  return widest;
+}
+
+TEST(WriteReport, TextWiderThanItsWidthWrapsThenLeavesColumnsOut) {
+  const std::vector<ReportTable> tables = {wide_table()};
+  const std::string unlimited = written(tables, ReportFormat::kText, 0);
+  EXPECT_EQ(lines_of(unlimited)[2].substr(0, 49),
+            "aten::_scaled_dot_product_flash_attention_for_cpu");
+  const size_t natural = widest_line(unlimited);
+  // Wide enough: the same bytes as without a limit.
+  EXPECT_EQ(written(tables, ReportFormat::kText, natural), unlimited);
+  // 85: the name wraps (to 30 or more) and every column stays.
+  const std::string w85 = written(tables, ReportFormat::kText, 85);
+  EXPECT_LE(widest_line(w85), 85u) << w85;
+  EXPECT_NE(w85.find("Min"), std::string::npos);
+  EXPECT_EQ(w85.find("left out"), std::string::npos) << w85;
+  EXPECT_NE(w85.find("aten::_scaled_dot_product_"), std::string::npos) << w85;
+  // 60: with the name wrapped to 30, Max, then Min (kDetail, right to left) go, and still
+  // 64 > 60, so Modeled (kMore) too; the name takes back the room (37 a line). By hand: 30 + 7
+  // (Total) + 6 (Min) + 7 (Max) + 12 (FLOPs) + 9 (Modeled) + 5 * 2 = 81.
+  const std::string w60 = written(tables, ReportFormat::kText, 60);
+  EXPECT_LE(widest_line(w60), 60u) << w60;
+  EXPECT_EQ(lines_of(w60)[1], "Op                                       Total  FLOPs(FMA=2)")
+      << w60;
+  EXPECT_EQ(lines_of(w60)[2].substr(0, 37), "aten::_scaled_dot_product_flash_atten") << w60;
+  EXPECT_NE(one_line(w60).find("(left out to fit 60 characters: Min, Max, Modeled; -w 0 shows"),
+            std::string::npos)
+      << w60;
+  EXPECT_NE(w60.find("90.3 ms"), std::string::npos);
+  // 40: the kMain column goes too; Op and Total stay, the name wrapped narrower.
+  const std::string w40 = written(tables, ReportFormat::kText, 40);
+  EXPECT_LE(widest_line(w40), 40u) << w40;
+  EXPECT_NE(one_line(w40).find("40 characters: Min, Max, FLOPs(FMA=2), Modeled;"),
+            std::string::npos)
+      << w40;
+  EXPECT_NE(w40.find("90.3 ms"), std::string::npos) << w40;
+  // Every character of the name is still there, over its lines.
+  std::string joined;
+  for (const std::string& line : lines_of(w40)) joined += line.substr(0, line.find("  "));
+  EXPECT_NE(joined.find("aten::_scaled_dot_product_flash_attention_for_cpu"), std::string::npos)
+      << w40;
+}
+
+TEST(WriteReport, TextWrapsLongValuesAtSpaces) {
+  ReportTable t;
+  t.title = "summary";
+  column(t, "Metric", Unit::kText, Keep::kAlways);
+  column(t, "Value", Unit::kPerRow, Keep::kAlways);
+  t.rows = {{"torch settings",
+             "cudnn.benchmark false; TF32: cuDNN true, matmul false "
+             "(precision highest); deterministic false; torch 2.13.0"}};
+  t.row_units = {Unit::kText};
+  // Greedy, at spaces: each line as full as the Value column's 34 characters (50 - 16) allow.
+  const std::string text = written({t}, ReportFormat::kText, 50);
+  EXPECT_EQ(text,
+            "summary\n"
+            "Metric          Value                             \n"
+            "torch settings  cudnn.benchmark false; TF32: cuDNN\n"
+            "                true, matmul false (precision     \n"
+            "                highest); deterministic false;    \n"
+            "                torch 2.13.0                      \n"
+            "\n");
+}
+
+TEST(ReportRegistry, EveryReportBuildsTheTablesItDeclares) {
+  std::set<std::string_view> ids;
+  for (const ReportSpec& spec : report_registry()) {
+    EXPECT_TRUE(ids.insert(spec.id).second) << spec.id;
+    EXPECT_FALSE(spec.about.empty()) << spec.id;
+    ASSERT_NE(spec.build, nullptr) << spec.id;
+    for (std::string_view table : spec.tables) {
+      EXPECT_EQ(table.find_first_not_of("abcdefghijklmnopqrstuvwxyz_"), std::string_view::npos)
+          << spec.id << ": table id " << table;
+    }
+  }
+  for (bool cpu : {false, true}) {
+    ReadResult data;
+    data.cpu_only = cpu;
+    for (const ReportSpec& spec : report_registry()) {
+      std::vector<ReportTable> tables;
+      std::string error;
+      ASSERT_TRUE(build_report(std::string(spec.id), data, ReportOptions{}, tables, error));
+      ASSERT_EQ(tables.size(), spec.tables.size()) << spec.id;
+      for (size_t i = 0; i < tables.size(); ++i) {
+        EXPECT_EQ(tables[i].report, spec.id);
+        EXPECT_EQ(tables[i].id, spec.tables[i]) << spec.id;
+        EXPECT_EQ(tables[i].units.size(), tables[i].headers.size()) << spec.id;
+        EXPECT_EQ(tables[i].numeric.size(), tables[i].headers.size()) << spec.id;
+      }
+    }
+  }
+  std::vector<ReportTable> none;
+  std::string error;
+  EXPECT_FALSE(build_report("no such report", ReadResult{}, ReportOptions{}, none, error));
+  EXPECT_NE(error.find("reports: kernel, op,"), std::string::npos) << error;
+}
+
+TEST(ReportRegistry, ListsItselfAsJsonLines) {
+  const std::string text = list_reports_text();
+  size_t lines = 0;
+  simdjson::dom::parser parser;
+  for (const std::string& line : lines_of(text)) {
+    simdjson::dom::element e;
+    ASSERT_EQ(parser.parse(line).get(e), simdjson::SUCCESS) << line;
+    std::string_view id;
+    ASSERT_EQ(e["report"].get_string().get(id), simdjson::SUCCESS);
+    EXPECT_EQ(id, report_registry()[lines].id);
+    ++lines;
+  }
+  EXPECT_EQ(lines, report_registry().size());
+  EXPECT_NE(text.find("{\"report\":\"iteration\",\"tables\":[\"steps\",\"steady_state\"],"
+                      "\"options\":[],\"one_profile\":true,"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace

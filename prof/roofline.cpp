@@ -169,17 +169,24 @@ std::vector<std::string> point_row(const Point& p, const ReadResult& data, bool 
           point.has_roof ? (point.memory_bound ? "memory" : "compute") : "na"};
 }
 
-ReportTable make_roofline_table(const char* title) {
-  return {title,
-          {"Op", "Direction", "Module", "Shapes", "DType", "Mode", "Device", "Instances",
-           "Time(ns)", "FLOPs(FMA=2)", "Bytes(ideal DRAM)", "FLOP/Byte", "FLOP/s", "Roof FLOP/s",
-           "% of roof", "Bound"},
-          {false, false, false, false, false, false, false, true, true, true, true, true, true,
-           true, true, false},
-          {},
-          {Unit::kText, Unit::kText, Unit::kText, Unit::kText, Unit::kText, Unit::kText,
-           Unit::kText, Unit::kCount, Unit::kTime, Unit::kFlops, Unit::kBytes, Unit::kRatio,
-           Unit::kFlopsPerSecond, Unit::kFlopsPerSecond, Unit::kPercent, Unit::kText}};
+ReportTable make_roofline_table(const char* title, const char* id) {
+  ReportTable t = {
+      title,
+      {"Op", "Direction", "Module", "Shapes", "DType", "Mode", "Device", "Instances", "Time(ns)",
+       "FLOPs(FMA=2)", "Bytes(ideal DRAM)", "FLOP/Byte", "FLOP/s", "Roof FLOP/s", "% of roof",
+       "Bound"},
+      {false, false, false, false, false, false, false, true, true, true, true, true, true, true,
+       true, false},
+      {},
+      {Unit::kText, Unit::kText, Unit::kText, Unit::kText, Unit::kText, Unit::kText, Unit::kText,
+       Unit::kCount, Unit::kTime, Unit::kFlops, Unit::kBytes, Unit::kRatio, Unit::kFlopsPerSecond,
+       Unit::kFlopsPerSecond, Unit::kPercent, Unit::kText}};
+  t.id = id;
+  keep_columns(
+      t, {Keep::kAlways, Keep::kAlways, Keep::kMore, Keep::kDetail, Keep::kMain, Keep::kMain,
+          Keep::kDetail, Keep::kDetail, Keep::kMain, Keep::kDetail, Keep::kDetail, Keep::kMain,
+          Keep::kAlways, Keep::kMore, Keep::kAlways, Keep::kMain});
+  return t;
 }
 
 // Points in order of first appearance, then by time, longest first.
@@ -196,6 +203,8 @@ std::vector<const Point*> by_time(const std::vector<Key>& order, const Map& poin
 
 ReportTable peaks_report(const ReadResult& data, const PeaksFile* file) {
   ReportTable t = make_peaks_table();
+  keep_columns(t, {Keep::kAlways, Keep::kMain, Keep::kAlways, Keep::kMore, Keep::kAlways,
+                   Keep::kAlways, Keep::kMain, Keep::kMore});
   std::vector<DeviceRoofs> devices = resolve_device_roofs(data, file);
   for (const DeviceRoofs& d : devices) {
     if (d.roof) add_entry_rows(t, d, *d.roof);
@@ -259,11 +268,11 @@ std::vector<ReportTable> roofline_report(const ReadResult& data, const PeaksFile
   }
   auto wanted = [](const Point& p) { return p.time > 0 && (p.flops > 0 || p.bytes > 0); };
   std::vector<ReportTable> out;
-  out.push_back(make_roofline_table("roofline: op types"));
+  out.push_back(make_roofline_table("roofline: op types", "op_types"));
   for (const Point* p : by_time(type_order, types)) {
     if (wanted(*p)) out.back().rows.push_back(point_row(*p, data, false, roofs));
   }
-  out.push_back(make_roofline_table("roofline: op instances"));
+  out.push_back(make_roofline_table("roofline: op instances", "op_instances"));
   for (const Point* p : by_time(instance_order, instances)) {
     if (top > 0 && out.back().rows.size() >= top) break;
     if (wanted(*p)) out.back().rows.push_back(point_row(*p, data, true, roofs));

@@ -148,14 +148,15 @@ std::vector<ReportTable> timemodel_report(const ReadResult& data, size_t top) {
   fits.title = data.cpu_only
                    ? "time model per op family (counted ops: time ≈ FLOPs/P + bytes/B + c)"
                    : "time model per op family (counted kernels: time ≈ FLOPs/P + bytes/B + c)";
-  column(fits, "Family", Unit::kText);
-  column(fits, "Points", Unit::kCount);
-  column(fits, "Time(ns)", Unit::kTime);
-  column(fits, "Effective FLOP/s", Unit::kFlopsPerSecond);
-  column(fits, "Effective B/s", Unit::kBytesPerSecond);
-  column(fits, "Fixed cost(ns)", Unit::kTime);
-  column(fits, "R2", Unit::kRatio);
-  column(fits, "Note", Unit::kText);
+  fits.id = "fits";
+  column(fits, "Family", Unit::kText, Keep::kAlways);
+  column(fits, "Points", Unit::kCount, Keep::kMore);
+  column(fits, "Time(ns)", Unit::kTime, Keep::kMain);
+  column(fits, "Effective FLOP/s", Unit::kFlopsPerSecond, Keep::kAlways);
+  column(fits, "Effective B/s", Unit::kBytesPerSecond, Keep::kAlways);
+  column(fits, "Fixed cost(ns)", Unit::kTime, Keep::kMain);
+  column(fits, "R2", Unit::kRatio, Keep::kMain);
+  column(fits, "Note", Unit::kText, Keep::kMore);
   std::vector<const FamilyFit*> order;
   for (const auto& [id, f] : model.fits) order.push_back(&f);
   std::stable_sort(order.begin(), order.end(),
@@ -177,14 +178,15 @@ std::vector<ReportTable> timemodel_report(const ReadResult& data, size_t top) {
 
   ReportTable far;
   far.title = "model points far from their prediction (actual/predicted > 2 or < 0.5)";
-  column(far, "Family", Unit::kText);
-  column(far, "Op", Unit::kText);
-  column(far, data.cpu_only ? "Record" : "Kernel", Unit::kText);
-  column(far, "Shapes", Unit::kText);
-  column(far, "Time(ns)", Unit::kTime);
-  column(far, "Predicted(ns)", Unit::kTime);
-  column(far, "Actual/predicted", Unit::kRatio);
-  column(far, "Excess(ns)", Unit::kTime);
+  far.id = "far_points";
+  column(far, "Family", Unit::kText, Keep::kMain);
+  column(far, "Op", Unit::kText, Keep::kAlways);
+  column(far, data.cpu_only ? "Record" : "Kernel", Unit::kText, Keep::kMore);
+  column(far, "Shapes", Unit::kText, Keep::kDetail);
+  column(far, "Time(ns)", Unit::kTime, Keep::kAlways);
+  column(far, "Predicted(ns)", Unit::kTime, Keep::kAlways);
+  column(far, "Actual/predicted", Unit::kRatio, Keep::kMain);
+  column(far, "Excess(ns)", Unit::kTime, Keep::kMore);
   int64_t profile_time = 0;
   for (const ProfRecord& r : data.records) {
     profile_time += data.cpu_only ? r.self_duration : r.duration;

@@ -36,6 +36,8 @@ import weakref
 
 import torch
 
+from pyprof._dtypes import BY_INDUCTOR  # the one dtype table (csrc/common/dtypes.h)
+
 MARK_VERSION = 1
 # The collector keeps NVTX messages up to 64 KiB (csrc/collect/event_types.h); a longer mark
 # would be cut into invalid JSON. Marks past this size are made smaller (fit_mark).
@@ -52,14 +54,6 @@ _call_bindings: dict[int, tuple[str, dict[str, list]]] = {}
 # id(CompiledFxGraph) -> its entry of _call_bindings, or None: looked up once per graph object.
 _binding_of_graph: dict[int, tuple[str, dict[str, list]] | None] = {}
 
-_DTYPES = {
-    "f32": "float32", "f64": "float64", "f16": "float16", "bf16": "bfloat16", "i64": "int64",
-    "i32": "int32", "i16": "int16", "i8": "int8", "u8": "uint8", "u16": "uint16",
-    "u32": "uint32", "u64": "uint64", "b8": "bool", "c32": "complex32", "c64": "complex64",
-    "c128": "complex128", "f8e4m3fn": "float8_e4m3fn", "f8e5m2": "float8_e5m2",
-    "f8e4m3fnuz": "float8_e4m3fnuz", "f8e5m2fnuz": "float8_e5m2fnuz",
-    "f8e8m0fnu": "float8_e8m0fnu",
-}
 # "f32[16, 128][128, 1]cpu", "b8[][]cuda:0", "f32[s0, 128][128, 1]cpu"
 _ANNOTATION = re.compile(r"^(\w+)\[([^\]]*)\]\[([^\]]*)\](\S+)$")
 
@@ -79,7 +73,7 @@ def tensor_of(annotation: str) -> dict | None:
     m = _ANNOTATION.match(annotation.strip())
     if not m:
         return None
-    dtype = _DTYPES.get(m.group(1), m.group(1))
+    dtype = BY_INDUCTOR.get(m.group(1), m.group(1))
     shape = [_extent(d) for d in m.group(2).split(",") if d.strip()]
     stride = [_extent(d) for d in m.group(3).split(",") if d.strip()]
     tensor = {"shape": shape, "dtype": dtype, "stride": stride, "device": m.group(4)}

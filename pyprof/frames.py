@@ -39,10 +39,6 @@ RECORD_COLUMNS: dict[str, str] = {
     "step": "int", "selected": "int", "flops_dense": "int", "op_flops_dense": "int",
 }
 
-# Values that mean "no value" in a numeric column of a report's JSON: prof writes `na` as null
-# but leaves `-` (and an empty cell) as a string there.
-_REPORT_NULLS = ("-", "", "na")
-
 
 class ProfWarning(UserWarning):
     """A warning pyprof-prof printed (records above device peak, impossible times, ...)."""
@@ -169,8 +165,12 @@ def _records_table_by_json(json_path: str, schema):
 
 
 def report_rows(json_path: str) -> list[dict]:
-    with open(json_path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    """A report JSON file's rows (docs/prof.md §3, "JSON"), each with its report and table ids
+    first ("report", "table"), in the order prof wrote them."""
+    from pyprof import _reports
+
+    return [{"report": t.report, "table": t.id, **row}
+            for t in _reports.read_file(json_path) for row in t.rows]
 
 
 def _is_number(v) -> bool:
@@ -178,24 +178,44 @@ def _is_number(v) -> bool:
 
 
 def column_kind(values: list) -> str:
-    """A report column's type from its JSON values: numeric when every value is a number or a
-    no-value marker (null, `-`, empty) and at least one is a number."""
+    """A column's type from its JSON values: numeric when every value is a number or null and at
+    least one is a number; int when every number is."""
     numbers = [v for v in values if _is_number(v)]
-    if not numbers or any(not _is_number(v) and v is not None and v not in _REPORT_NULLS
-                          for v in values):
+    if not numbers or any(not _is_number(v) and v is not None for v in values):
         return "str"
     return "int" if all(isinstance(v, int) for v in numbers) else "float"
 
 
+def column_kinds(tables: list, rows: list[dict]) -> dict[str, str]:
+    """The type of each column of `tables` (pyprof._reports.Table) in a frame or a Parquet file,
+    decided from their units (pyprof._units): text (and per-row) columns are strings, a
+    quantity's column int64 or float64 by its values in `rows`; a column that is text in one
+    table and a number in another is a string. The ids are strings."""
+    from pyprof._units import NUMERIC_UNITS
+
+    numeric: dict[str, bool] = {}
+    for t in tables:
+        for c in t.columns:
+            numeric[c] = numeric.get(c, True) and t.units.get(c) in NUMERIC_UNITS
+    kinds = {"report": "str", "table": "str", "unit": "str"}
+    for c, is_numeric in numeric.items():
+        if not is_numeric:
+            kinds[c] = "str"
+            continue
+        numbers = [row.get(c) for row in rows if _is_number(row.get(c))]
+        kinds[c] = "int" if all(isinstance(v, int) for v in numbers) else "float"
+    return kinds
+
+
 def rows_table(rows: list[dict], keys: list[str], kinds: dict | None = None):
     """Report rows (dicts from prof's report JSON) as an Arrow table with columns `keys`, each
-    typed by column_kind (or by `kinds`, decided over more rows than these: a dataset's ranks);
-    a numeric column's `-` and empty cells become nulls."""
+    typed by `kinds` (column_kinds), else by column_kind; a numeric column's other values (the
+    text JSON gives a quantity it has no number for, "inf") become nulls."""
     pa = _require_pyarrow("reading prof's reports")
     arrays = {}
     for key in keys:
         values = [row.get(key) for row in rows]
-        kind = kinds[key] if kinds else column_kind(values)
+        kind = kinds[key] if kinds and key in kinds else column_kind(values)
         if kind == "str":
             cells = [None if v is None else v if isinstance(v, str) else json.dumps(v)
                      for v in values]
@@ -214,23 +234,27 @@ def ordered_keys(rows: list[dict], skip=()) -> list[str]:
     return list(keys)
 
 
-def report_tables(json_path: str) -> dict:
-    """A report's JSON Lines as {table title: Arrow table}, in the order prof wrote them."""
-    by_title: dict[str, list[dict]] = {}
-    for row in report_rows(json_path):
-        by_title.setdefault(str(row.get("report")), []).append(row)
-    return {title: rows_table(rows, ordered_keys(rows, skip=("report",)))
-            for title, rows in by_title.items()}
+def table_arrow(table):
+    """One report table (pyprof._reports.Table) as an Arrow table of its columns, typed by their
+    units (column_kinds); a per-row table keeps each row's unit in column `unit`."""
+    keys = (["unit"] if "per-row" in table.units.values() else []) + table.columns
+    return rows_table(table.rows, keys, column_kinds([table], table.rows))
 
 
 def report_file_table(json_path: str):
-    """A report's JSON Lines as one Arrow table for a Parquet file: the `report` column (the
-    table's title) first, then the union of the tables' columns (null where a table has none)."""
-    rows = report_rows(json_path)
-    keys = ordered_keys(rows)
-    if "report" in keys:
-        keys.remove("report")
-    return rows_table(rows, ["report", *keys])
+    """A report's JSON Lines as one Arrow table for a Parquet file: its `report` and `table` ids
+    first, then the union of the tables' columns (null where a table has none), typed by their
+    units."""
+    from pyprof import _reports
+
+    tables = _reports.read_file(json_path)
+    rows = [{"report": t.report, "table": t.id, **row} for t in tables for row in t.rows]
+    keys = ["report", "table"]
+    if any("per-row" in t.units.values() for t in tables):
+        keys.append("unit")
+    for t in tables:
+        keys += [c for c in t.columns if c not in keys]
+    return rows_table(rows, keys, column_kinds(tables, rows))
 
 
 def write_table(table, path: str, metadata: dict) -> None:
@@ -288,34 +312,31 @@ def read_dict(path, **options):
 
 def read_report(path, name: str, **options):
     """A prof report (`pyprof prof --report NAME --formats json`) as a DataFrame, or, for a
-    report made of several tables, a dict {table title: DataFrame}.
+    report made of several tables, a dict {table id: DataFrame} ("steps", "steady_state").
 
     path: a net.dict, or anything `pyprof parse` reads. name: one report (summary, op,
-    instance, kernel, module, tc, ...). options: pyprof-prof options, e.g. depth=2,
-    no_tf32=True, peaks="h100.json". A frame's title is in frame.attrs["title"]. Numeric
-    columns are typed as in read_dict; a `-` in one (no value) is a null.
+    instance, kernel, module, tc, ...; `pyprof prof --help` lists them). options: pyprof-prof
+    options, e.g. depth=2, no_tf32=True, peaks="h100.json". A frame's attrs hold its ids
+    ("report", "table"), its "title" and each column's unit ("units": {"Total(ns)": "ns",
+    ...}, docs/dataframes.md). A column of a quantity is int64 or float64 (nullable where it
+    has nulls), text is a string; a table without rows still has its columns.
     Raises ProfError with the tool's message when parse or prof fails.
     """
     _require_pandas("pyprof.read_report")
     if not isinstance(name, str) or not name or "," in name:
         raise ValueError(f"read_report takes one report name, not {name!r}")
+    from pyprof import _reports
+
     with tempfile.TemporaryDirectory(prefix="pyprof-frames-") as workdir:
         out = _prof_json(path, ["--report", name, "--formats", "json", *option_args(options)],
                          workdir)
-        tables = report_tables(out)
+        tables = _reports.read_file(out)
     frames = {}
-    for title, table in tables.items():
-        frame = to_frame(table)
-        frame.attrs["title"] = title
-        frame.attrs["report"] = name
-        frame.attrs["source"] = os.fspath(path)
-        frames[title] = frame
+    for table in tables:
+        frame = to_frame(table_arrow(table))
+        frame.attrs.update(report=table.report, table=table.id, title=table.title,
+                           units=dict(table.units), source=os.fspath(path))
+        frames[table.id] = frame
     if len(frames) == 1:
         return next(iter(frames.values()))
-    if not frames:
-        import pandas as pd
-
-        frame = pd.DataFrame()
-        frame.attrs.update(report=name, source=os.fspath(path))
-        return frame
     return frames

@@ -2,7 +2,8 @@
 Parquet dataset, partitioned by rank (docs/dataframes.md §4.1).
 
     DIR/records/rank=0/part-0.parquet     prof's per-record table of rank 0 (every column, or -c)
-    DIR/ranks/rank=0/part-0.parquet       the ranks report's per-rank rows (report = table title)
+    DIR/ranks/rank=0/part-0.parquet       the ranks report's rows of rank 0 (report "ranks", table
+                                          "per_rank", "step_detail" or "collectives")
     DIR/rank_steps/part-0.parquet         its per-step verdicts (straggler, lag), all ranks
     DIR/op/rank=0/part-0.parquet          each --report REPORT of rank 0, as a Parquet report file
                                           (--report all: every report pyprof-prof makes of one rank)
@@ -26,16 +27,20 @@ import shutil
 import sys
 import tempfile
 
-from pyprof import _files, _tools, frames
+from pyprof import _files, _reports, _tools, frames
 
-# The ranks report's tables keyed by rank go under ranks/rank=R; the per-step table, a verdict
-# over all ranks, is a table of its own.
-_RANKS_PER_STEP_TABLE = "rank steps"
+# The ranks report's tables keyed by rank go under ranks/rank=R; the per-step table (its id), a
+# verdict over all ranks, is a table of its own.
+_RANKS_PER_STEP_TABLE = "steps"
 
-# Every report pyprof-prof makes of one profile (its --report list less `ranks`): what
-# `--report all` writes. tests/test_ranks.py checks it against pyprof-prof --help.
-PER_RANK_REPORTS = ("kernel", "op", "instance", "module", "summary", "tc", "family", "phase",
-                    "peaks", "roofline", "iteration", "advice", "timemodel", "compiled", "marks")
+
+def per_rank_reports() -> list[str]:
+    """Every report pyprof-prof makes of one profile (its registry, `--list-reports`, less
+    ranks): what `--report all` writes."""
+    try:
+        return _reports.profile_reports()
+    except RuntimeError as e:
+        raise DatasetError(str(e)) from None
 
 
 class DatasetError(Exception):
@@ -121,7 +126,7 @@ class _Tool:
 
 def _rank_tables(tool: _Tool, path: str, rank: int, options: list[str], columns: list[str] | None,
                  reports: list[str], work: str) -> tuple:
-    """One rank: its records as an Arrow table and each report's JSON rows."""
+    """One rank: its records as an Arrow table and each report's tables (pyprof._reports)."""
     folder = os.path.join(work, f"rank{rank}")
     os.mkdir(folder)
     records_json = os.path.join(folder, "records.json")
@@ -136,18 +141,28 @@ def _rank_tables(tool: _Tool, path: str, rank: int, options: list[str], columns:
         tool([*options, "--report", ",".join(reports), "--formats", "json,text", "-o", prefix,
               path], path)
         for report in reports:
-            rows[report] = frames.report_rows(f"{prefix}.{report}.json")
+            rows[report] = _reports.read_file(f"{prefix}.{report}.json")
     shutil.rmtree(folder, ignore_errors=True)
     return records, rows
 
 
-def _report_tables(rows_by_rank: dict[int, list[dict]], drop=()) -> dict:
+def _id_rows(tables) -> list[dict]:
+    """The rows of report tables, each with its report and table ids first."""
+    return [{"report": t.report, "table": t.id, **row} for t in tables for row in t.rows]
+
+
+def _report_tables(tables_by_rank: dict[int, list], drop=()) -> dict:
     """{rank: Arrow table} of one report, each with the same columns and types: the columns and
-    their kinds are decided over every rank's rows together."""
+    their types are decided over every rank's tables together, from their units."""
+    every_table = [t for tables in tables_by_rank.values() for t in tables]
+    rows_by_rank = {rank: _id_rows(tables) for rank, tables in tables_by_rank.items()}
     every = [row for rows in rows_by_rank.values() for row in rows]
-    keys = [k for k in frames.ordered_keys(every) if k != "report" and k not in drop]
-    keys.insert(0, "report")
-    kinds = {k: frames.column_kind([row.get(k) for row in every]) for k in keys}
+    keys = ["report", "table"]
+    if any("per-row" in t.units.values() for t in every_table):
+        keys.append("unit")
+    for t in every_table:
+        keys += [c for c in t.columns if c not in keys and c not in drop]
+    kinds = frames.column_kinds(every_table, every)
     return {rank: frames.rows_table(rows, keys, kinds) for rank, rows in rows_by_rank.items()}
 
 
@@ -158,7 +173,7 @@ def write(inputs: list[str], output: str, options: list[str], columns: list[str]
     from pyprof import __version__
 
     if "all" in reports:
-        reports = list(PER_RANK_REPORTS)
+        reports = per_rank_reports()
     reports = list(dict.fromkeys(r for r in reports if r != "ranks"))  # ranks: always written
     by_rank = ranks_of(expand_inputs(inputs))
     if os.path.exists(output) and not os.path.isdir(output):
@@ -190,7 +205,7 @@ def write(inputs: list[str], output: str, options: list[str], columns: list[str]
                                meta("records", rank))
             return rows
 
-        report_rows: dict[str, dict[int, list[dict]]] = {r: {} for r in reports}
+        report_rows: dict[str, dict[int, list]] = {r: {} for r in reports}
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             futures = {rank: pool.submit(one_rank, rank) for rank in by_rank}
             try:
@@ -206,12 +221,15 @@ def write(inputs: list[str], output: str, options: list[str], columns: list[str]
         ranks_json = os.path.join(work, "ranks.json")
         tool([*options, "--report", "ranks", "--formats", "json", "-o", ranks_json,
               *by_rank.values()], "ranks report")
-        per_step, per_rank = [], {rank: [] for rank in by_rank}
-        for row in frames.report_rows(ranks_json):
-            if row.get("report") == _RANKS_PER_STEP_TABLE:
-                per_step.append(row)
-            elif row.get("Rank") in per_rank:
-                per_rank[row["Rank"]].append(row)
+        per_step, per_rank = None, {rank: [] for rank in by_rank}
+        for table in _reports.read_file(ranks_json):
+            if table.id == _RANKS_PER_STEP_TABLE:
+                per_step = table
+                continue
+            for rank in per_rank:  # each rank's share of the table, with the table's columns
+                part = _reports.Table(table.report, table.id, table.title, table.columns,
+                                      table.units, [r for r in table.rows if r.get("Rank") == rank])
+                per_rank[rank].append(part)
         report_rows["ranks"] = per_rank
 
         for report, rows_by_rank in report_rows.items():
@@ -222,7 +240,9 @@ def write(inputs: list[str], output: str, options: list[str], columns: list[str]
                 frames.write_table(table, os.path.join(folder, "part-0.parquet"),
                             meta("report", rank, report))
         os.makedirs(os.path.join(stage, "rank_steps"))
-        steps = frames.rows_table(per_step, frames.ordered_keys(per_step))
+        step_rows = _id_rows([per_step] if per_step else [])
+        steps = frames.rows_table(step_rows, ["report", "table", *(per_step.columns if per_step else [])],
+                                  frames.column_kinds([per_step] if per_step else [], step_rows))
         frames.write_table(steps, os.path.join(stage, "rank_steps", "part-0.parquet"),
                     meta("report", None, "ranks"))
         shutil.rmtree(work)

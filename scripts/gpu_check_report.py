@@ -127,6 +127,8 @@ def peaks_check(jsonl: str, measured_file: str | None) -> tuple[list[str], bool]
         if not line.strip():
             continue
         row = json.loads(line)
+        if "columns" in row:  # the table's own line (docs/prof.md §3, "JSON"); rows follow
+            continue
         device = devices.setdefault(row["Device"], {"name": row["Name"], "sheet": None,
                                                     "measured": None, "none": None})
         kind = row["Kind"]

@@ -233,7 +233,7 @@ def check_graph_summary(dict_path, replayed: int) -> None:
     """prof's summary counts the replayed activities and says that none is without an op."""
     out = testlib.prof("--report", "summary", "--iterations", "all", "--formats", "json",
                        str(dict_path)).stdout
-    rows = {r["Metric"]: r["Value"] for r in map(json.loads, out.splitlines())}
+    rows = {r["Metric"]: r["Value"] for r in testlib.report_rows(out)}
     assert int(rows["CUDA graph activities (replayed)"]) == replayed, rows
     assert int(rows["CUDA graph activities attributed to an op"]) == replayed
     assert int(rows["CUDA graph activities without an op"]) == 0

@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import testlib
+
 DATA = Path(__file__).parent / "data" / "nsys-2022.1.3_dlprof-pytorch1.10-emit-nvtx_lenet.sqlite"
 
 
@@ -14,7 +16,7 @@ def _report(tmp_path, name):
                        capture_output=True)
     out = subprocess.run([sys.executable, "-m", "pyprof", "prof", str(d), "--report", name, "--formats", "json"],
                          check=True, capture_output=True, text=True).stdout
-    return [json.loads(line) for line in out.splitlines() if line.strip()]
+    return testlib.report_rows(out)
 
 
 def test_timemodel_fits_lenet_convolutions(tmp_path):

@@ -45,7 +45,7 @@ def test_backward_nodes_pair_with_the_ops_that_created_them(autocast_dict):
     # prof: the convolution's weight and bias gradients (x needs none) under its bprop:
     # 2 * 8 * 12 * 8 * 8 * (8 * 3 * 3) = 884736; no FLOPs under the casts' bprop.
     out = testlib.prof("--report", "op", "--formats", "json", autocast_dict).stdout
-    rows = [json.loads(line) for line in out.splitlines()]
+    rows = testlib.report_rows(out)
     flops = {(row["Op"], row["Direction"]): row["FLOPs(FMA=2)"] for row in rows}
     assert flops[("aten::convolution", "bprop")] == 884736
     assert flops.get(("aten::_to_copy", "bprop"), 0) == 0
@@ -80,7 +80,7 @@ def test_op_report_says_where_autocast_costs_are_counted(autocast_dict):
     time is the inner call's inclusive time alone."""
     _, records = testlib.read_dict(autocast_dict)
     out = testlib.prof("--report", "op", "--formats", "json", autocast_dict).stdout
-    rows = {(r["Op"], r["Direction"]): r for r in map(json.loads, out.splitlines())}
+    rows = {(r["Op"], r["Direction"]): r for r in testlib.report_rows(out)}
     conv = rows[("aten::conv2d", "fprop")]
     assert conv["Modeled"] == "yes/in callee" and conv["Records"] == 2
     inner = [r for r in records if r["name"] == "aten::conv2d"

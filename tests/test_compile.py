@@ -118,7 +118,7 @@ def test_summary_counts_the_inductor_kernels_and_their_unmodelled_time(compiled)
     assert kernels
     res = testlib.prof("--report", "summary", "--formats", "json", "--iterations", "all",
                        str(dict_path))
-    rows = {r["Metric"]: r["Value"] for r in map(json.loads, res.stdout.splitlines())}
+    rows = {r["Metric"]: r["Value"] for r in testlib.report_rows(res.stdout)}
     assert int(rows["Inductor kernels (torch.compile)"]) == len(kernels)
     assert int(rows["Inductor kernel time (ns)"]) == sum(r["self_duration"] for r in kernels)
     assert int(rows["Inductor kernels attributed to their ATen nodes"]) == len(kernels)
@@ -189,7 +189,7 @@ def test_compiled_report_lists_each_kernel_with_its_fusion_saving(compiled):
     records = prof_records(dict_path)
     res = testlib.prof("--report", "compiled", "--formats", "json", "--iterations", "all",
                        str(dict_path))
-    rows = {r["Kernel"]: r for r in map(json.loads, res.stdout.splitlines())}
+    rows = {r["Kernel"]: r for r in testlib.report_rows(res.stdout)}
     assert set(rows) == set(kernels), (set(rows), set(kernels))
     all_time = sum(r["sil"] for r in records)
     for name, kernel in kernels.items():
@@ -363,7 +363,7 @@ def test_recompiled_graph_kernels_carry_their_own_nodes(tmp_path, shapes):
         assert len(forward) == 6
         res = testlib.prof("--report", "summary", "--formats", "json", "--iterations", "all",
                            str(dict_path))
-        rows = {r["Metric"]: r["Value"] for r in map(json.loads, res.stdout.splitlines())}
+        rows = {r["Metric"]: r["Value"] for r in testlib.report_rows(res.stdout)}
         assert int(rows["Inductor kernels opaque (no compile metadata)"]) == 0
         assert float(rows["Inductor kernel time without a FLOP model %"]) == 0.0
 
@@ -520,9 +520,9 @@ def test_init_after_the_first_compiled_call_is_said_and_recompile_recovers(gpt2_
                                 timeout=600)
         assert res.returncode == 0, res.stderr[-3000:]
         testlib.parse_to(tmp / "net.sqlite", tmp / "net.dict")
-        summary = {r["Metric"]: r["Value"] for r in map(json.loads, testlib.prof(
+        summary = {r["Metric"]: r["Value"] for r in testlib.report_rows(testlib.prof(
             "--report", "summary", "--formats", "json", "--iterations", "all",
-            str(tmp / "net.dict")).stdout.splitlines())}
+            str(tmp / "net.dict")).stdout)}
         return res, last_json(res.stdout)["pyprof"], tmp / "net.dict", summary
 
     def fused_costs(dict_path):

@@ -64,7 +64,22 @@ INPUTS = ["lenet", "mlp", "kineto"]
 
 
 def prof_json(*args) -> list[dict]:
-    return [json.loads(line) for line in testlib.prof(*args).stdout.splitlines() if line]
+    """prof's JSON: the records (--json), or a report's rows, each with its report and table
+    ids (testlib.report_rows)."""
+    out = testlib.prof(*args).stdout
+    if "--report" in args:
+        return testlib.report_rows(out)
+    return [json.loads(line) for line in out.splitlines() if line]
+
+
+def report_units(*args) -> dict[str, str]:
+    """{column: unit} over the tables of a report's JSON, the ids "report", "table" and a
+    per-row table's "unit" as text."""
+    tables, _ = testlib.report_json(testlib.prof(*args).stdout)
+    units = {"report": "text", "table": "text", "unit": "text"}
+    for t in tables:
+        units.update({c["name"]: c["unit"] for c in t["columns"]})
+    return units
 
 
 def prof_csv(*args) -> list[list[str]]:
@@ -181,11 +196,11 @@ def test_options_pass_through(dicts):
 
 # ---- reports ------------------------------------------------------------------------------
 
-def report_cell(value, kind):
-    """A report JSON cell as a frame or Parquet file holds it: `-`, empty and null in a numeric
-    column are nulls."""
-    if kind != "str" and value in ("-", "", None):
-        return None
+def report_cell(value, unit):
+    """A report JSON cell as a Parquet file holds it: a number in a text or per-row column (the
+    summary's values) as its JSON text, so that the column is one type."""
+    if unit in ("text", "per-row") and value is not None and not isinstance(value, str):
+        return json.dumps(value)
     return value
 
 
@@ -198,17 +213,21 @@ def test_report_frame_equals_json(dicts, name, report):
     if not rows:
         assert (name, report) in EMPTY_REPORTS and frame.empty
         return
-    assert frame.attrs["title"] == rows[0]["report"]
-    assert list(frame.columns) == [k for k in rows[0] if k != "report"]
+    tables, _ = testlib.report_json(testlib.prof("--report", report, "--formats", "json",
+                                                 dicts[name]).stdout)
+    assert (frame.attrs["report"], frame.attrs["table"], frame.attrs["title"]) == (
+        report, tables[0]["table"], tables[0]["title"])
+    assert frame.attrs["units"] == {c["name"]: c["unit"] for c in tables[0]["columns"]}
+    assert list(frame.columns) == [k for k in rows[0] if k not in ("report", "table")]
     for i, row in enumerate(rows):
         for key in frame.columns:
             value, cell = frame.at[i, key], row[key]
             if is_null(value):
-                assert cell in (None, "-", ""), (i, key, cell)
-            elif isinstance(cell, (int, float)) and str(frame[key].dtype) != "string":
-                assert value == cell, (i, key, cell, value)
+                assert cell is None, (i, key, cell)
             else:
-                assert value == cell, (i, key, cell, value)
+                # The summary's values (per-row units) are one string column, as in Parquet.
+                unit = frame.attrs["units"].get(key, "text")
+                assert value == report_cell(cell, unit), (i, key, cell, value)
 
 
 def test_report_numeric_columns(dicts):
@@ -221,7 +240,7 @@ def test_report_numeric_columns(dicts):
     assert ops["TFLOP/s"].isna().sum() == sum(
         r["TFLOP/s"] is None for r in prof_json("--report", "op", "--formats", "json",
                                                 dicts["kineto"]))
-    # The one op instance without a sequence number: `-` in prof's JSON, NA in an Int64 column.
+    # The one op instance without a sequence number: null in prof's JSON, NA in an Int64 column.
     inst = pyprof.read_report(dicts["kineto"], "instance")
     assert str(inst["Seq"].dtype) == "Int64" and inst["Seq"].isna().sum() == 1
 
@@ -291,12 +310,12 @@ def test_report_parquet_and_csv(dicts, tmp_path):
             assert f.read() == testlib.prof("--report", report, "--formats", "csv",
                                             dicts["kineto"]).stdout
         rows = prof_json("--report", report, "--formats", "json", dicts["kineto"])
+        units = report_units("--report", report, "--formats", "json", dicts["kineto"])
         table = pq.read_table(f"{prefix}.{report}.parquet")
         assert table.column_names == list(rows[0])
-        kinds = {k: frames.column_kind([r.get(k) for r in rows]) for k in rows[0]}
-        assert table.to_pylist() == [{k: report_cell(v, kinds[k]) for k, v in r.items()}
+        assert table.to_pylist() == [{k: report_cell(v, units[k]) for k, v in r.items()}
                                      for r in rows]
-    # One op instance of the trace has no sequence number: its Seq is `-` in the JSON (a numeric
+    # One op instance of the trace has no sequence number: its Seq is null in the JSON (an id
     # column), a null here; and rates without counted time are null.
     inst = pq.read_table(f"{prefix}.instance.parquet")
     assert inst.schema.field("Seq").type == pa.int64()

@@ -50,14 +50,14 @@ def diff(*args, check: int | None = 0) -> subprocess.CompletedProcess:
 def diff_json(*args, check: int | None = 0) -> dict[str, list[dict]]:
     res = diff(*args, "--formats", "json", check=check)
     tables: dict[str, list[dict]] = {}
-    for line in res.stdout.splitlines():
-        row = json.loads(line)
-        tables.setdefault(row.pop("report"), []).append(row)
+    for row in testlib.report_rows(res.stdout):  # by table id: "summary", "ops", ...
+        assert row.pop("report") == "diff"
+        tables.setdefault(row.pop("table"), []).append(row)
     return tables
 
 
-def table(tables, prefix) -> list[dict]:
-    (rows,) = [rows for title, rows in tables.items() if title.startswith(prefix)]
+def table(tables, table_id) -> list[dict]:
+    (rows,) = [rows for key, rows in tables.items() if key == table_id]
     return rows
 
 
@@ -79,10 +79,10 @@ def runs(tmp_path_factory):
 
 def test_plain_rerun_passes_the_gate(runs):
     tables = diff_json(runs["base"], runs["rerun"], "--fail-above", "25")
-    summary = {r["Metric"]: r["Value"] for r in table(tables, "diff summary")}
+    summary = {r["Metric"]: r["Value"] for r in table(tables, "summary")}
     assert summary["gate"].startswith("pass"), summary
     for title, rows in tables.items():
-        if title.startswith("diff: ") and not title.startswith("diff: per iteration"):
+        if title not in ("summary", "steps"):
             assert not [r for r in rows if r["Gate"] == "FAIL"], title
 
 
@@ -90,8 +90,8 @@ def test_redone_forward_fails_the_gate_at_the_right_op(runs):
     res = diff(runs["base"], runs["slow"], "--fail-above", "25", "--formats", "json",
                check=GATE_FAILED)
     assert "FAIL" in res.stderr
-    rows = [json.loads(line) for line in res.stdout.splitlines()]
-    ops = [r for r in rows if r["report"].startswith("diff: ops")]
+    rows = testlib.report_rows(res.stdout)
+    ops = [r for r in rows if r["table"] == "ops"]
     failing = [r for r in ops if r["Gate"] == "FAIL"]
     assert failing, "the redone convolution must fail the gate"
     # The op that regressed most is one of conv2's forward convolution ops, called 4 times a
@@ -104,7 +104,7 @@ def test_redone_forward_fails_the_gate_at_the_right_op(runs):
     # The module level counts the extra calls in conv2 (its forward's ops, twice) and none in
     # conv1. Its time moves less than the op's (conv2's backward, not redone, is most of it), so
     # its verdict depends on the machine's scatter and is not asserted.
-    modules = {r["Module"]: r for r in rows if r["report"].startswith("diff: modules")}
+    modules = {r["Module"]: r for r in rows if r["table"] == "modules"}
     assert modules["LeNet.conv2"]["New calls"] > modules["LeNet.conv2"]["Base calls"]
     assert modules["LeNet.conv1"]["New calls"] == modules["LeNet.conv1"]["Base calls"]
     assert modules["LeNet.conv1"]["Verdict"] == "same"
@@ -144,7 +144,7 @@ def test_statistics_match_an_independent_oracle(runs):
     tables = diff_json(runs["base"], runs["rerun"], "--iterations", "1:")
     base = step_samples(runs["base"], 1)
     new = step_samples(runs["rerun"], 1)
-    steps = table(tables, "diff: per iteration")
+    steps = table(tables, "steps")
     busy = {r["Metric"]: r for r in steps}["CPU op time"]
     assert busy["Base(ns)"] == pytest.approx(sum(base[("", "busy")]) / 9, abs=1)
     assert busy["New(ns)"] == pytest.approx(sum(new[("", "busy")]) / 9, abs=1)
@@ -152,14 +152,14 @@ def test_statistics_match_an_independent_oracle(runs):
     # in both profiles. The table's means are rounded to whole ns, so a row within rounding of
     # that threshold may be on either side of it in diff's exact figures: the row count diff
     # states decides how many of those it took, and one such choice must give its median.
-    summary = {r["Metric"]: r["Value"] for r in table(tables, "diff summary")}
+    summary = {r["Metric"]: r["Value"] for r in table(tables, "summary")}
     shown = re.match(r"([+-]\d+\.\d)% \(median of NEW / BASE over (\d+) op rows, time per "
                      r"iteration\)", summary["typical change"])
     assert shown, summary["typical change"]
     change, counted = float(shown.group(1)), int(shown.group(2))
     margin = 0.5 + 0.0005  # a mean's rounding, and the busy time's at 0.1%
     clear, boundary = [], []
-    for r in table(tables, "diff: ops"):
+    for r in table(tables, "ops"):
         if r["Base(ns)"] in (None, "na") or r["New(ns)"] in (None, "na"):
             continue
         above = [r[col] - 0.001 * busy[col] for col in ("Base(ns)", "New(ns)")]
@@ -180,7 +180,7 @@ def test_statistics_match_an_independent_oracle(runs):
                for extra in itertools.combinations(boundary, counted - len(clear))]
     assert any(m == pytest.approx(change, abs=0.1) for m in medians), (change, medians)
     scale = 1 + min(medians, key=lambda m: abs(m - change)) / 100
-    rows = table(tables, "diff: op types")
+    rows = table(tables, "op_types")
     ps = []
     for r in rows:
         b, x = base.get((r["Op"], r["Direction"])), new.get((r["Op"], r["Direction"]))
@@ -206,14 +206,15 @@ def test_statistics_match_an_independent_oracle(runs):
 def test_a_profile_against_itself_changes_nothing(runs):
     tables = diff_json(runs["base"], runs["base"], "--fail-above", "0")
     for title, rows in tables.items():
-        if title.startswith("diff: "):
+        if title != "summary":
             for r in rows:
                 assert r["Verdict"] == "same" and r["Delta(ns)"] == 0, (title, r)
                 assert r["p"] in (1, 1.0, None, "na"), r
 
 
 def test_text_output_is_for_people_and_csv_for_programs(runs, tmp_path):
-    text = diff(runs["base"], runs["slow"], "--report", "step,op_type", "--top", "5").stdout
+    text = diff(runs["base"], runs["slow"], "--report", "step,op_type", "--top", "5",
+                "-w", "0").stdout  # one line a row
     assert "diff summary" in text and "diff: op types" in text
     assert " ms " in text or " µs " in text  # human units
     op_table = text.split("diff: op types")[1].strip().splitlines()
@@ -223,15 +224,15 @@ def test_text_output_is_for_people_and_csv_for_programs(runs, tmp_path):
     diff(runs["base"], runs["slow"], "--report", "op_type", "--formats", "csv,json", "-o", prefix)
     csv_text = (tmp_path / "out.diff.csv").read_text()
     assert '"Base(ns)","New(ns)","Delta(ns)","Delta %","vs typical %","p","q","Verdict"' in csv_text
-    json_rows = [json.loads(line) for line in (tmp_path / "out.diff.json").read_text().splitlines()]
-    ops = [r for r in json_rows if r["report"] == "diff: op types"]
+    json_rows = testlib.report_rows((tmp_path / "out.diff.json").read_text())
+    ops = [r for r in json_rows if (r["report"], r["table"]) == ("diff", "op_types")]
     assert len(ops) > 20 and all(isinstance(r["Base(ns)"], int) for r in ops if r["Base(ns)"])
 
 
 def test_databases_are_parsed_first_and_named_as_given(runs):
     base_db = str(runs["base"]).replace(".dict", ".sqlite")
     tables = diff_json(base_db, runs["rerun"], "--report", "step")
-    summary = {r["Metric"]: r["Value"] for r in table(tables, "diff summary")}
+    summary = {r["Metric"]: r["Value"] for r in table(tables, "summary")}
     assert summary["base"] == base_db
     assert summary["new"].startswith(str(runs["rerun"]))
 
@@ -250,12 +251,12 @@ def test_hta_control_and_test_traces():
         pytest.skip("HTA's control/test traces are only in ../shared/traces/real")
     tables = diff_json(CONTROL, TEST, "--iterations", "all", "--fail-above", "10",
                        check=GATE_FAILED)
-    steps = {r["Metric"]: r for r in table(tables, "diff: per iteration")}
+    steps = {r["Metric"]: r for r in table(tables, "steps")}
     control, test = raw_step_spans(CONTROL), raw_step_spans(TEST)
     assert len(control) == len(test) == 6
     assert steps["step time"]["Base(ns)"] == pytest.approx(sum(control) / 6, abs=1)
     assert steps["step time"]["New(ns)"] == pytest.approx(sum(test) / 6, abs=1)
-    op_types = {(r["Op"], r["Direction"]): r for r in table(tables, "diff: op types")}
+    op_types = {(r["Op"], r["Direction"]): r for r in table(tables, "op_types")}
     # The test run's forward and backward go through torch.compile's CompiledFunction.
     assert op_types[("CompiledFunction", "fprop")]["Verdict"] == "new"
     assert op_types[("CompiledFunction", "bprop")]["Verdict"] == "new"
@@ -263,10 +264,10 @@ def test_hta_control_and_test_traces():
     # The step gate, asked for apart: 77.5 -> 124 ms a step (+60%, significant) fails it.
     steps_only = diff_json(CONTROL, TEST, "--iterations", "all", "--report", "step",
                            "--fail-step-above", "50", check=GATE_FAILED)
-    assert [r["Gate"] for r in table(steps_only, "diff: per iteration")] == ["FAIL", "FAIL"]
+    assert [r["Gate"] for r in table(steps_only, "steps")] == ["FAIL", "FAIL"]
     # Against itself: nothing changes, and the gate passes.
     same = diff_json(CONTROL, CONTROL, "--report", "step,op_type", "--fail-above", "0")
-    assert all(r["Verdict"] == "same" for r in table(same, "diff: op types"))
+    assert all(r["Verdict"] == "same" for r in table(same, "op_types"))
 
 
 def test_bad_input_and_usage_errors(runs, tmp_path):

@@ -47,9 +47,9 @@ def diff(*args, check: int | None = 0) -> subprocess.CompletedProcess:
 
 def tables_of(text: str) -> dict[str, list[dict]]:
     tables: dict[str, list[dict]] = {}
-    for line in text.splitlines():
-        row = json.loads(line)
-        tables.setdefault(row.pop("report"), []).append(row)
+    for row in testlib.report_rows(text):  # by table id: "summary", "ops", ...
+        assert row.pop("report") == "diff"
+        tables.setdefault(row.pop("table"), []).append(row)
     return tables
 
 
@@ -57,14 +57,14 @@ def diff_json(*args, check: int | None = 0) -> dict[str, list[dict]]:
     return tables_of(diff(*args, "--formats", "json", check=check).stdout)
 
 
-def table(tables, prefix) -> list[dict]:
-    (rows,) = [rows for title, rows in tables.items() if title.startswith(prefix)]
+def table(tables, table_id) -> list[dict]:
+    (rows,) = [rows for key, rows in tables.items() if key == table_id]
     return rows
 
 
 def summary(tables) -> dict[str, str]:
     out: dict[str, str] = {}
-    for r in table(tables, "diff summary"):
+    for r in table(tables, "summary"):
         out.setdefault(r["Metric"], r["Value"])
     return out
 
@@ -263,11 +263,11 @@ def test_windows_cut_at_different_points_are_compared_per_iteration(windows):
     assert s["samples compared"] == f"{base_reps} base, {new_reps} new"
     assert s["gate"].startswith("pass: nothing significantly slower"), s["gate"]
     # The step rows: a detected iteration runs from one anchor call to the next.
-    steps = {r["Metric"]: r for r in table(tables, "diff: per iteration")}
+    steps = {r["Metric"]: r for r in table(tables, "steps")}
     assert steps["step time"]["Base(ns)"] == pytest.approx(sum(base_walls) / base_reps, abs=1)
     assert steps["step time"]["New(ns)"] == pytest.approx(sum(new_walls) / new_reps, abs=1)
     # Every op row: its kernel time per iteration, as the oracle sums it; one call each.
-    ops = table(tables, "diff: ops")
+    ops = table(tables, "ops")
     assert len(ops) == len(base_rows) == 19  # 6 forward, 8 backward ops, all-reduce, 4 add_
     for (op, direction, sizes), samples in base_rows.items():
         (row,) = [r for r in ops if (r["Op"], r["Direction"], r["Shapes"])
@@ -280,7 +280,7 @@ def test_windows_cut_at_different_points_are_compared_per_iteration(windows):
         assert row["p"] not in (None, "na"), row  # tested: 7 and 6 samples
         assert row["Verdict"] == "same", row
     for title, rows in tables.items():
-        if title.startswith("diff: "):
+        if title != "summary":
             assert not [r for r in rows if r["Verdict"] in ("slower", "faster", "untested")], title
             assert not [r for r in rows if r["Gate"] == "FAIL"], title
 
@@ -293,7 +293,7 @@ def test_an_op_slowed_per_call_is_found_in_windows(windows):
                check=GATE_FAILED)
     tables = tables_of(res.stdout)
     assert "significantly slower" in res.stderr
-    failing = [r for r in table(tables, "diff: ops") if r["Gate"] == "FAIL"]
+    failing = [r for r in table(tables, "ops") if r["Gate"] == "FAIL"]
     assert [(r["Op"], r["Direction"], r["Shapes"]) for r in failing] == [
         (SLOWED[0], "fprop", shapes_text(SLOWED[1]))]
     (row,) = failing
@@ -313,7 +313,7 @@ def test_per_call_basis_on_the_same_windows(windows):
     s = summary(tables)
     assert s["basis"].startswith("per call:"), s["basis"]
     assert s["gate"].startswith("pass"), s["gate"]
-    ops = table(tables, "diff: ops")
+    ops = table(tables, "ops")
     base_log, new_log = windows["base"].log, windows["new"].log
     for r in ops:
         assert r["Basis"] == "per call"
@@ -337,20 +337,20 @@ def test_per_call_basis_on_the_same_windows(windows):
     # level (aten::addmm bprop: both addmm's nodes).
     nodes = [sum(d for _, d, _ in e["launches"]) for e in base_log
              if (e["op"], e["dir"], e["paired"]) == ("aten::addmm", "bprop", True)]
-    (row,) = [r for r in table(tables, "diff: op types")
+    (row,) = [r for r in table(tables, "op_types")
               if (r["Op"], r["Direction"]) == ("aten::addmm", "bprop")]
     # By hand: the nodes of the first addmm at 11 + 17k in 3..144, 8, the first unpaired; of
     # the second at 8 + 17k, 9.
     assert row["Base calls"] == len(nodes) == 16
     assert row["Base(ns)"] == pytest.approx(sum(nodes) / len(nodes), abs=1)
-    kernels = table(tables, "diff: kernels")
+    kernels = table(tables, "kernels")
     assert all(r["Basis"] == "per launch" for r in kernels)
     # The step rows are the windows' totals: shown, never judged.
-    for r in table(tables, "diff: whole profile"):
+    for r in table(tables, "steps"):
         assert (r["Verdict"], r["p"], r["Basis"]) == ("untested", None, "whole profile"), r
     slow = diff(windows["base_db"], windows["slow_db"], "--basis", "call", "--fail-above", "5",
                 "--formats", "json", check=GATE_FAILED)
-    failing = [r for r in table(tables_of(slow.stdout), "diff: ops") if r["Gate"] == "FAIL"]
+    failing = [r for r in table(tables_of(slow.stdout), "ops") if r["Gate"] == "FAIL"]
     assert [(r["Op"], r["Direction"], r["Shapes"]) for r in failing] == [
         (SLOWED[0], "fprop", shapes_text(SLOWED[1]))]
     assert failing[0]["q"] < 0.05 and failing[0]["vs typical %"] == pytest.approx(30, abs=3)
@@ -374,7 +374,7 @@ def test_irregular_loops_fall_back_to_per_call(tmp_path):
     assert s["gate"].startswith("pass"), s["gate"]
     slow = diff(paths["base"], paths["slow"], "--fail-above", "5", "--formats", "json",
                 check=GATE_FAILED)
-    failing = [r for r in table(tables_of(slow.stdout), "diff: ops") if r["Gate"] == "FAIL"]
+    failing = [r for r in table(tables_of(slow.stdout), "ops") if r["Gate"] == "FAIL"]
     assert [(r["Op"], r["Direction"]) for r in failing] == [(SLOWED[0], "fprop")]
 
 
@@ -390,7 +390,7 @@ def test_no_gate_on_significance_without_a_test(windows):
     assert s["gate"].startswith("refused: --fail-above: none of the"), s["gate"]
     assert "significant" not in s["gate"]
     for title, rows in tables.items():
-        if title.startswith("diff: "):
+        if title != "summary":
             assert {r["Verdict"] for r in rows} <= {"untested", "new", "gone"}, title
             assert {r["p"] for r in rows} == {None}, title  # na
     res = diff(windows["base_db"], windows["slow_db"], "--basis", "profile", "--fail-above", "5",
@@ -492,7 +492,7 @@ def check_slowed_pow(res: subprocess.CompletedProcess) -> None:
     runs minutes apart scattered up to 184%, and then no row can count: the gate passes, as
     the rule says, and the test checks that instead."""
     tables = tables_of(res.stdout)
-    ops = table(tables, "diff: ops")
+    ops = table(tables, "ops")
     (pow_row,) = [r for r in ops if (r["Op"], r["Direction"]) == ("aten::pow", "fprop")]
     assert pow_row["p"] < 1e-3 and pow_row["Base calls"] == pow_row["New calls"] == 1, pow_row
     matched = [r for r in ops if isinstance(r["vs typical %"], (int, float))
@@ -525,7 +525,7 @@ def test_pyprof_windows_of_a_real_loop(captures):
     assert abs(int(m.group(1)) - whole) <= 1  # anchored at another op of the loop, maybe
     assert s["basis"].startswith("per iteration")
     assert s["gate"].startswith("pass"), (s["gate"], s.get("typical change"))
-    pow_rows = [r for r in table(tables, "diff: ops") if (r["Op"], r["Direction"])
+    pow_rows = [r for r in table(tables, "ops") if (r["Op"], r["Direction"])
                 == ("aten::pow", "fprop")]
     assert len(pow_rows) == 1 and pow_rows[0]["Base calls"] == pow_rows[0]["New calls"] == 1
     assert pow_rows[0]["Verdict"] == "same"

@@ -7,6 +7,8 @@ against a copy of it.
    all records of its output for every real trace in tests/data, and for two databases built
    with tests/nsys_synth.py for what none of those traces has (pyprof markers with modules, call
    sites and backward ops, a CUDA graph launch, a memset, a CPU-only profile).
+3. Every report in prof's registry (`pyprof-prof --list-reports`) has its row in docs/prof.md
+   §3, and the table ids of a report of several tables are named there.
 
 docs/ops.md names ops in code spans, with this shorthand (what `ops_md_names` expands):
   `c10d::allreduce_`    allreduce_ (ATen's and c10d's ops are registered without the
@@ -199,3 +201,24 @@ def test_formats_md_record_keys_are_the_keys_parse_writes(tmp_path):
         f"  written by parse (on these kinds of record) but not documented: {undocumented}\n"
         f"  documented but written on no record of {len(traces)} traces "
         f"(tests/data and two synthetic ones): {unwritten}")
+
+
+# ---- 3. docs/prof.md §3 describes every report and table id -------------------------------
+
+def test_prof_md_lists_every_report_and_its_table_ids():
+    """The report registry (`pyprof-prof --list-reports`, hidden) against docs/prof.md §3: each
+    report has its row in the reports table, and each id of a report with several tables is
+    named in "JSON describes itself"."""
+    res = testlib.run_tool(testlib.PROF, "--list-reports")
+    assert res.returncode == 0, res.stderr
+    reports = [json.loads(line) for line in res.stdout.splitlines()]
+    with open(os.path.join(DOCS, "prof.md"), encoding="utf-8") as f:
+        text = f.read()
+    section = text.split("## 3. Reports", 1)[1].split("\n## 4.", 1)[0]
+    rows = set(re.findall(r"^\| `(\w+)` \|", section, re.MULTILINE))
+    assert [r["report"] for r in reports if r["report"] not in rows] == []
+    json_part = section.split("**JSON describes itself.**", 1)[1]
+    for r in reports:
+        if len(r["tables"]) > 1:
+            for table in r["tables"]:
+                assert f"`{table}`" in json_part, (r["report"], table)

@@ -169,9 +169,9 @@ def test_cpp_wrapper_extern_kernels_cost_their_shims_marks(tmp_path):
               and (call_of(r) or "").startswith("aoti_torch_cuda_")]
     print(f"extern-call kernels: {collections.Counter((call_of(r), r['name']) for r in extern)}")
     assert extern, "no kernel ran inside an aoti_torch_cuda_* range"
-    summary = {r["Metric"]: r["Value"] for r in map(json.loads, testlib.prof(
+    summary = {r["Metric"]: r["Value"] for r in testlib.report_rows(testlib.prof(
         "--report", "summary", "--iterations", "all", "--formats", "json",
-        str(dict_path)).stdout.splitlines())}
+        str(dict_path)).stdout)}
     assert int(summary["C++ wrapper extern-call kernels costed from the call's marks"]) == \
         len(extern), summary
     steps = header["iterations"]["count"]

@@ -207,8 +207,8 @@ def test_synthetic_pair_counts_every_mismatch(tmp_path, named):
     assert len({r["instance"] for r in mm}) == 2
     net = tmp_path / "net.dict"
     testlib.parse_to(replay, net, "--graph-capture", capture)
-    rows = [json.loads(line) for line in testlib.prof(
-        "--report", "op", "--formats", "json", str(net)).stdout.splitlines()]
+    rows = testlib.report_rows(testlib.prof(
+        "--report", "op", "--formats", "json", str(net)).stdout)
     (mm_row,) = [r for r in rows if r["Op"] == "aten::mm"]
     assert float(mm_row["FLOPs(FMA=2)"]) == 2 * (2 * 8 * 16 * 32)
 

@@ -193,12 +193,12 @@ def test_step_flops_equal_flop_counter_mode(parsed):
 def test_peaks_are_the_h100_sxm_datasheet_and_ffma_kernels_are_not_tensor_core(parsed):
     _, _, _, dict_path = parsed
     out = testlib.prof("--report", "peaks", "--formats", "json", dict_path).stdout
-    peaks = {r["Mode"]: r for r in map(json.loads, out.splitlines())}
+    peaks = {r["Mode"]: r for r in testlib.report_rows(out)}
     assert {r["Kind"] for r in peaks.values()} == {"datasheet"}
     assert peaks["bf16_tc"]["Peak FLOP/s"] == pytest.approx(989.4e12, rel=1e-3)
     assert peaks["fp16_tc"]["Memory B/s"] == pytest.approx(3.35e12, rel=1e-3)
     out = testlib.prof("--report", "kernel", "--formats", "json", dict_path).stdout
-    kernels = [json.loads(line) for line in out.splitlines()]
+    kernels = testlib.report_rows(out)
     ffma = [k for k in kernels if "_ffma_" in k["Kernel"]]
     assert ffma and all(k["TC"] == "0" for k in ffma)
 

@@ -218,12 +218,12 @@ def test_kineto_trace_summary_counts_all_their_time(tmp_path):
     trace.write_text(json.dumps(kineto_trace(OPS)))
     testlib.parse_to(trace, tmp_path / "net.dict")
     summary = summary_values(tmp_path / "net.dict")
-    assert summary["time covered by a FLOP model %"] == "100.0"
+    assert summary["time covered by a FLOP model %"] == 100.0
 
 
 def summary_values(dict_path) -> dict:
     res = testlib.prof("--report", "summary", "--formats", "json", str(dict_path))
-    return {row["Metric"]: row["Value"] for row in map(json.loads, res.stdout.splitlines())}
+    return {row["Metric"]: row["Value"] for row in testlib.report_rows(res.stdout)}
 
 
 # ---- 3. the real SGLang trace --------------------------------------------------------------------
@@ -283,6 +283,6 @@ def test_sglang_trace_every_custom_op_costed_by_hand(sglang):
 def test_sglang_trace_gpu_time_is_all_modelled(sglang):
     summary = summary_values(sglang)
     # 86.0% before these models: the custom ops' 68.8 ms of 492.8 ms had none.
-    assert summary["time covered by a FLOP model %"] == "100.0"
+    assert summary["time covered by a FLOP model %"] == 100.0
     # Nothing faster than the MI300X can run.
-    assert summary["records above device peak (out of totals)"] == "0"
+    assert summary["records above device peak (out of totals)"] == 0

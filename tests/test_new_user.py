@@ -53,10 +53,12 @@ def table(path, columns, *extra):
 
 
 def report(path, name, *extra):
-    """One report's rows by table title: {title: [row, ...]}."""
+    """One report's rows by table id: {table: [row, ...]} ("steps", "steady_state", ...)."""
     out = {}
-    for row in json_lines(prof("--report", name, "--formats", "json", *extra, path).stdout):
-        out.setdefault(row.pop("report"), []).append(row)
+    for row in testlib.report_rows(prof("--report", name, "--formats", "json", *extra,
+                                        path).stdout):
+        assert row.pop("report") == name
+        out.setdefault(row.pop("table"), []).append(row)
     return out
 
 
@@ -162,7 +164,7 @@ def pd_na(value):
 
 def iteration_states(path, *extra):
     tables = report(path, "iteration", *extra)
-    return [r["Selected"] for r in next(v for k, v in tables.items() if k.startswith("iterations"))]
+    return [r["Selected"] for r in tables["steps"]]
 
 
 @pytest.mark.parametrize("selection", [(), ("--iterations", "2:6")], ids=["default", "2:6"])
@@ -261,7 +263,7 @@ def test_advice_uses_the_phase_reports_phases(run):
         {r["op"] for r in records if phase(r) != "optimizer"}
     assert {"aten::addcmul_", "aten::lerp_"} & optimizer_only
     for extra in ((), ("--iterations", "all")):
-        phases = {r["Phase"]: r for r in report(run["dict"], "phase", *extra)["time by phase"]}
+        phases = {r["Phase"]: r for r in report(run["dict"], "phase", *extra)["phase"]}
         rows = next(iter(report(run["dict"], "advice", *extra).values()))
         for row in rows:
             if row["Rule"] == "optimizer-not-foreach":
@@ -328,19 +330,17 @@ def test_a_step_the_capture_cut_is_marked_and_left_out(tmp_path):
     assert cut_ops  # the forward it began
     for extra in ((), ("--iterations", "all")):
         tables = report(tmp_path / "net.dict", "iteration", *extra)
-        rows = next(v for k, v in tables.items() if k.startswith("iterations"))
+        rows = tables["steps"]
         assert rows[5]["Selected"] == "cut"
         whole = [r["Wall(ns)"] for r in rows if r["Selected"] == "yes"]
-        steady = {r["Metric"]: r for r in next(v for k, v in tables.items()
-                                                if k.startswith("steady"))}
+        steady = {r["Metric"]: r for r in tables["steady_state"]}
         assert steady["wall time (ns)"]["Max"] == max(whole)
         assert steady["wall time (ns)"]["Min"] == min(whole)
     s = summary(tmp_path / "net.dict")
-    assert s["steps cut by the capture (left out)"] == "1"
+    assert s["steps cut by the capture (left out)"] == 1
     # Its records leave the reports with the other left-out ones (an explicit selection of it
     # alone is refused).
-    rows = next(v for k, v in report(tmp_path / "net.dict", "iteration").items()
-                if k.startswith("iterations"))
+    rows = report(tmp_path / "net.dict", "iteration")["steps"]
     selected = {i for i, row in enumerate(rows) if row["Selected"] == "yes"}
     assert 5 not in selected
     assert int(s["records"]) == sum(1 for r in records if r.get("step") in selected)
@@ -354,13 +354,14 @@ def test_steps_after_stop_are_empty_not_steady_state(tmp_path):
     assert header["iterations"]["count"] == 7
     assert not [r for r in records if r.get("step") in (5, 6)]
     tables = report(tmp_path / "net.dict", "iteration", "--iterations", "all")
-    rows = next(v for k, v in tables.items() if k.startswith("iterations"))
+    rows = tables["steps"]
     assert [r["Selected"] for r in rows[5:]] == ["empty", "empty"]
-    steady = {r["Metric"]: r for r in next(v for k, v in tables.items()
-                                            if k.startswith("steady"))}
+    steady = {r["Metric"]: r for r in tables["steady_state"]}
     rates = sorted(r["TFLOP/s"] for r in rows[:5])
     assert steady["TFLOP/s (over wall time)"]["Min"] == rates[0] > 0
-    assert "steady state over the selected iterations (5 of 7)" in tables
+    titles, _ = testlib.report_json(prof("--report", "iteration", "--iterations", "all",
+                                         "--formats", "json", tmp_path / "net.dict").stdout)
+    assert titles[1]["title"] == "steady state over the selected iterations (5 of 7)"
 
 
 # ---- 5. marks ------------------------------------------------------------------------------------
@@ -373,7 +374,7 @@ def test_marks_reach_the_dict_the_report_the_export_and_the_page(run, tmp_path):
     assert marks[0]["start"] < steps[0]["start"] and marks[1]["start"] > steps[-1]["end"]
     rows = report(run["dict"], "marks")["marks"]
     assert [(r["Mark"], r["Start(ns)"]) for r in rows] == [(m["name"], m["start"]) for m in marks]
-    assert summary(run["dict"])["marks (--report marks)"] == "2"
+    assert summary(run["dict"])["marks (--report marks)"] == 2
     trace = tmp_path / "net.trace.json"
     res = subprocess.run([testlib.PY, "-m", "pyprof", "export", str(run["db"]), "-o", str(trace)],
                          capture_output=True, text=True, env=testlib.pyprof_env())
@@ -460,8 +461,8 @@ def test_prof_report_names_and_typos(run):
     res = prof("-c", "tflop", run["dict"], check=False)
     assert res.returncode == 2 and "did you mean 'tflops'?" in res.stderr
     everything = prof("--report", "all", "--formats", "json", run["dict"]).stdout
-    titles = {row["report"] for row in json_lines(everything)}
-    assert {"summary", "time by phase", "marks"} <= titles
+    ids = {(row["report"], row["table"]) for row in testlib.report_rows(everything)}
+    assert {("summary", "summary"), ("phase", "phase"), ("marks", "marks")} <= ids
 
 
 def test_parse_says_why_backward_records_are_unpaired(run):

@@ -18,6 +18,7 @@ import subprocess
 
 import pytest
 
+import testlib
 from testlib import DATA, PARSE, PROF, PY, parse_to, prof, pyprof_env
 
 pytestmark = pytest.mark.needs_build
@@ -181,7 +182,7 @@ def test_prof_through_front_into_head(dicts, huge_dict, tmp_path):
 
 def test_report_text_cells_are_bounded(huge_dict, dicts):
     # Raw numbers: the widths below are those of the cells' text, not of their human units.
-    text = prof("--report", "op,instance", "--raw", huge_dict).stdout
+    text = prof("--report", "op,instance", "--raw", "-w", "0", huge_dict).stdout
     # Without the bound every row of the op report was padded to 1 MiB.
     assert len(text.encode()) < 16 * 1024, len(text.encode())
     elided = "conv2d_" + "x" * 112 + "…"  # 120 characters, the last one the marker
@@ -189,7 +190,7 @@ def test_report_text_cells_are_bounded(huge_dict, dicts):
     assert len(op_rows) == 3  # op report: conv2d fprop; instance report: its 2 instances
     assert all(elided + " " in row for row in op_rows), op_rows
     # The other rows hold what they held without the long name (in a column 120 wide).
-    plain = prof("--report", "op,instance", "--raw", dicts["lenet"]).stdout
+    plain = prof("--report", "op,instance", "--raw", "-w", "0", dicts["lenet"]).stdout
     assert [line.split() for line in text.splitlines() if "conv2d" not in line] \
         == [line.split() for line in plain.splitlines() if "conv2d" not in line]
     # The op report's lines: 182 characters with "max_pool2d" the widest op, 110 more now.
@@ -199,8 +200,7 @@ def test_report_text_cells_are_bounded(huge_dict, dicts):
     # CSV and JSON keep the whole name.
     csv_text = prof("--report", "op", "--formats", "csv", huge_dict).stdout
     assert '"conv2d_' + "x" * (HUGE - 7) + '"' in csv_text
-    rows = [json.loads(line) for line in
-            prof("--report", "op", "--formats", "json", huge_dict).stdout.splitlines()]
+    rows = testlib.report_rows(prof("--report", "op", "--formats", "json", huge_dict).stdout)
     assert [len(r["Op"]) for r in rows if r["Op"].startswith("conv2d_")] == [HUGE]
 
 
@@ -274,7 +274,7 @@ def test_report_text_cell_elision(dicts, tmp_path, name, shown):
             if record.get("op") == "relu":
                 record["op"] = name
             f.write(json.dumps(record) + "\n")
-    res = subprocess.run([PROF, "--report", "op", path], capture_output=True, timeout=120)
+    res = subprocess.run([PROF, "--report", "op", "-w", "0", path], capture_output=True, timeout=120)
     assert res.returncode == 0, res.stderr
     rows = res.stdout.decode("utf-8").splitlines()  # strict: a split character would raise
     assert [row.split()[0] for row in rows if row.startswith(shown[0])] == [shown]

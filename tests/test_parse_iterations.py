@@ -349,8 +349,7 @@ def test_work_launched_before_the_trace_is_in_no_step(name, tmp_path):
     check_steps_contract(header, records)
     net = tmp_path / "net.dict"
     testlib.parse_to(path, net, timeout=120)
-    summary = {r["Metric"]: r["Value"] for r in map(json.loads, testlib.prof(
-        "--report", "summary", "--formats", "json", "--iterations", "all",
-        str(net)).stdout.splitlines())}
-    assert summary["records launched before the trace began (in no step)"] == str(len(before))
-    assert summary["GPU time launched before the trace began (ns)"] == str(before_ns)
+    summary = {r["Metric"]: r["Value"] for r in testlib.report_rows(testlib.prof(
+        "--report", "summary", "--formats", "json", "--iterations", "all", str(net)).stdout)}
+    assert summary["records launched before the trace began (in no step)"] == len(before)
+    assert summary["GPU time launched before the trace began (ns)"] == before_ns

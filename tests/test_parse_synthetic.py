@@ -522,9 +522,9 @@ def test_gpu_rows_ending_before_they_start_are_flagged_and_left_out_of_sums(tmp_
     assert "API calls that end before they start (1x)" in summary
     dict_path = tmp_path / "x.dict"
     dict_path.write_text(testlib.run_tool(testlib.PARSE, path, "-q").stdout)
-    metrics = {r["Metric"]: r["Value"] for r in map(json.loads, testlib.prof(
-        "--report", "summary", "--formats", "json", dict_path).stdout.splitlines())}
-    assert metrics["kernel time (ns)"] == "8000"  # 5000 + 3000; the -48063 ns kernel is out
+    metrics = {r["Metric"]: r["Value"] for r in testlib.report_rows(testlib.prof(
+        "--report", "summary", "--formats", "json", dict_path).stdout)}
+    assert metrics["kernel time (ns)"] == 8000  # 5000 + 3000; the -48063 ns kernel is out
 
 
 def test_long_legacy_trace_marker_list(tmp_path):
@@ -696,7 +696,7 @@ def test_compiled_kernel_marks_join_their_kernels_and_cost_them(tmp_path):
         assert by_name[name]["flops"] is None, by_name[name]  # "na"
     res = testlib.prof("--report", "summary", "--formats", "json", "--iterations", "all",
                        str(tmp_path / "c.dict"))
-    summary = {r["Metric"]: r["Value"] for r in map(json.loads, res.stdout.splitlines())}
+    summary = {r["Metric"]: r["Value"] for r in testlib.report_rows(res.stdout)}
     assert int(summary["Inductor kernels (torch.compile)"]) == 6
     assert int(summary["Inductor kernels attributed to their ATen nodes"]) == 4
     assert int(summary["Inductor kernels opaque (no compile metadata)"]) == 2
@@ -834,7 +834,7 @@ def test_triton_names_two_graphs_share_join_by_their_region(tmp_path):
     # over 8 rows (graph 1/0) moves 512 B either way. 1,536 B unfused, 1,024 moved.
     report = testlib.prof("--report", "compiled", "--formats", "json", "--iterations", "all",
                           str(tmp_path / "g.dict"))
-    compiled = {r["Kernel"]: r for r in map(json.loads, report.stdout.splitlines())}
+    compiled = {r["Kernel"]: r for r in testlib.report_rows(report.stdout)}
     assert {k: (r["Attributed"], r["Count"], r["FLOPs(FMA=2)"], r["Nodes"])
             for k, r in compiled.items()} == {
         name: ("nodes", 4, 192, 2), "triton_poi_fused_twice_0": ("opaque", 1, None, None),
@@ -978,12 +978,12 @@ def test_compiled_call_kernels_on_a_gpu_join_their_calls_place(tmp_path):
         (triton, "fprop", 64), (gemm, "bprop", 128), (gemm, "fprop", 2 * 4 * 8 * 8)]
     summary = testlib.prof("--report", "summary", "--formats", "json", "--iterations", "all",
                            str(tmp_path / "g.dict"))
-    metrics = {r["Metric"]: r["Value"] for r in map(json.loads, summary.stdout.splitlines())}
+    metrics = {r["Metric"]: r["Value"] for r in testlib.report_rows(summary.stdout)}
     assert int(metrics["C++ wrapper extern-call kernels costed from the call's marks"]) == 5
     # `--report compiled`: one row per kernel name, with how it was attributed.
     report = testlib.prof("--report", "compiled", "--formats", "json", "--iterations", "all",
                           str(tmp_path / "g.dict"))
-    rows = {r["Kernel"]: r for r in map(json.loads, report.stdout.splitlines())}
+    rows = {r["Kernel"]: r for r in testlib.report_rows(report.stdout)}
     assert {k: (r["Dir"], r["Attributed"], r["Count"], r["FLOPs(FMA=2)"])
             for k, r in rows.items()} == {
         gemm: ("fprop/bprop", "extern call", 4, 48 + 32 + 16 + 128),

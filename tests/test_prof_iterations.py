@@ -100,7 +100,7 @@ def lenet(tmp_path_factory):
 
 def report(name, path, *extra):
     res = prof("--report", name, "--formats", "json", *extra, path)
-    return [json.loads(line) for line in res.stdout.splitlines()], res.stderr
+    return testlib.report_rows(res.stdout), res.stderr
 
 
 def summary(path, *extra):
@@ -144,7 +144,7 @@ def test_warm_up_step_is_detected_and_left_out(lenet, tmp_path):
     walls = [s["end"] - s["start"] for s in steps]
     assert walls[0] > 1.25 * median  # the warm-up the rule must see
     rows, stderr = report("iteration", path)
-    step_rows = [r for r in rows if r["report"].startswith("iterations")]
+    step_rows = [r for r in rows if r["table"] == "steps"]
     assert [r["Selected"] for r in step_rows] == ["warm-up", "yes", "yes", "yes", "yes"]
     assert [r["Wall(ns)"] for r in step_rows] == walls
     assert [r["Name"] for r in step_rows] == [f"step {i}" for i in range(STEPS)]
@@ -169,7 +169,7 @@ def test_per_iteration_flops_equal_one_training_step(lenet):
     """Steps 1..4 run the same work: equal FLOPs (step 0 differs: SGD creates its momentum
     buffers); their GEMMs and convolutions are FlopCounterMode's count of one training step."""
     rows, _ = report("iteration", lenet["dict"])
-    flops = [r["FLOPs(FMA=2)"] for r in rows if r["report"].startswith("iterations")]
+    flops = [r["FLOPs(FMA=2)"] for r in rows if r["table"] == "steps"]
     assert flops[1] > 0 and flops[1:] == [flops[1]] * (STEPS - 1)
     for step in range(1, STEPS):
         families, _ = report("family", lenet["dict"], "--iterations", str(step))
@@ -197,7 +197,7 @@ def test_iterations_all_gives_the_whole_run(lenet):
 
 def test_explicit_selection_and_its_errors(lenet):
     rows, stderr = report("iteration", lenet["dict"], "--iterations", "-2:")
-    assert [r["Selected"] for r in rows if r["report"].startswith("iterations")] == \
+    assert [r["Selected"] for r in rows if r["table"] == "steps"] == \
         ["no", "no", "no", "yes", "yes"]
     assert "reports cover 3:5;" in stderr
     two = [r for r in lenet["records"] if r.get("step") in (3, 4)]

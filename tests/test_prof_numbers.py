@@ -10,6 +10,7 @@ import os
 
 import pytest
 
+import testlib
 from testlib import DATA, parse_to, prof
 
 pytestmark = pytest.mark.needs_build
@@ -41,8 +42,11 @@ def dict_text(records, header=GPU_HEADER):
 
 
 def summary_of(text):
-    return {r["Metric"]: r["Value"] for r in map(json.loads, prof(
-        "--report", "summary", "--formats", "json", "-", stdin=text).stdout.splitlines())}
+    """The summary's metrics as CSV writes them (raw text: "4000", "na")."""
+    rows = csv.reader(prof("--report", "summary", "--formats", "csv", "-",
+                           stdin=text).stdout.splitlines())
+    next(rows)  # Metric,Value
+    return dict(rows)
 
 
 # One op of each family whose costs multiply element counts, with a shape past int64.
@@ -439,8 +443,8 @@ def test_records_with_impossible_times_are_flagged_and_out_of_totals():
     assert summary["bytes (ideal DRAM)"] == str(2 * SMALL_BYTES)
     assert summary["counted time (ns)"] == "4000"
     assert summary["achieved TFLOP/s (over counted time)"] == f"{2 * SMALL_FLOPS / 4000 / 1e3:.3f}"
-    ops = [json.loads(line) for line in prof("--report", "op", "--formats", "json", "-",
-                                             stdin=text).stdout.splitlines()]
+    ops = testlib.report_rows(prof("--report", "op", "--formats", "json", "-",
+                                   stdin=text).stdout)
     assert [(o["Op"], o["Instances"], o["Total(ns)"]) for o in ops] == [("aten::mm", 7, 4000)]
 
 
@@ -456,7 +460,7 @@ def test_time_sums_cannot_overflow():
     assert summary["kernel time (ns)"] == str(2**62)
     assert summary["records with an impossible time (out of totals)"] == "4104"
     res = prof("--report", "kernel", "--formats", "json", "-", stdin=text)
-    [kernels] = [json.loads(line) for line in res.stdout.splitlines()]
+    [kernels] = testlib.report_rows(res.stdout)
     assert (kernels["Count"], kernels["Total(ns)"]) == (8200, 2**62)
     warnings = [line for line in res.stderr.splitlines() if "time" in line]
     assert len(warnings) == 1 and "4104 records" in warnings[0], res.stderr

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from testlib import DATA, parse_to, prof
+from testlib import DATA, parse_to, prof, report_rows
 
 pytestmark = pytest.mark.needs_build
 
@@ -107,10 +107,10 @@ def test_reports(mlp_dict, tmp_path):
     for title in ("summary", "ops by total time", "kernels by total time", "modules",
                   "Tensor Core use of eligible ops", "op instances"):
         assert title in text
-    summary = {r["Metric"]: r["Value"] for r in map(json.loads, prof(
-        "--report", "summary", "--formats", "json", mlp_dict).stdout.splitlines())}
-    assert summary["records"] == "7" and summary["GPU busy (ns)"] == "4500"
-    assert summary["Tensor Core kernel time %"] == "66.7"  # 3000 of 4500 ns in h884 kernels
+    summary = {r["Metric"]: r["Value"] for r in report_rows(prof(
+        "--report", "summary", "--formats", "json", mlp_dict).stdout)}
+    assert summary["records"] == 7 and summary["GPU busy (ns)"] == 4500
+    assert summary["Tensor Core kernel time %"] == 66.7  # 3000 of 4500 ns in h884 kernels
     prof("--report", "op,tc", "--formats", "csv,json", "-o", tmp_path / "r", mlp_dict)
     assert sorted(os.listdir(tmp_path)) == ["r.op.csv", "r.op.json", "r.tc.csv", "r.tc.json"]
     ops = list(csv.DictReader(open(tmp_path / "r.op.csv")))

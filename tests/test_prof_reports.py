@@ -7,6 +7,7 @@ the same step under torch.utils.flop_counter.FlopCounterMode, the independent FL
 
 import collections
 import os
+import csv
 import json
 import re
 
@@ -34,8 +35,10 @@ def cpu_profile(request, tmp_path_factory):
 
 
 def report(name, path, *extra):
-    return [json.loads(line) for line in prof("--report", name, "--formats", "json", *extra,
-                                              path).stdout.splitlines()]
+    """The rows of prof's report `name` as JSON (testlib.report_rows: each with its report and
+    table ids)."""
+    return testlib.report_rows(prof("--report", name, "--formats", "json", *extra,
+                                    path).stdout)
 
 
 def summary(path):
@@ -106,7 +109,7 @@ def test_cpu_module_rate_is_its_counted_flops_over_its_time(cpu_profile):
 def test_family_report_adds_up(cpu_profile):
     model, oracle, path, records = cpu_profile
     rows = report("family", path)
-    assert list(rows[0]) == ["report", "Family", "Records", "Time(ns)", "% of time",
+    assert list(rows[0]) == ["report", "table", "Family", "Records", "Time(ns)", "% of time",
                              "Counted time(ns)", "FLOPs(FMA=2)", "Bytes(ideal DRAM)", "TFLOP/s"]
     s = summary(path)
     assert sum(r["Records"] for r in rows) == len(records)
@@ -124,7 +127,7 @@ def test_phase_report_on_a_cpu_step(cpu_profile):
     model, oracle, path, records = cpu_profile
     rows = report("phase", path)
     assert [r["Phase"] for r in rows] == ["forward", "backward", "optimizer", "other"]
-    assert list(rows[0]) == ["report", "Phase", "Records", "Time(ns)", "% of time",
+    assert list(rows[0]) == ["report", "table", "Phase", "Records", "Time(ns)", "% of time",
                              "FLOPs(FMA=2)", "TFLOP/s"]
     dirs = collections.Counter(r["dir"] for r in records)
     assert [r["Records"] for r in rows] == [dirs["fprop"], dirs["bprop"], 0, 0]
@@ -204,7 +207,7 @@ def test_text_op_report_is_the_json_report_in_human_units(cpu_profile, tmp_path,
         path = tmp_path / "gpu.dict"
         parse_to(f"{DATA}/nsys-2022.1.3_dlprof-pytorch1.10-emit-nvtx_lenet.sqlite", path)
     raw = report("op", path)
-    text = prof("--report", "op", path).stdout
+    text = prof("--report", "op", "-w", "0", path).stdout  # one line a row, every column
     lines = text.splitlines()
     time_headers = [h for h in raw[0] if h.endswith("(ns)")]
     header = lines[1]
@@ -215,7 +218,7 @@ def test_text_op_report_is_the_json_report_in_human_units(cpu_profile, tmp_path,
     assert len(lines) == 2 + len(raw) + 1  # title, header, rows, blank line
     columns = [(h, h[:-4] if h.endswith("(ns)") else
                 {"TFLOP/s": "FLOP/s", "GB/s": "Bytes/s"}.get(h, h))
-               for h in raw[0] if h not in ("report", "Op", "Direction", "Modeled")]
+               for h in raw[0] if h not in ("report", "table", "Op", "Direction", "Modeled")]
     for line, row in zip(lines[2:], raw):
         # Every line as wide as the header: numbers are right-aligned to the header's end.
         assert len(line) == len(header)
@@ -240,7 +243,7 @@ def test_text_op_report_is_the_json_report_in_human_units(cpu_profile, tmp_path,
 def test_text_summary_in_human_units_and_raw(cpu_profile):
     path = cpu_profile[2]
     s = summary(path)
-    text = prof("--report", "summary", path).stdout
+    text = prof("--report", "summary", "-w", "0", path).stdout
     metrics = dict(re.split(r"\s{2,}", line.rstrip(), maxsplit=1)
                    for line in text.splitlines()[2:] if line.strip())
     assert human_value(metrics["wall time"]) == pytest.approx(int(s["wall time (ns)"]), rel=5e-3)
@@ -251,10 +254,19 @@ def test_text_summary_in_human_units_and_raw(cpu_profile):
     assert metrics["records"] == f"{int(s['records']):,}"
     assert metrics["top op 1"].endswith("%)") and " ns (" not in metrics["top op 1"]
     # --raw: the numbers of CSV and JSON, aligned, with today's metric names.
-    raw = prof("--report", "summary", "--raw", path).stdout
+    raw = prof("--report", "summary", "--raw", "-w", "0", path).stdout
     raw_metrics = dict(re.split(r"\s{2,}", line.rstrip(), maxsplit=1)
                        for line in raw.splitlines()[2:] if line.strip())
-    assert {k: v for k, v in raw_metrics.items()} == s
+    csv_rows = list(csv.reader(prof("--report", "summary", "--formats", "csv", path)
+                               .stdout.splitlines()))[1:]
+    assert raw_metrics == dict(csv_rows)
+    # JSON: the same values, a number where the metric's unit is a quantity.
+    assert s.keys() == raw_metrics.keys()
+    for metric, value in s.items():
+        if isinstance(value, str):
+            assert value == raw_metrics[metric], metric
+        else:
+            assert value == float(raw_metrics[metric]), metric
 
 
 def test_raw_keeps_integers_and_csv_json_do_not_change(cpu_profile, tmp_path):
@@ -291,14 +303,15 @@ def test_top_keeps_the_rows_with_the_most_time(tmp_path):
                                "--formats", "json", *extra, dict_path)
         assert res.returncode == 0, res.stderr
         out = {}
-        for line in res.stdout.splitlines():
-            row = json.loads(line)
-            out.setdefault(row.pop("report"), []).append(row)
+        for row in testlib.report_rows(res.stdout):
+            out.setdefault(f"{row.pop('report')}/{row.pop('table')}", []).append(row)
         return out
 
     full, top = tables(), tables("--top", "3")
+    assert set(full) == {"instance/instance", "kernel/kernel", "roofline/op_types",
+                         "roofline/op_instances", "op/op"}
     for title, rows in full.items():
-        if title.startswith(("op instances", "kernels", "roofline: op instances")):
+        if title in ("instance/instance", "kernel/kernel", "roofline/op_instances"):
             assert len(rows) > 3 and top[title] == rows[:3], title
             times = [r.get("Total(ns)", r.get("Time(ns)")) for r in rows]
             assert times == sorted(times, reverse=True)
@@ -348,20 +361,23 @@ def test_gpu_busy_is_per_device_on_several_gpus(tmp_path):
     assert busy[0] + busy[1] > any_busy > max(busy.values())  # the union was neither
     s = summary(tmp_path / "net.dict")
     assert "GPU busy (ns)" not in s and "GPU busy %" not in s
-    assert s["wall time (ns)"] == str(wall)
-    assert s["GPU busy, sum over 2 GPUs (ns)"] == str(busy[0] + busy[1])
+    assert s["wall time (ns)"] == wall
+    assert s["GPU busy, sum over 2 GPUs (ns)"] == busy[0] + busy[1]
     assert float(s["GPU busy %, mean over 2 GPUs"]) == pytest.approx(
         100 * (busy[0] + busy[1]) / (2 * wall), abs=0.05)
-    assert s["time with any GPU busy (ns)"] == str(any_busy)
+    assert s["time with any GPU busy (ns)"] == any_busy
     for d in (0, 1):
-        assert s[f"GPU {d} busy (ns)"] == str(busy[d])
+        assert s[f"GPU {d} busy (ns)"] == busy[d]
         assert float(s[f"GPU {d} busy %"]) == pytest.approx(100 * busy[d] / wall, abs=0.05)
-        assert s[f"GPU {d} idle (ns)"] == str(wall - busy[d])
+        assert s[f"GPU {d} idle (ns)"] == wall - busy[d]
         assert float(s[f"GPU {d} idle %"]) == pytest.approx(100 * (wall - busy[d]) / wall,
                                                            abs=0.05)
     # The HTML report's card shows the mean and says so, with each GPU's share under it.
-    from pyprof.report import gpu_busy_headline
-    card = gpu_busy_headline(report("summary", tmp_path / "net.dict"), cpu_only=False)
+    from pyprof import _reports
+    from pyprof._report_page import gpu_busy_headline
+    (table,) = _reports.read_tables(prof("--report", "summary", "--formats", "json",
+                                         tmp_path / "net.dict").stdout.splitlines())
+    card = gpu_busy_headline(table, cpu_only=False)
     assert card["label"] == "GPU busy (mean of 2 GPUs)"
     assert card["value"] == pytest.approx(float(s["GPU busy %, mean over 2 GPUs"]))
     assert f"GPU 0 {float(s['GPU 0 busy %']):.1f}%" in card["sub"]
@@ -373,4 +389,4 @@ def test_gpu_busy_is_per_device_on_several_gpus(tmp_path):
             if '"device": 1' not in line and '"device":1' not in line:
                 out.write(line)
     s1 = summary(one)
-    assert s1["GPU busy (ns)"] == str(busy[0]) and "GPU 0 busy (ns)" not in s1
+    assert s1["GPU busy (ns)"] == busy[0] and "GPU 0 busy (ns)" not in s1

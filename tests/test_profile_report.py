@@ -68,7 +68,11 @@ def test_each_file_is_what_the_separate_command_makes(chain, tmp_path):
     assert res.returncode == 0, res.stderr
     testlib.parse_to(tmp / "run.sqlite", tmp_path / "again.dict")
     assert (tmp_path / "again.dict").read_bytes() == (tmp / "run.dict").read_bytes()
-    summary = testlib.prof("--report", "summary", tmp / "run.dict").stdout
+    # In the chain's environment: the text fits $COLUMNS, which the test process's own
+    # environment may hold apart from os.environ (readline exports COLUMNS=80 when loaded).
+    summary = subprocess.run([testlib.PROF, "--report", "summary", str(tmp / "run.dict")],
+                             capture_output=True, text=True, timeout=300, env=pyprof_env(),
+                             check=True).stdout
     assert "summary" in summary.lower() and res.stdout.endswith(summary)
     page = subprocess.run([PY, "-m", "pyprof", "report", str(tmp / "run.dict"), "-o",
                            str(tmp_path / "again.html")], capture_output=True, text=True,

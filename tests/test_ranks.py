@@ -59,8 +59,10 @@ def lines(path) -> list[dict]:
 
 
 def report(*args) -> list[dict]:
+    """The ranks report's rows, each with its table id: per_rank, steps, step_detail or
+    collectives."""
     res = testlib.prof("--report", "ranks", "--formats", "json", *map(str, args))
-    return [json.loads(line) for line in res.stdout.splitlines() if line.strip()]
+    return testlib.report_rows(res.stdout)
 
 
 def test_one_database_per_rank_each_parsed_with_its_rank(job):
@@ -127,9 +129,9 @@ def test_backend_spans_are_comm_lines_on_gloo_threads(job):
 def test_ranks_report_names_the_straggler_and_the_wait(job):
     _, out, _ = job
     rows = report(out)
-    per_rank = {r["Rank"]: r for r in rows if r["report"] == "ranks"}
-    steps = {r["Step"]: r for r in rows if r["report"] == "rank steps"}
-    detail = {(r["Rank"], r["Step"]): r for r in rows if r["report"] == "rank step detail"}
+    per_rank = {r["Rank"]: r for r in rows if r["table"] == "per_rank"}
+    steps = {r["Step"]: r for r in rows if r["table"] == "steps"}
+    detail = {(r["Rank"], r["Step"]): r for r in rows if r["table"] == "step_detail"}
     assert set(per_rank) == {0, 1}
     slow = steps[SLOW_STEP]
     assert slow["Straggler"] == SLOW_RANK
@@ -153,8 +155,8 @@ def test_ranks_report_names_the_straggler_and_the_wait(job):
 def test_ranks_report_collectives_bandwidth(job):
     _, out, _ = job
     everything = report(out / "net.rank0.dict", out / "net.rank1.dict")
-    rows = [r for r in everything if r["report"] == "collectives"]
-    steps = {r["Rank"]: r["Steps"] for r in everything if r["report"] == "ranks"}
+    rows = [r for r in everything if r["table"] == "collectives"]
+    steps = {r["Rank"]: r["Steps"] for r in everything if r["table"] == "per_rank"}
     for rank in (0, 1):
         mine = [r for r in rows if r["Rank"] == rank]
         for op, (kind, payload, size) in EXPECTED.items():
@@ -258,15 +260,15 @@ def test_dataset_reports_equal_prof_reports(job, dataset):
     for rank in (0, 1):
         res = testlib.prof("--report", "op", "--formats", "json",
                            str(out / f"net.rank{rank}.dict"))
-        want = [json.loads(line) for line in res.stdout.splitlines() if line.strip()]
+        want = testlib.report_rows(res.stdout)
         mine = [r for r in ops.to_pylist() if r["rank"] == rank]
         assert [(r["Op"], r["Direction"], r["Self(ns)"]) for r in mine] == [
             (r["Op"], r["Direction"], r["Self(ns)"]) for r in want]
-    want = [r for r in report(out) if r["report"] != "rank steps"]
+    want = [r for r in report(out) if r["table"] != "steps"]
     mine = ranks.to_pylist()
-    assert sorted((r["report"], r["rank"], r.get("Step"), r.get("Op"), r.get("Payload(B)"))
+    assert sorted((r["table"], r["rank"], r.get("Step"), r.get("Op"), r.get("Payload(B)"))
                   for r in mine) == sorted(
-        (r["report"], r["Rank"], r.get("Step"), r.get("Op"), r.get("Payload(B)")) for r in want)
+        (r["table"], r["Rank"], r.get("Step"), r.get("Op"), r.get("Payload(B)")) for r in want)
     straggler = pads.dataset(dataset / "rank_steps").to_table().to_pylist()
     assert [r["Straggler"] for r in straggler if r["Step"] == SLOW_STEP] == [SLOW_RANK]
 
@@ -319,7 +321,8 @@ def test_dataset_rewrite_replaces_its_tables_and_keeps_other_files(job, dataset,
 
 def test_dataset_with_every_report(job, tmp_path):
     """--report all: a table folder per report prof makes of one profile, each partitioned by
-    rank; the list is pyprof-prof's own (its --help) less the cross-rank `ranks`."""
+    rank; the list is pyprof-prof's own (its --help, and its registry: --list-reports) less the
+    cross-rank `ranks`."""
     import pyarrow.dataset as pads
 
     from pyprof import rank_dataset
@@ -327,11 +330,11 @@ def test_dataset_with_every_report(job, tmp_path):
     _, out, _ = job
     listed = testlib.prof("--help").stdout.split("reports instead of the per-record table:")[1]
     names = [n.strip() for n in listed.split("(")[0].replace("\n", " ").split(",")]
-    assert [n for n in names if n != "ranks"] == list(rank_dataset.PER_RANK_REPORTS)
+    assert [n for n in names if n != "ranks"] == rank_dataset.per_rank_reports()
     folder = tmp_path / "all"
     res = pyprof_prof("--parquet", "--report", "all", "-c", "op,duration", "-o", folder, out)
     assert res.returncode == 0, res.stderr
-    for report in rank_dataset.PER_RANK_REPORTS:
+    for report in rank_dataset.per_rank_reports():
         assert sorted(p.name for p in (folder / report).iterdir()) == ["rank=0", "rank=1"]
     summary = pads.dataset(folder / "summary", partitioning="hive").to_table().to_pylist()
     for rank in (0, 1):
@@ -341,7 +344,7 @@ def test_dataset_with_every_report(job, tmp_path):
 
 def report_rows(path, name) -> list[dict]:
     res = testlib.prof("--report", name, "--formats", "json", str(path))
-    return [json.loads(line) for line in res.stdout.splitlines() if line.strip()]
+    return testlib.report_rows(res.stdout)
 
 
 def test_dataset_inputs_are_checked(job, tmp_path):
@@ -386,8 +389,8 @@ def test_report_ranks_section_matches_the_ranks_report(job, tmp_path):
     assert res.returncode == 0, res.stderr
     assert "other than Ranks show rank 0" in res.stderr
     rows = report(out)
-    per_rank = [r for r in rows if r["report"] == "ranks"]
-    detail = [r for r in rows if r["report"] == "rank step detail"]
+    per_rank = [r for r in rows if r["table"] == "per_rank"]
+    detail = [r for r in rows if r["table"] == "step_detail"]
     d = browser.new_driver()
     try:
         browser.open_page(d, page)
@@ -466,7 +469,7 @@ def test_nccl_kineto_trace_collectives_from_record_param_comms(tmp_path):
     header = lines(tmp_path / "nccl.dict")[0]
     assert (header["rank"], header["world_size"], header["backend"]) == (0, 2, "nccl")
     rows = report("--iterations", "all", tmp_path / "nccl.dict")
-    coll = [r for r in rows if r["report"] == "collectives"]
+    coll = [r for r in rows if r["table"] == "collectives"]
     got = Counter()
     for r in coll:
         assert r["Op"] == "record_param_comms" and r["Group"] == 2
@@ -477,7 +480,7 @@ def test_nccl_kineto_trace_collectives_from_record_param_comms(tmp_path):
                                                 abs=1e-3)
     assert got == want
     # the step split on a GPU: NCCL kernels are the communication
-    per_rank = next(r for r in rows if r["report"] == "ranks")
+    per_rank = next(r for r in rows if r["table"] == "per_rank")
     assert per_rank["Communication(ns)"] > 0 and per_rank["Compute(ns)"] > 0
     assert (per_rank["Compute(ns)"] + per_rank["Exposed comm(ns)"] + per_rank["Idle(ns)"]
             == per_rank["Wall(ns)"])

@@ -186,7 +186,7 @@ STRAGGLER_SQL = """
 WITH busy AS (
     SELECT Step AS step, rank, "Wall(ns)" - "Exposed comm(ns)" AS busy
     FROM read_parquet('{ranks}/*/*.parquet', hive_partitioning = true)
-    WHERE report = 'rank step detail'),
+    WHERE "table" = 'step_detail'),
 top AS (SELECT step, arg_max(rank, busy) AS rank, max(busy) AS busy FROM busy GROUP BY step)
 SELECT top.step, top.rank, CAST(top.busy - median(busy.busy) AS BIGINT) AS lag
 FROM top JOIN busy ON busy.step = top.step AND busy.rank <> top.rank
@@ -199,8 +199,8 @@ def test_straggler_per_step(fleet, dask_client):
     import pandas as pd
 
     _, dataset = fleet
-    detail = read_columns(dataset, "ranks", ["report", "Step", "Wall(ns)", "Exposed comm(ns)"])
-    detail = detail[detail["report"] == "rank step detail"]
+    detail = read_columns(dataset, "ranks", ["table", "Step", "Wall(ns)", "Exposed comm(ns)"])
+    detail = detail[detail["table"] == "step_detail"]
     busy = detail.assign(busy=detail["Wall(ns)"] - detail["Exposed comm(ns)"])[
         ["Step", "rank", "busy"]]
 

@@ -41,14 +41,15 @@ def report(*args, check=True) -> subprocess.CompletedProcess:
 
 
 def prof_json(dict_path, *reports, extra=()) -> dict[str, list[dict]]:
-    """prof's reports as JSON, grouped by table title: the oracle the page must agree with."""
+    """prof's reports as JSON, grouped by "report/table" id: the oracle the page must agree
+    with."""
     res = testlib.run_tool(testlib.PROF, *extra, "--report", ",".join(reports), "--formats",
                            "json", "--depth", "0", dict_path)
     assert res.returncode == 0, res.stderr
-    tables: dict[str, list[dict]] = {}
-    for line in res.stdout.splitlines():
-        row = json.loads(line)
-        tables.setdefault(row.pop("report"), []).append(row)
+    table_lines, rows = testlib.report_json(res.stdout)
+    tables: dict[str, list[dict]] = {f"{t['report']}/{t['table']}": [] for t in table_lines}
+    for row in rows:
+        tables[f"{row.pop('report')}/{row.pop('table')}"].append(row)
     return tables
 
 
@@ -62,7 +63,7 @@ def human_ns(ns: float) -> str:
 
 
 def summary_values(tables) -> dict[str, str]:
-    return {r["Metric"]: r["Value"] for r in tables["summary"]}
+    return {r["Metric"]: r["Value"] for r in tables["summary/summary"]}
 
 
 @pytest.fixture(scope="module")
@@ -143,12 +144,12 @@ def test_cpu_profile_page_matches_prof_and_renders_cleanly(driver, lenet_dict, t
     # Three `step N` ranges from examples/train.py: the step time card is the steady state's
     # median wall time of prof's iteration report (the warm-up step 0 left out).
     steady = prof_json(lenet_dict, "iteration")
-    (wall_row,) = [r for t, rows in steady.items() if t.startswith("steady state")
-                   for r in rows if r["Metric"].startswith("wall time")]
+    (wall_row,) = [r for r in steady["iteration/steady_state"]
+                   if r["Metric"].startswith("wall time")]
     assert float(cards["step_time"][0]) == pytest.approx(float(wall_row["Median"]))
     assert any("CPU-only profile" in n for n in page.notes())
     # One roofline point per op type of prof's roofline report (with a positive intensity).
-    types = tables["roofline: op types"]
+    types = tables["roofline/op_types"]
     traces = page.traces("roofline")
     points = [t for t in traces if (t["meta"] or {}).get("level") == "op type"]
     assert len(points) == 1
@@ -159,7 +160,7 @@ def test_cpu_profile_page_matches_prof_and_renders_cleanly(driver, lenet_dict, t
     # The ops table has prof's op rows, in prof's order.
     rows = page.table_rows("ops")
     assert [r[0] for r in rows] == [r["Op"] if r["Op"] else "(unattributed)"
-                                    for r in tables[next(t for t in tables if t.startswith("ops"))]][:len(rows)]
+                                    for r in tables["op/op"]][:len(rows)]
 
 
 def test_iterations_advice_and_diff_sections(driver, lenet_dict, tmp_path):
@@ -171,7 +172,7 @@ def test_iterations_advice_and_diff_sections(driver, lenet_dict, tmp_path):
     page = Page(driver, out, shot=tmp_path / "sections.png")
     assert page.errors == []
     tables = prof_json(lenet_dict, "iteration", "advice", "timemodel")
-    iterations = next(rows for t, rows in tables.items() if t.startswith("iterations ("))
+    iterations = tables["iteration/steps"]
     assert [r[1] for r in page.table_rows("iterations")] == [r["Name"] for r in iterations]
     # The warm-up rule (docs/prof.md, Iterations): step 0 is left out when its wall time is over
     # 1.25x the median of the others' (on a loaded machine a later step can be the slow one).
@@ -182,9 +183,9 @@ def test_iterations_advice_and_diff_sections(driver, lenet_dict, tmp_path):
     bars = page.traces("iterations")
     assert [t["type"] for t in bars] == ["bar", "bar", "bar", "scatter"]
     assert bars[3]["y"] == pytest.approx([r["Wall(ns)"] / 1e6 for r in iterations])
-    advice = next((rows for t, rows in tables.items() if t.startswith("advice")), [])
+    advice = tables.get("advice/advice", [])
     assert [r[0] for r in page.table_rows("advice")] == [r["Rule"] for r in advice]
-    model = next(rows for t, rows in tables.items() if t.startswith("time model"))
+    model = tables["timemodel/fits"]
     assert [r[0] for r in page.table_rows("timemodel")] == [r["Family"] for r in model]
     verdicts = [r[9] for r in page.table_rows("diff_op_types")]  # Op, Direction, ..., Verdict
     assert verdicts and set(verdicts) == {"same"}
@@ -218,7 +219,7 @@ def test_gpu_trace_roofs_equal_the_device_table(driver, tmp_path):
     assert float(cards["flops"][0]) == float(summary["FLOPs (FMA=2)"]) > 1e10
     roofs = [t["meta"] for t in page.traces("roofline") if (t["meta"] or {}).get("role") == "roof"]
     assert roofs and {m["device"] for m in roofs} == {"0"}
-    expected = {(r["Mode"], r["Kind"]): float(r["Peak FLOP/s"]) for r in tables["device peaks"]
+    expected = {(r["Mode"], r["Kind"]): float(r["Peak FLOP/s"]) for r in tables["peaks/peaks"]
                 if str(r["Device"]) == "0" and r["Peak FLOP/s"]}
     assert {(m["mode"], m["kind"]): m["peak"] for m in roofs} == pytest.approx(expected)
     # NVIDIA's V100 SXM2 datasheet (docs/peaks.md): 7.8 TFLOP/s FP64, 15.7 FP32, 125 FP16
@@ -227,14 +228,14 @@ def test_gpu_trace_roofs_equal_the_device_table(driver, tmp_path):
     assert expected[("fp32", "datasheet")] == pytest.approx(15.7e12)
     assert expected[("fp16_tc", "datasheet")] == pytest.approx(125e12)
     assert [m["bandwidth"] for m in roofs] == pytest.approx([900e9] * len(roofs))
-    types = [r for r in tables["roofline: op types"] if r["FLOP/Byte"] and r["FLOP/s"]]
+    types = [r for r in tables["roofline/op_types"] if r["FLOP/Byte"] and r["FLOP/s"]]
     points = next(t for t in page.traces("roofline") if (t["meta"] or {}).get("level") == "op type")
     assert sorted(zip(points["x"], points["y"])) == pytest.approx(
         sorted((float(r["FLOP/Byte"]), float(r["FLOP/s"])) for r in types))
     assert len(types) >= 5
     # % of peak: the achieved rate over the peak of the mode with the most counted time.
     by_mode = {}
-    for r in tables["roofline: op types"]:
+    for r in tables["roofline/op_types"]:
         by_mode[r["Mode"]] = by_mode.get(r["Mode"], 0) + float(r["Time(ns)"])
     mode = max(by_mode, key=by_mode.get)
     achieved = float(next(v for k, v in summary.items() if k.startswith("achieved TFLOP/s")))
@@ -395,7 +396,7 @@ def test_tables_sort_and_filter_and_charts_equal_prof(driver, lenet_dict, tmp_pa
     report(lenet_dict, "-o", out)
     page = Page(driver, out)
     tables = prof_json(lenet_dict, "op", "phase", "family")
-    ops = tables[next(t for t in tables if t.startswith("ops"))]
+    ops = tables["op/op"]
     headers = driver.find_elements(By.CSS_SELECTOR, "table[data-table=ops] th")
     labels = [h.text for h in headers]
     col = labels.index("Inclusive")
@@ -417,33 +418,30 @@ def test_tables_sort_and_filter_and_charts_equal_prof(driver, lenet_dict, tmp_pa
     assert visible and all("conv" in v for v in visible)
     assert len(visible) == sum("conv" in (r["Op"] or "") for r in ops)
     # The bar charts: prof's times, in ms.
-    phase = {r["Phase"]: r["Time(ns)"] / 1e6 for r in tables["time by phase"] if r["Time(ns)"]}
+    phase = {r["Phase"]: r["Time(ns)"] / 1e6 for r in tables["phase/phase"] if r["Time(ns)"]}
     bars = page.js("const t = document.getElementById('fig-phase').data[0];"
                    "return [Array.from(t.y), Array.from(t.x)]")
     assert dict(zip(*bars)) == pytest.approx(phase)
     assert set(phase) >= {"forward", "backward", "optimizer"}
-    family_title = next(t for t in tables if "famil" in t)
-    family = {r["Family"]: r["Time(ns)"] / 1e6 for r in tables[family_title] if r["Time(ns)"]}
+    family = {r["Family"]: r["Time(ns)"] / 1e6 for r in tables["family/family"] if r["Time(ns)"]}
     bars = page.js("const t = document.getElementById('fig-family').data[0];"
                    "return [Array.from(t.y), Array.from(t.x)]")
     assert dict(zip(*bars)) == pytest.approx(family)
     assert "conv" in family
 
 
-def test_page_number_formats(driver, tmp_path):
-    """The page's one formatter: 3 significant digits with an SI prefix, rounding up a unit
-    (999.6 ns reads 1.00 µs), whole numbers below the first prefix, no value as a dash."""
-    empty = tmp_path / "empty.dict"
-    empty.write_text('{"pyprof_dict":1,"source":"x","format":"pyprof","records":"op"}\n')
-    out = tmp_path / "fmt.html"
-    report(empty, "-o", out)
-    page = Page(driver, out)
+def test_page_number_formats():
+    """The page has no formatter of its own: its cells and cards are prof's format_quantity
+    (pyprof/_units.py, held digit for digit to the C++ one by tests/test_report_json.py): 3
+    significant digits with an SI prefix, rounding up a unit (999.6 ns reads 1.00 µs), counts
+    with separators, no value as a dash."""
+    from pyprof._report_page import cell_text
+
     cases = [(845, "ns", "845 ns"), (999.6, "ns", "1.00 µs"), (12345, "ns", "12.3 µs"),
-             (95043532, "ns", "95.0 ms"), (1.5e9, "ns", "1.50 s"), (0, "ns", "0"),
-             (72, "flop", "72 FLOP"), (17.3e6, "flop", "17.3 MFLOP"),
-             (2.5e12, "flop", "2.50 TFLOP"), (1.2e6, "byte", "1.20 MB"),
-             (0.000638, "tflops", "638 MFLOP/s"), (989.4e12, "flops", "989 TFLOP/s"),
-             (4.4, "gbps", "4.40 GB/s"), (3.35e12, "bps", "3.35 TB/s"), (0, "pct", "0.0 %"),
-             (27.91, "pct", "27.9 %"), (1234567, "int", "1,234,567"), (None, "ns", "–")]
-    got = page.js("return arguments[0].map(c => formatValue(c[0], c[1]))", cases)
-    assert got == [c[2] for c in cases]
+             (95043532, "ns", "95.0 ms"), (1.5e9, "ns", "1.50 s"), (0, "ns", "0 ns"),
+             (72, "FLOPs", "72 FLOP"), (17.3e6, "FLOPs", "17.3 MFLOP"),
+             (2.5e12, "FLOPs", "2.50 TFLOP"), (1.2e6, "bytes", "1.20 MB"),
+             (0.000638, "TFLOP/s", "638 MFLOP/s"), (989.4e12, "FLOP/s", "989 TFLOP/s"),
+             (4.4, "GB/s", "4.40 GB/s"), (3.35e12, "B/s", "3.35 TB/s"), (27.91, "%", "27.9"),
+             (1234567, "count", "1,234,567"), (None, "ns", "–"), ("fprop", "text", "fprop")]
+    assert [cell_text(v, unit) for v, unit, _ in cases] == [c[2] for c in cases]

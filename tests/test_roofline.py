@@ -22,12 +22,11 @@ def write_lines(path, lines):
 
 
 def report_rows(*args):
-    """`pyprof prof ... --formats json`: {table title: [row dicts]}."""
+    """`pyprof prof ... --formats json`: {"report/table" id: [row dicts]}."""
     res = testlib.prof(*args, "--formats", "json")
     tables = {}
-    for line in res.stdout.splitlines():
-        row = json.loads(line)
-        tables.setdefault(row.pop("report"), []).append(row)
+    for row in testlib.report_rows(res.stdout):
+        tables.setdefault(f"{row.pop('report')}/{row.pop('table')}", []).append(row)
     return tables
 
 
@@ -54,12 +53,13 @@ def test_cpu_roofline_by_hand(cpu_mm_dict, tmp_path):
     peaks = peaks_file(tmp_path, [{"name": "cpu", "kind": "datasheet", "source": "by hand",
                                    "memory_bandwidth": 1e9, "flops": {"fp32": 1e10}}])
     tables = report_rows(cpu_mm_dict, "--report", "peaks,roofline", "--peaks", peaks)
-    assert tables["device peaks"] == [{
+    assert tables["peaks/peaks"] == [{
         "Device": "cpu", "Name": "host CPU", "Kind": "override",
         "Source": f"--peaks {peaks}: by hand", "Mode": "fp32", "Peak FLOP/s": 1e10,
         "Memory B/s": 1e9, "Ridge FLOP/Byte": 10}]
-    for title, module, shapes in (("roofline: op types", "-", "-"),
-                                  ("roofline: op instances", "Net.fc", "[64,128],[128,256]")):
+    # A type's row has no module or shapes: null, JSON's one "no value".
+    for title, module, shapes in (("roofline/op_types", None, None),
+                                  ("roofline/op_instances", "Net.fc", "[64,128],[128,256]")):
         (row,) = tables[title]
         assert row == {
             "Op": "aten::mm", "Direction": "fprop", "Module": module, "Shapes": shapes,
@@ -72,10 +72,10 @@ def test_cpu_roofline_by_hand(cpu_mm_dict, tmp_path):
 
 def test_cpu_without_peaks_says_what_is_missing(cpu_mm_dict):
     tables = report_rows(cpu_mm_dict, "--report", "peaks,roofline")
-    (row,) = tables["device peaks"]
-    assert row["Device"] == "cpu" and row["Mode"] == "-" and row["Peak FLOP/s"] is None
+    (row,) = tables["peaks/peaks"]
+    assert row["Device"] == "cpu" and row["Mode"] is None and row["Peak FLOP/s"] is None
     assert "no peaks for the host CPU" in row["Source"] and "--peaks" in row["Source"]
-    (point,) = tables["roofline: op instances"]
+    (point,) = tables["roofline/op_instances"]
     assert point["FLOP/s"] == pytest.approx(4.194304e9, rel=1e-9)
     assert point["Roof FLOP/s"] is None and point["% of roof"] is None
     assert point["Bound"] is None  # na: null in JSON
@@ -101,7 +101,7 @@ def test_gpu_roofline_by_hand_h100_pcie(tmp_path):
                             "clock_hz": 1755000000, "memory_bandwidth": 2000000000000,
                             "total_memory": 85000000000, "compute_capability": [9, 0]})
     tables = report_rows(d, "--report", "peaks,roofline")
-    peaks = {row["Mode"]: row for row in tables["device peaks"]}
+    peaks = {row["Mode"]: row for row in tables["peaks/peaks"]}
     # H100 PCIe, not SXM or NVL: fp16 Tensor 756 TFLOP/s, 2000 GB/s (reference §1, §2).
     assert peaks["fp16_tc"]["Peak FLOP/s"] == 756e12
     assert peaks["fp16_tc"]["Memory B/s"] == 2000e9
@@ -111,7 +111,7 @@ def test_gpu_roofline_by_hand_h100_pcie(tmp_path):
                for row in peaks.values())
     # Intensity 2147483648 / 6291456 = 341.33 FLOP/B < ridge 378: memory bound, roof
     # 341.33 x 2e12 = 6.8267e14; achieved 2147483648 / 20 us = 1.0737e14 = 15.73%.
-    (row,) = tables["roofline: op instances"]
+    (row,) = tables["roofline/op_instances"]
     assert row["Mode"] == "fp16_tc" and row["DType"] == "float16" and row["Device"] == "0"
     assert row["FLOP/Byte"] == pytest.approx(2147483648 / 6291456, rel=1e-9)
     assert row["FLOP/s"] == pytest.approx(2147483648 / 20e-6, rel=1e-9)
@@ -125,14 +125,14 @@ def test_unknown_gpu_derived_from_header(tmp_path):
                             "clock_hz": 1500000000, "memory_bandwidth": 1000000000000,
                             "total_memory": 0, "compute_capability": [9, 0]})
     tables = report_rows(d, "--report", "peaks,roofline")
-    peaks = {row["Mode"]: row for row in tables["device peaks"]}
+    peaks = {row["Mode"]: row for row in tables["peaks/peaks"]}
     assert {row["Kind"] for row in peaks.values()} == {"derived"}
     # sm_90: 4096 FP16 Tensor FLOP/clk/SM: 100 x 1.5 GHz x 4096 = 6.144e14.
     assert peaks["fp16_tc"]["Peak FLOP/s"] == 6.144e14
     assert peaks["fp32"]["Peak FLOP/s"] == 100 * 1.5e9 * 256
     assert peaks["fp16_tc"]["Memory B/s"] == 1e12
     # Intensity 341.33 < ridge 614.4: memory bound; 6291456 B / 20 us = 3.1457e11 B/s = 31.46%.
-    (row,) = tables["roofline: op instances"]
+    (row,) = tables["roofline/op_instances"]
     assert row["% of roof"] == 31.46 and row["Bound"] == "memory"
 
 
@@ -141,10 +141,10 @@ def test_gpu_without_clock_or_name_match_has_no_peaks(tmp_path):
                             "memory_bandwidth": 0, "total_memory": 0,
                             "compute_capability": [0, 0]})
     tables = report_rows(d, "--report", "peaks,roofline")
-    (row,) = tables["device peaks"]
+    (row,) = tables["peaks/peaks"]
     assert row["Source"] == ("unknown GPU 'Mystery': no datasheet entry and no compute "
                              "capability/clock to derive peaks")
-    assert tables["roofline: op instances"][0]["Bound"] is None
+    assert tables["roofline/op_instances"][0]["Bound"] is None
 
 
 def test_peaks_file_overrides_and_measured(tmp_path):
@@ -157,12 +157,12 @@ def test_peaks_file_overrides_and_measured(tmp_path):
         {"name": "nvidia h100 pcie", "kind": "datasheet", "source": "vendor sheet rev 2",
          "memory_bandwidth": 2e12, "flops": {"fp16_tc": 5e14}}])
     tables = report_rows(d, "--report", "peaks,roofline", "--peaks", peaks)
-    rows = tables["device peaks"]
+    rows = tables["peaks/peaks"]
     assert [(r["Kind"], r["Mode"], r["Peak FLOP/s"], r["Memory B/s"]) for r in rows] == [
         ("override", "fp16_tc", 5e14, 2e12), ("measured", "fp16_tc", 6e14, 1.6e12)]
     # The roof is the override's: intensity 341.33 x 2e12 = 6.83e14 > 5e14: compute bound,
     # 1.0737e14 / 5e14 = 21.47%.
-    (row,) = tables["roofline: op instances"]
+    (row,) = tables["roofline/op_instances"]
     assert row["Roof FLOP/s"] == 5e14 and row["Bound"] == "compute"
     assert row["% of roof"] == 21.47
 
@@ -199,7 +199,7 @@ def test_kineto_a100_matched_by_model(tmp_path):
     out = tmp_path / "alexnet.dict"
     testlib.parse_to(os.path.join(testlib.DATA, "kineto_hta-alexnet-a100.json.gz"), out)
     tables = report_rows(str(out), "--report", "peaks")
-    rows = tables["device peaks"]
+    rows = tables["peaks/peaks"]
     # The trace lists 8 GPUs named "NVIDIA A100-PG509-200" (108 SMs, 39.4 GiB, no clock); its
     # kernels ran on device 0 only. 40 GB A100: 312 TFLOP/s fp16, 1555 GB/s.
     assert {r["Device"] for r in rows} == {"0"}
@@ -217,15 +217,15 @@ def test_nsys_lenet_derived_and_consistent(tmp_path):
     testlib.parse_to(os.path.join(testlib.DATA,
                                   "nsys-2022.1.3_dlprof-pytorch1.10-emit-nvtx_lenet.sqlite"), out)
     tables = report_rows(str(out), "--report", "peaks,roofline")
-    by_mode = {r["Mode"]: r for r in tables["device peaks"]}
+    by_mode = {r["Mode"]: r for r in tables["peaks/peaks"]}
     # An RTX 2070 SUPER (not in the table): sm_75 GeForce rates x 40 SMs x 1785 MHz.
     assert by_mode["fp32"]["Kind"] == "derived"
     assert by_mode["fp32"]["Peak FLOP/s"] == 40 * 128 * 1.785e9
     assert by_mode["fp16_tc"]["Peak FLOP/s"] == 40 * 512 * 1.785e9
     bandwidth = by_mode["fp32"]["Memory B/s"]
     assert bandwidth > 0
-    points = tables["roofline: op instances"]
-    assert points and tables["roofline: op types"]
+    points = tables["roofline/op_instances"]
+    assert points and tables["roofline/op_types"]
     times = [p["Time(ns)"] for p in points]
     assert times == sorted(times, reverse=True)
     for p in points:
@@ -236,7 +236,7 @@ def test_nsys_lenet_derived_and_consistent(tmp_path):
         assert p["% of roof"] == pytest.approx(100 * achieved / p["Roof FLOP/s"], abs=0.006)
         assert p["Bound"] == ("memory" if intensity < peak / bandwidth else "compute")
     # Op types add up their instances.
-    for t in tables["roofline: op types"]:
+    for t in tables["roofline/op_types"]:
         mine = [p for p in points if (p["Op"], p["Direction"]) == (t["Op"], t["Direction"])]
         assert t["Instances"] == len(mine)
         assert t["Time(ns)"] == sum(p["Time(ns)"] for p in mine)
@@ -247,8 +247,9 @@ def test_several_formats_one_file_per_report(cpu_mm_dict, tmp_path):
     testlib.prof(cpu_mm_dict, "--report", "peaks,roofline", "--formats", "json,csv", "-o",
                  str(prefix))
     roofline = (tmp_path / "out.roofline.json").read_text().splitlines()
-    assert [json.loads(line)["report"] for line in roofline] == [
-        "roofline: op types", "roofline: op instances"]
+    tables, _ = testlib.report_json("\n".join(roofline))
+    assert [(t["report"], t["table"]) for t in tables] == [("roofline", "op_types"),
+                                                            ("roofline", "op_instances")]
     assert (tmp_path / "out.peaks.csv").read_text().startswith(
         '"Device","Name","Kind","Source","Mode","Peak FLOP/s","Memory B/s","Ridge FLOP/Byte"')
     assert sorted(os.listdir(tmp_path)) == sorted(

@@ -33,7 +33,7 @@ def test_flags_set_after_init_are_the_ones_recorded(tmp_path):
     assert not [r for r in records if "settings" in json.dumps(r.get("user_ranges", []))]
     net_dict = "\n".join(json.dumps(x) for x in [header, *records]) + "\n"
     out = testlib.prof("--report", "summary", "--formats", "json", "-", stdin=net_dict).stdout
-    rows = {r["Metric"]: r["Value"] for r in map(json.loads, out.splitlines())}
+    rows = {r["Metric"]: r["Value"] for r in testlib.report_rows(out)}
     assert rows["torch settings"].startswith(
         "cudnn.benchmark true; TF32: cuDNN true, matmul true (precision high)")
 

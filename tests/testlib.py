@@ -139,3 +139,28 @@ def prof(*args, stdin: str | None = None, check: bool = True,
     if check:
         assert res.returncode == 0, res.stderr
     return res
+
+
+def report_json(text: str) -> tuple[list[dict], list[dict]]:
+    """prof's or diff's report JSON (docs/prof.md §3, "JSON"): (tables, rows). Each table is its
+    line: {"report", "table", "title", "columns": [{"name", "unit"}]}; each row its cells with the
+    ids of its report and table ("report", "table") and, in a table of per-row units, "unit". A
+    table's line comes before its rows; this reader checks it."""
+    tables, rows, seen = [], [], set()
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        item = json.loads(line)
+        ids = (item["report"], item["table"])
+        if "columns" in item and "title" in item:
+            tables.append(item)
+            seen.add(ids)
+        else:
+            assert ids in seen, f"a row of {ids} before its table's line"
+            rows.append(item)
+    return tables, rows
+
+
+def report_rows(text: str) -> list[dict]:
+    """The rows of prof's or diff's report JSON (report_json)."""
+    return report_json(text)[1]

@@ -15,10 +15,13 @@
 
 namespace pyprof {
 
-inline size_t help_width() {
+// The width of the terminal standard output is, when `to_terminal` and it is one (40 columns
+// or more); else $COLUMNS (40 to 9999); else `fallback`. prof's and diff's text reports fit it
+// too (fallback 120).
+inline size_t terminal_columns(bool to_terminal, size_t fallback) {
   constexpr size_t kNarrowest = 40;
   winsize ws{};
-  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 &&
+  if (to_terminal && isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 &&
       ws.ws_col >= kNarrowest) {
     return ws.ws_col;
   }
@@ -26,8 +29,10 @@ inline size_t help_width() {
     const long n = std::strtol(columns, nullptr, 10);
     if (n >= static_cast<long>(kNarrowest) && n < 10000) return static_cast<size_t>(n);
   }
-  return 80;
+  return fallback;
 }
+
+inline size_t help_width() { return terminal_columns(true, 80); }
 
 // `text` broken at spaces into lines of at most `width` columns; its first line continues a line
 // already `column` wide, the others start with `indent` spaces. A '\n' in `text` starts a new

@@ -5,44 +5,7 @@
 
 const PYPROF = JSON.parse(document.getElementById("pyprof-data").textContent);
 
-// One formatter per unit, so a number reads the same in every card and table.
-function sig3(v) {
-  const a = Math.abs(v);
-  if (a >= 100) return v.toFixed(0);
-  if (a >= 10) return v.toFixed(1);
-  return v.toFixed(2);
-}
-function scaled(v, steps, base) {
-  // steps: [[threshold, divisor, suffix], ...] largest first; picks the first that fits after
-  // rounding, so 999.6 ns reads "1.00 µs", not "1000 ns".
-  for (const [limit, div, suffix] of steps) {
-    if (Math.abs(v) >= limit * 0.9995) return sig3(v / div) + " " + suffix;
-  }
-  // Below the first prefix a count of the base unit (ns, FLOP, B) is a whole number.
-  return (Number.isInteger(v) ? String(v) : sig3(v)) + " " + base;
-}
-const FORMAT = {
-  ns: (v) => scaled(v, [[1e9, 1e9, "s"], [1e6, 1e6, "ms"], [1e3, 1e3, "µs"]], "ns"),
-  flop: (v) => scaled(v, [[1e15, 1e15, "PFLOP"], [1e12, 1e12, "TFLOP"], [1e9, 1e9, "GFLOP"], [1e6, 1e6, "MFLOP"], [1e3, 1e3, "kFLOP"]], "FLOP"),
-  byte: (v) => scaled(v, [[1e12, 1e12, "TB"], [1e9, 1e9, "GB"], [1e6, 1e6, "MB"], [1e3, 1e3, "kB"]], "B"),
-  flops: (v) => scaled(v, [[1e15, 1e15, "PFLOP/s"], [1e12, 1e12, "TFLOP/s"], [1e9, 1e9, "GFLOP/s"], [1e6, 1e6, "MFLOP/s"], [1e3, 1e3, "kFLOP/s"]], "FLOP/s"),
-  tflops: (v) => FORMAT.flops(v * 1e12),
-  bps: (v) => scaled(v, [[1e12, 1e12, "TB/s"], [1e9, 1e9, "GB/s"], [1e6, 1e6, "MB/s"], [1e3, 1e3, "kB/s"]], "B/s"),
-  gbps: (v) => FORMAT.bps(v * 1e9),
-  pct: (v) => v.toFixed(1) + " %",
-  int: (v) => Math.round(v).toLocaleString("en-US"),
-  ratio: (v) => (Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 1 ? v.toFixed(2) : v.toPrecision(3)),
-  text: (v) => String(v),
-};
-function formatValue(v, unit) {
-  if (v === null || v === undefined || v === "") return "–";
-  if (typeof v === "number") {
-    if (!Number.isFinite(v)) return "–";
-    if (v === 0 && unit !== "text" && unit !== "pct") return "0";
-    return (FORMAT[unit] || FORMAT.text)(v);
-  }
-  return String(v);
-}
+// Every number arrives formatted (pyprof/_units.py, prof's own rule): the page only shows it.
 
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
@@ -59,7 +22,7 @@ function renderCards() {
   for (const c of PYPROF.headline) {
     const card = el("div", { class: "card", "data-metric": c.id, "data-raw": c.value === null ? "" : String(c.value) });
     card.append(el("div", { class: "label" }, c.label));
-    card.append(el("div", { class: "value" }, formatValue(c.value, c.unit)));
+    card.append(el("div", { class: "value" }, c.text));
     if (c.sub) card.append(el("div", { class: "sub" }, c.sub));
     box.append(card);
   }
@@ -97,16 +60,17 @@ function renderTable(id) {
   });
   thead.append(hr);
   const tbody = el("tbody");
-  const rows = spec.rows.map((r) => {
+  const rows = spec.rows.map((r, k) => {
     const tr = el("tr");
+    const text = spec.text[k];
     r.forEach((v, i) => {
       const c = spec.columns[i];
-      const td = el("td", { class: (c.unit !== "text" ? "num" : "") + (c.long ? " long" : "") }, formatValue(v, c.unit));
+      const td = el("td", { class: (c.unit !== "text" ? "num" : "") + (c.long ? " long" : "") }, text[i]);
       if (c.long && v) td.title = String(v);
       tr.append(td);
     });
     tr._values = r;
-    tr._text = r.map((v) => (v === null ? "" : String(v))).join("\u0001").toLowerCase();
+    tr._text = text.concat(r.map((v) => (v === null ? "" : String(v)))).join("\u0001").toLowerCase();
     return tr;
   });
   rows.forEach((tr) => tbody.append(tr));
