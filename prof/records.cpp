@@ -752,6 +752,9 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
       // not records, and not unreadable either.
       case dict::LineKind::kRange:
         continue;
+      // Allocations and frees (§3.2): the memory report's, never records.
+      case dict::LineKind::kMemory:
+        continue;
       case dict::LineKind::kCompiledKernel:
         coster.define_compiled_kernel(l.str(Key::name), l.str(Key::graph), l.raw(Key::kernel));
         continue;

@@ -731,6 +731,9 @@ bool Exporter::run(std::FILE* in, std::string& error) {
       // Cross-rank spans of the communication backend: for prof's ranks report, not exported.
       case LineKind::kComm:
         continue;
+      // Allocations and frees (docs/formats.md §3.2): not exported yet.
+      case LineKind::kMemory:
+        continue;
       case LineKind::kMark:
         mark(l);
         ok = flush();

@@ -136,7 +136,12 @@ enum class Value : uint8_t {
   X(fwd, kInt)                                                                       \
   /* compiled_kernel lines */                                                        \
   X(graph, kString)                                                                  \
-  X(kernel, kRaw)
+  X(kernel, kRaw)                                                                    \
+  /* memory lines (§3.2) and the header's `memory` */                               \
+  X(addr, kInt)                                                                      \
+  X(total_allocated, kInt)                                                           \
+  X(total_reserved, kInt)                                                            \
+  X(memory, kRaw)
 
 enum class Key : uint8_t {
 #define PYPROF_DICT_KEY_ENUM(name, value) name,
@@ -228,10 +233,12 @@ enum class LineKind : uint8_t {
   kArgs,            // the compact form's definition of an `args` value
   kRange,           // `pyprof parse --ranges`: a range's span (§3.1)
   kCompiledKernel,  // what an Inductor kernel computes, after the header
+  kMemory,          // one allocation or free of a PyTorch allocator (§3.2): no record
   kOther,           // a kind this version does not know (or none): read as a record
 };
-inline constexpr std::array<std::string_view, 10> kLineKindNames = {
-    "kernel", "memcpy", "memset", "op", "sync", "comm", "mark", "args", "range", "compiled_kernel"};
+inline constexpr std::array<std::string_view, 11> kLineKindNames = {
+    "kernel", "memcpy", "memset",          "op",    "sync", "comm", "mark",
+    "args",   "range",  "compiled_kernel", "memory"};
 constexpr std::string_view name_of(LineKind k) { return kLineKindNames[static_cast<size_t>(k)]; }
 constexpr LineKind line_kind_of(std::string_view name) {
   for (size_t i = 0; i < kLineKindNames.size(); ++i) {
