@@ -1259,7 +1259,7 @@ bool KinetoReader::EventReader::iterate_pyprof(const Event& e, od::object& objec
 }
 
 void KinetoReader::EventReader::add_pyprof_range(const Event& e, int64_t start, int64_t end) {
-  // The range as the dict's range line described it (prof/trace_export.cpp writes it): kind,
+  // The range as the dict's range line described it (export/trace_export.cpp writes it): kind,
   // exact name, dialect, thread ids of the pairing, args in pyprof's encoding.
   RangeRecord r;
   r.start = start;

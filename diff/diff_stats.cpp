@@ -5,7 +5,7 @@
 #include <numeric>
 #include <vector>
 
-#include "prof/diff.h"
+#include "diff/diff.h"
 
 namespace pyprof::prof {
 

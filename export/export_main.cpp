@@ -16,8 +16,8 @@
 #include "common/input_files.h"
 #include "common/output_file.h"
 #include "common/terminal_text.h"
+#include "export/trace_export.h"
 #include "prof/load_profile.h"
-#include "prof/trace_export.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <string>
 
-#include "prof/diff.h"
+#include "diff/diff.h"
 
 namespace pyprof::prof {
 

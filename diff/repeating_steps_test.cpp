@@ -2,7 +2,7 @@
 // anchor and repetitions are known: windows cut at different points of one loop, an irregular
 // call, a loop of identical blocks, no loop at all, a CPU profile's nested calls, a second
 // thread.
-#include "prof/repeating_steps.h"
+#include "diff/repeating_steps.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "prof/repeating_steps.h"
+#include "diff/repeating_steps.h"
 
 #include <fmt/core.h>
 

@@ -18,7 +18,7 @@
 #include "common/input_files.h"
 #include "common/output_file.h"
 #include "common/terminal_text.h"
-#include "prof/diff.h"
+#include "diff/diff.h"
 #include "prof/iterations.h"
 #include "prof/load_profile.h"
 #include "prof/records.h"

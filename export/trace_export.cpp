@@ -1,4 +1,4 @@
-#include "prof/trace_export.h"
+#include "export/trace_export.h"
 
 #include <fmt/core.h>
 #include <simdjson.h>

@@ -1,4 +1,4 @@
-#include "prof/diff.h"
+#include "diff/diff.h"
 
 #include <fmt/core.h>
 
@@ -12,8 +12,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "diff/repeating_steps.h"
 #include "prof/iterations.h"
-#include "prof/repeating_steps.h"
 
 namespace pyprof::prof {
 

@@ -1,7 +1,7 @@
 // pyprof diff: the t distribution against reference values (scipy.stats 1.17: 2 * t.sf), and
 // diff_profiles on synthetic profiles whose rows, verdicts and gate are worked out by hand:
 // with iterations, windows without them (the loop found, per call), gates without a test.
-#include "prof/diff.h"
+#include "diff/diff.h"
 
 #include <gtest/gtest.h>
 
