@@ -169,7 +169,10 @@ WarmUp detect_warm_up(const std::vector<int64_t>& walls) {
 std::vector<StepStats> step_stats(const ReadResult& data) {
   const std::vector<Step>& steps = data.iterations.steps;
   std::vector<StepStats> stats(steps.size());
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> busy(data.cpu_only ? 0 : steps.size());
+  // Per step, per device (in the order the devices are first seen): their GPU intervals.
+  std::vector<int32_t> devices;
+  std::vector<std::vector<std::vector<std::pair<int64_t, int64_t>>>> busy(
+      data.cpu_only ? 0 : steps.size());
   PhaseOf phase_of(data.strings);
   for (const ProfRecord& r : data.records) {
     if (r.step < 0 || static_cast<size_t>(r.step) >= steps.size()) continue;
@@ -194,12 +197,29 @@ std::vector<StepStats> step_stats(const ReadResult& data) {
     // GPU work launched in the step, wherever it ran: a record without a credible time has no
     // place on the time line.
     if (!data.cpu_only && is_gpu_activity(r) && !r.bad_time) {
-      busy[r.step].emplace_back(r.start, r.start + r.duration);
+      const auto at = std::find(devices.begin(), devices.end(), r.device);
+      const size_t d = static_cast<size_t>(at - devices.begin());
+      if (at == devices.end()) devices.push_back(r.device);
+      if (busy[r.step].size() <= d) busy[r.step].resize(d + 1);
+      busy[r.step][d].emplace_back(r.start, r.start + r.duration);
+    }
+  }
+  // Devices with GPU work outside every step count too: a GPU idle in a step is idle there.
+  if (!data.cpu_only) {
+    for (const ProfRecord& r : data.records) {
+      if (is_gpu_activity(r) && !r.bad_time &&
+          std::find(devices.begin(), devices.end(), r.device) == devices.end()) {
+        devices.push_back(r.device);
+      }
     }
   }
   for (size_t i = 0; i < steps.size(); ++i) {
     stats[i].wall = steps[i].end - steps[i].start;
-    if (!data.cpu_only) stats[i].gpu_busy = union_length(busy[i]);
+    if (data.cpu_only) continue;
+    stats[i].gpu_devices = static_cast<int32_t>(devices.size());
+    int64_t sum = 0;
+    for (auto& spans : busy[i]) sum += union_length(spans);
+    stats[i].gpu_busy = devices.size() > 1 ? sum / static_cast<int64_t>(devices.size()) : sum;
   }
   return stats;
 }
@@ -553,9 +573,13 @@ std::vector<ReportTable> iteration_report(const ReadResult& data) {
   column(steps, "Selected", Unit::kText, Keep::kAlways);
   column(steps, "Start(ns)", Unit::kTime, Keep::kDetail);
   column(steps, "Wall(ns)", Unit::kTime, Keep::kAlways);
+  // Several GPUs: each step's busy and idle time per GPU, their mean (StepStats::gpu_busy), as
+  // the summary's "GPU busy %, mean over N GPUs".
+  const int32_t gpus = stats.empty() ? 0 : stats.front().gpu_devices;
+  const std::string over = gpus > 1 ? fmt::format(", mean over {} GPUs", gpus) : "";
   if (!cpu) {
-    column(steps, "GPU busy(ns)", Unit::kTime, Keep::kMain);
-    column(steps, "GPU idle(ns)", Unit::kTime, Keep::kMore);
+    column(steps, "GPU busy" + over + "(ns)", Unit::kTime, Keep::kMain);
+    column(steps, "GPU idle" + over + "(ns)", Unit::kTime, Keep::kMore);
   }
   column(steps, "Forward(ns)", Unit::kTime, Keep::kMore);
   column(steps, "Backward(ns)", Unit::kTime, Keep::kMore);
@@ -621,7 +645,7 @@ std::vector<ReportTable> iteration_report(const ReadResult& data) {
   if (!it.steps.empty()) {
     add("wall time (ns)", Unit::kTime,
         selected_samples(data, [](const StepStats& s) { return static_cast<double>(s.wall); }));
-    if (!cpu) add("GPU busy %", Unit::kPercent, selected_samples(data, busy_percent));
+    if (!cpu) add("GPU busy %" + over, Unit::kPercent, selected_samples(data, busy_percent));
     add("TFLOP/s (over wall time)", Unit::kFlopRate,
         selected_samples(data, [](const StepStats& s) { return tflops_of(s.flops, s.wall); }));
   }

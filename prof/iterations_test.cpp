@@ -155,6 +155,38 @@ TEST(StepStats, WallBusyPhasesAndFlops) {
   EXPECT_EQ(s[2].gpu_busy, 40);  // not clipped to the span: work launched in the step
 }
 
+TEST(StepStats, SeveralGpusBusyIsTheirMeanNotTheirUnion) {
+  // Two GPUs, each busy half of a 100 ns step at different times (a pipeline's stages): their
+  // union covers the whole step, but each GPU idles half of it. A third GPU works only outside
+  // the steps: it idles through this one.
+  ReadResult data;
+  data.iterations.rule = "profiler_step";
+  data.iterations.steps = {{0, "ProfilerStep#0", 0, 100}};
+  auto kernel = [&](int32_t step, int32_t device, int64_t start, int64_t duration) {
+    ProfRecord r;
+    r.kind = Kind::kKernel;
+    r.step = step;
+    r.device = device;
+    r.start = start;
+    r.duration = duration;
+    data.records.push_back(r);
+  };
+  kernel(0, 0, 0, 50);
+  kernel(0, 1, 50, 50);
+  kernel(0, 1, 60, 20);  // overlaps GPU 1's own kernel: its busy time is their union, 50
+  std::vector<StepStats> two = step_stats(data);
+  ASSERT_EQ(two.size(), 1u);
+  EXPECT_EQ(two[0].gpu_devices, 2);
+  EXPECT_EQ(two[0].gpu_busy, 50);  // (50 + 50) / 2; the union over both would be 100
+  kernel(-1, 2, 200, 10);
+  std::vector<StepStats> three = step_stats(data);
+  EXPECT_EQ(three[0].gpu_devices, 3);
+  EXPECT_EQ(three[0].gpu_busy, 33);  // (50 + 50 + 0) / 3, in whole ns
+  const ReportTable steps = iteration_report(data).front();
+  EXPECT_EQ(steps.headers[5], "GPU busy, mean over 3 GPUs(ns)");
+  EXPECT_EQ(steps.rows[0][5], "33");
+}
+
 TEST(SelectIterations, DefaultLeavesOutTheWarmUpAndRecordsOutsideSteps) {
   ReadResult data = gpu_profile();
   std::string error;

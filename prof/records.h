@@ -173,8 +173,13 @@ struct Step {
 // report's columns and the steady-state figures.
 struct StepStats {
   int64_t records = 0;
-  int64_t wall = 0;      // end - start of the step's span
-  int64_t gpu_busy = 0;  // union of its kernel, copy and memset intervals (GPU profiles)
+  int64_t wall = 0;  // end - start of the step's span
+  // The union of its kernel, copy and memset intervals (GPU profiles), per device: with several
+  // devices in the profile, the mean over them (a device idle in the step counts 0), so that
+  // busy and idle stay within the step's wall time (the union over all devices would call two
+  // half-busy GPUs one busy one).
+  int64_t gpu_busy = 0;
+  int32_t gpu_devices = 0;  // devices with GPU work anywhere in the profile (the mean's N)
   int64_t forward = 0, backward = 0, optimizer = 0;  // report time by phase (reports.h)
   int64_t kernels = 0;  // kernel records (GPU) or op records (CPU-only profiles)
   double flops = 0;     // counted FLOPs
