@@ -199,6 +199,9 @@ int main(int argc, char** argv) {
   }
   iteration_request.keep_unselected = all_records;
   std::vector<std::string> report_list = split_list(reports);
+  // Named, not only through `all`: a profile without memory lines gets a note (below).
+  const bool memory_named =
+      std::find(report_list.begin(), report_list.end(), "memory") != report_list.end();
   if (std::find(report_list.begin(), report_list.end(), "all") != report_list.end()) {
     // Every report of one profile; ranks reads many and stays apart.
     report_list.clear();
@@ -366,6 +369,12 @@ int main(int argc, char** argv) {
     return fail(load_error.message(), load_error.exit_code);
   }
   fmt::print(stderr, "{}", load_messages("prof", "", data));
+  if (memory_named && data.memory.empty()) {
+    fmt::print(stderr,
+               "pyprof prof: note: --report memory: the profile has no memory lines, so no "
+               "table (pyprof profile records allocations unless PYPROF_MEMORY=0; torch.profiler "
+               "with profile_memory=True; docs/memory.md)\n");
+  }
 
   // The outputs, each written under a temporary name (common/output_file.h). exit() below
   // skips destroying `data` (a million records); finish_outputs() has closed every output.
