@@ -165,7 +165,8 @@ MemoryAnalysis analyse_memory(const ReadResult& data) {
       f.peak_event = static_cast<int64_t>(i);
     }
     f.allocator_peak = std::max(f.allocator_peak, e.total_allocated);
-    f.reserved_peak = std::max(f.reserved_peak, e.total_reserved);
+    // torch's CPU allocator reserves nothing of its own: it reports 0, which is no peak.
+    if (e.device >= 0) f.reserved_peak = std::max(f.reserved_peak, e.total_reserved);
 
     const size_t op = ops.at(e.device, e.op, e.dir);
     const size_t module = modules.at(e.device, e.module, e.dir);

@@ -45,7 +45,8 @@ struct MemoryStepFacts {
   int64_t peak_event = -1;                     // the event (ReadResult::memory index) at the peak
   // The allocator's own totals where the lines give them (-1: not given): its total allocated
   // before the first event (the first event's total less its bytes), its largest total
-  // allocated and total reserved after an event.
+  // allocated and total reserved after an event (reserved: CUDA only; torch's CPU allocator
+  // reports 0).
   int64_t allocator_at_start = -1, allocator_peak = -1, reserved_peak = -1;
   int64_t unknown_frees = 0, unknown_free_bytes = 0;  // frees of addresses not allocated since
 };

@@ -183,14 +183,17 @@ TEST(MemoryAnalysis, ASelectionCountsFromItsOwnStart) {
 
 TEST(MemoryAnalysis, DevicesCountApart) {
   std::string text = small_dict_text();
-  text += R"({"kind":"memory","start":215,"bytes":64,"addr":1,"device":-1,"step":1})"
+  text += R"({"kind":"memory","start":215,"bytes":64,"addr":1,"device":-1,"total_allocated":64,)"
+          R"("total_reserved":0,"step":1})"
           "\n";
   const ReadResult data = load(text, "all");
   const MemoryAnalysis m = analyse_memory(data);
   ASSERT_EQ(m.steps.size(), 3u);
   EXPECT_EQ(m.steps[0].device, -1);
   EXPECT_EQ(m.steps[0].peak, 64);
-  EXPECT_EQ(m.steps[0].allocator_peak, -1);
+  EXPECT_EQ(m.steps[0].allocator_peak, 64);
+  // torch's CPU allocator reports a reserved total of 0: no peak of its own.
+  EXPECT_EQ(m.steps[0].reserved_peak, -1);
   // The CPU block at address 1 is not cuda:0's address 1.
   EXPECT_EQ(m.steps[2].peak, 1500);
   EXPECT_EQ(memory_device_name(-1), "cpu");

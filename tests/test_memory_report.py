@@ -99,6 +99,9 @@ def test_profile_without_memory_lines(tmp_path):
     res = testlib.prof("--report", "all", "--formats", "json", str(path))
     assert "memory" not in {t["report"] for t in testlib.report_json(res.stdout)[0]}
     assert "no memory lines" not in res.stderr
+    # Beside other reports (the HTML page asks for every one) it writes nothing, quietly.
+    res = testlib.prof("--report", "summary,memory", str(path))
+    assert res.stdout.startswith("summary") and "no memory lines" not in res.stderr
 
 
 def test_bad_memory_lines_are_counted_never_fatal(tmp_path):
@@ -176,3 +179,50 @@ def test_peaks_match_a_running_total_computed_here(tmp_path):
     overall = max(p for (d, _), (p, _) in want.items() if d == "cuda:0")
     peaks = summary(path, "--iterations", "all")
     assert peaks["memory allocated peak, cuda:0 (bytes)"] == overall
+
+
+TRACE_SCRIPT = """
+import sys, torch, torch.nn as nn
+from torch.profiler import profile, ProfilerActivity
+torch.manual_seed(0)
+m = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 10))
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+x, y = torch.randn(64, 256), torch.randint(0, 10, (64,))
+with profile(activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=True,
+             with_modules=True) as p:
+    for _ in range(3):
+        nn.functional.cross_entropy(m(x), y).backward()
+        opt.step()
+        opt.zero_grad()
+p.export_chrome_trace(sys.argv[1])
+"""
+
+
+def test_step_peaks_equal_torch_profilers_total_allocated(tmp_path):
+    """A real CPU training loop under torch.profiler(profile_memory=True), parsed: each step's
+    peak equals the largest "Total Allocated" torch.profiler recorded inside the step's span."""
+    pytest.importorskip("torch")
+    from decimal import Decimal
+    trace = tmp_path / "t.json"
+    script = tmp_path / "trace.py"
+    script.write_text(TRACE_SCRIPT)
+    res = testlib.run_tool(testlib.PY, str(script), str(trace), timeout=300)
+    assert res.returncode == 0, res.stderr
+    testlib.parse_to(str(trace), tmp_path / "t.dict")
+    header = json.loads(open(tmp_path / "t.dict", encoding="utf-8").readline())
+    if "memory" not in header:
+        # Until parse writes memory lines (issue 35's parse part, another branch): then this
+        # test runs, and the skip can go.
+        pytest.skip("this build's parse writes no memory lines")
+    _, rows = report(tmp_path / "t.dict", "--iterations", "all")
+    got = {s["Step"]: s["Peak allocated"] for s in rows_of(rows, "steps")
+           if s["Device"] == "cpu" and s["Step"] is not None}
+    events = [e for e in json.load(open(trace, encoding="utf-8"))["traceEvents"]
+              if e.get("name") == "[memory]" and e["args"].get("Device Type") == 0]
+    want = {}
+    for i, step in enumerate(header["iterations"]["steps"]):
+        inside = [e["args"]["Total Allocated"] for e in events
+                  if step["start"] <= int(Decimal(str(e["ts"])) * 1000) < step["end"]]
+        if inside:
+            want[i] = max(inside)
+    assert got == want and len(want) == 3
