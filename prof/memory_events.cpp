@@ -12,12 +12,19 @@ namespace pyprof::prof {
 
 using dict::Key;
 
+namespace {
+constexpr int64_t kMaxEventBytes = int64_t{1} << 48;  // 256 TiB
+}  // namespace
+
 void MemoryLineReader::read(const DictLine& l, int32_t step, ReadResult& out) {
   const char* problem = nullptr;
   if (!l.number(Key::bytes)) {
     problem = "no integer `bytes`";
   } else if (l.num(Key::bytes, 0) == 0) {
     problem = "`bytes` is 0";
+  } else if (l.num(Key::bytes, 0) > kMaxEventBytes || l.num(Key::bytes, 0) < -kMaxEventBytes) {
+    // No allocation is this large; bounded, the running totals cannot overflow.
+    problem = "`bytes` past 2^48";
   } else if (!l.number(Key::addr)) {
     problem = "no integer `addr`";
   } else if (!l.number(Key::start) || !l.unreadable_time.empty()) {
@@ -38,8 +45,7 @@ void MemoryLineReader::read(const DictLine& l, int32_t step, ReadResult& out) {
   e.total_allocated = l.num(Key::total_allocated, -1);
   e.total_reserved = l.num(Key::total_reserved, -1);
   // A negative total is no allocator's: read as not given, counted.
-  if (e.total_allocated < -1 || e.total_reserved < -1 ||
-      (l.has(Key::total_allocated) && e.total_allocated < 0) ||
+  if ((l.has(Key::total_allocated) && e.total_allocated < 0) ||
       (l.has(Key::total_reserved) && e.total_reserved < 0)) {
     if (out.memory_totals_ignored++ == 0) first_bad_totals_line_ = l.line;
     if (e.total_allocated < 0) e.total_allocated = -1;

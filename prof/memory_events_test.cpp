@@ -83,10 +83,12 @@ TEST(MemoryLines, BadLinesAreCountedAndNamedNeverFatal) {
           "\n";  // kept, its total not
   text += R"({"kind":"memory","start":255,"bytes":4,"addr":9,"device":0,"step":7})"
           "\n";  // a step the header has not: outside every step
+  text += R"({"kind":"memory","start":256,"bytes":-9223372036854775808,"addr":9,"device":0})"
+          "\n";  // no allocation is this large
   ReadResult data;
   std::string error;
   ASSERT_TRUE(read_text(text, data, error)) << error;
-  EXPECT_EQ(data.memory_lines_skipped, 2);
+  EXPECT_EQ(data.memory_lines_skipped, 3);
   EXPECT_EQ(data.memory_totals_ignored, 1);
   ASSERT_EQ(data.memory.size(), 12u);
   // Out of order in the file, in time order once read.
@@ -94,7 +96,7 @@ TEST(MemoryLines, BadLinesAreCountedAndNamedNeverFatal) {
   EXPECT_EQ(data.memory[10].step, -1);
   EXPECT_EQ(data.memory[11].total_allocated, -1);
   ASSERT_EQ(data.warnings.size(), 2u);
-  EXPECT_NE(data.warnings[0].find("2 memory lines skipped (first: line 14: no integer `bytes`)"),
+  EXPECT_NE(data.warnings[0].find("3 memory lines skipped (first: line 14: no integer `bytes`)"),
             std::string::npos)
       << data.warnings[0];
   EXPECT_NE(data.warnings[1].find("negative allocator total (first: line 16)"), std::string::npos)

@@ -289,8 +289,8 @@ struct ReadResult {
   // Allocations and frees in time order (empty when the profile has no memory lines).
   std::vector<MemoryEvent> memory;
   // Memory lines that could not be read as an event (no integer `bytes`, `addr` or `start`,
-  // `bytes` 0): skipped, counted and warned about; and lines whose totals were negative (kept,
-  // their totals read as not given).
+  // `bytes` 0 or past 2^48): skipped, counted and warned about; and lines whose totals were
+  // negative (kept, their totals read as not given).
   int64_t memory_lines_skipped = 0;
   int64_t memory_totals_ignored = 0;
   std::vector<SyncCall> syncs;  // in the dict's order (start order)
