@@ -13,6 +13,8 @@
 
 #include "common/dtypes.h"
 #include "prof/device_peaks.h"
+#include "prof/memory_events.h"
+#include "prof/memory_report.h"
 #include "prof/time_model.h"
 
 namespace pyprof::prof {
@@ -152,6 +154,7 @@ class Advisor {
     backward_forward();
     copies_of_tensors();
     dataloader();
+    batch_size_headroom();
     std::stable_sort(out_.begin(), out_.end(), [](const Advice& a, const Advice& b) {
       return a.at_stake_ns > b.at_stake_ns;
     });
@@ -722,6 +725,45 @@ class Advisor {
           "DataLoader(num_workers=N, pin_memory=True, persistent_workers=True, prefetch_factor=2) "
           "so that batches are ready before the step asks");
     }
+  }
+
+  // The device memory the batch leaves unused (DLProf's batch-size detector, from the memory
+  // lines and the header's device size): no time at stake, the throughput a larger batch may
+  // bring is not measured here.
+  void batch_size_headroom() {
+    const std::optional<BatchHeadroom> h = batch_headroom(data_);
+    if (!h || h->factor < kBatchGrowthMin) return;
+    auto bytes = [](int64_t b) { return format_quantity(static_cast<double>(b), Unit::kBytes); };
+    const std::string step =
+        h->step >= 0 ? fmt::format("step {}", h->step) : "the work outside the steps";
+    add_with_percent(
+        "batch-size-headroom",
+        fmt::format("The batch could grow about {:.1f}x before {}'s memory is full: {} peaked at "
+                    "{} allocated of {}.",
+                    h->factor, memory_device_name(h->device), step, bytes(h->peak),
+                    bytes(h->total_memory)),
+        0, 0,
+        fmt::format("{}: peak {} ({}), live at the step's start {}, so the step allocated {} "
+                    "on top; device memory {}{}; F = (memory - at start) / (peak - at start) "
+                    "= {:.2f}. Assumed: what is live as the step starts (weights, gradients, "
+                    "optimizer state) does not grow with the batch, what the step allocates on "
+                    "top (activations) grows in proportion{}",
+                    step,
+                    h->allocator_totals ? "the allocator's total allocated"
+                                        : "the running total since the capture began",
+                    bytes(h->peak), bytes(h->at_start), bytes(h->peak - h->at_start),
+                    bytes(h->total_memory),
+                    h->reserved_peak >= 0
+                        ? fmt::format("; the allocator reserved up to {}", bytes(h->reserved_peak))
+                        : "",
+                    h->factor,
+                    h->allocator_totals ? ""
+                                        : "; memory allocated before the capture is not "
+                                          "counted, so F is an upper bound"),
+        fmt::format("try a batch up to {:.1f}x larger (the caching allocator's fragmentation and "
+                    "other processes on the device take some of it: leave a margin), or spend "
+                    "the memory on a larger model or sequence length",
+                    h->factor));
   }
 
   const ReadResult& data_;

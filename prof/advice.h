@@ -28,6 +28,9 @@ inline constexpr double kIdleShare = 0.05;         // an idle cause fires at >= 
 inline constexpr int64_t kShortKernelNs = 10'000;  // launch-bound: kernels under 10 µs
 inline constexpr double kTf32SpeedupDefault = 8;   // A100: 156 TF32 / 19.5 FP32 TFLOP/s
 inline constexpr double kBwdFwdLow = 1.5, kBwdFwdHigh = 3.0;
+// batch-size-headroom fires when the batch could at least double (the next batch size people
+// try) before the device's memory is full.
+inline constexpr double kBatchGrowthMin = 2.0;
 
 // Every rule that fires, sorted by time at stake (largest first).
 std::vector<Advice> advise(const ReadResult& data);

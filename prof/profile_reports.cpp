@@ -7,6 +7,7 @@
 #include <map>
 
 #include "prof/iterations.h"
+#include "prof/memory_report.h"
 #include "prof/report_builders.h"
 
 namespace pyprof::prof {
@@ -230,6 +231,7 @@ ReportTable summary_report(const ReadResult& data) {
     if (!it.human.empty()) t.human[{t.rows.size(), 1}] = it.human;
     row(it.metric, it.value, it.unit);
   }
+  for (const SummaryRow& m : memory_summary_rows(data)) row(m.metric, m.value, m.unit);
   if (!data.marks.empty()) {  // pyprof.mark("..."): listed by --report marks
     row("marks (--report marks)", std::to_string(data.marks.size()), Unit::kCount);
   }

@@ -16,6 +16,7 @@
 #include "models/op_model.h"
 #include "prof/above_peak.h"
 #include "prof/dict_reader.h"
+#include "prof/memory_events.h"
 #include "prof/tensor_cores.h"
 
 // read_dict takes each line of net.dict from the one reader (prof/dict_reader.h: blocks of
@@ -725,6 +726,7 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
   RecordCoster coster(options, out.strings);
   TimeChecker times;
   std::vector<CpuOp> cpu_ops;
+  MemoryLineReader memory;
   // Records whose `step` names no step of the header's iterations: outside every step.
   ProblemTally bad_steps;
   bool iterations_ignored = false;  // the header's were malformed (warned): no record has a step
@@ -754,6 +756,7 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
         continue;
       // Allocations and frees (§3.2): the memory report's, never records.
       case dict::LineKind::kMemory:
+        memory.read(l, iterations_ignored ? -1 : step_index(l.num(Key::step, -1)), out);
         continue;
       case dict::LineKind::kCompiledKernel:
         coster.define_compiled_kernel(l.str(Key::name), l.str(Key::graph), l.raw(Key::kernel));
@@ -824,6 +827,7 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
     return false;
   }
   link_cpu_parents(cpu_ops, out.records);
+  memory.finish(out);
   coster.warn_about_problems(out);
   times.warn(out);
   if (bad_steps.records > 0) {

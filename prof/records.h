@@ -271,8 +271,33 @@ struct Mark {
   int32_t step = -1;
 };
 
+// One allocation or free of a PyTorch allocator (net.dict `"kind":"memory"`, docs/formats.md
+// §3.2). Not a record: no time sum counts it; the memory report and the summary's memory rows
+// read them (prof/memory_events.h).
+struct MemoryEvent {
+  int64_t start = 0;
+  int64_t bytes = 0;    // > 0 allocated, < 0 freed
+  int64_t addr = 0;     // an allocation and its free share it
+  int32_t device = -1;  // CUDA ordinal; -1 the CPU allocator
+  Dir dir = Dir::kNone;
+  int32_t step = -1;  // the header's step index; -1: outside every step
+  // The allocator's totals after the event (bytes); -1: not given (or not credible).
+  int64_t total_allocated = -1;
+  int64_t total_reserved = -1;
+  int64_t tid = -1;
+  uint32_t op = 0;      // the innermost op around it (0: none)
+  uint32_t module = 0;  // its module path (0: none)
+};
+
 struct ReadResult {
   std::vector<ProfRecord> records;
+  // Allocations and frees in time order (empty when the profile has no memory lines).
+  std::vector<MemoryEvent> memory;
+  // Memory lines that could not be read as an event (no integer `bytes`, `addr` or `start`,
+  // `bytes` 0 or past 2^48): skipped, counted and warned about; and lines whose totals were
+  // negative (kept, their totals read as not given).
+  int64_t memory_lines_skipped = 0;
+  int64_t memory_totals_ignored = 0;
   std::vector<SyncCall> syncs;  // in the dict's order (start order)
   std::vector<Mark> marks;      // in start order
   std::vector<CommSpan> comm;   // in start order

@@ -7,6 +7,7 @@
 #include "prof/advice.h"
 #include "prof/iterations.h"
 #include "prof/marks.h"
+#include "prof/memory_report.h"
 #include "prof/ranks.h"
 #include "prof/report_builders.h"
 #include "prof/roofline.h"
@@ -132,6 +133,14 @@ const std::vector<ReportSpec>& report_registry() {
        {},
        true,
        [](const ReadResult& d, const ReportOptions&) { return Tables{marks_report(d)}; }},
+      // No table for a profile without memory lines: `--report all` stays as it was.
+      {"memory",
+       "per device and step the peak allocated and the op at it; per op and module the bytes "
+       "allocated, freed, live at the step's end (memory lines)",
+       {"steps", "ops", "modules"},
+       {"--top"},
+       true,
+       [](const ReadResult& d, const ReportOptions& o) { return memory_report(d, o.top); }},
   };
   return kReports;
 }
