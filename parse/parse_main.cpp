@@ -535,7 +535,8 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Attribute every GPU kernel (or, for a CPU-only profile, every op) of an Nsight Systems, "
       "nvprof or pyprof database, or of a torch.profiler (Kineto) trace, to its op, module, user "
-      "ranges and direction.\n"
+      "ranges and direction; so too each allocation and free the input recorded (pyprof's "
+      "memory capture, torch.profiler's profile_memory), as a memory line.\n"
       "Writes JSON Lines (docs/formats.md §3); a summary goes to standard error.",
       "pyprof parse"};
   app.formatter(std::make_shared<pyprof::WrappingFormatter>());
