@@ -1,7 +1,9 @@
 #include "parse/memory_events.h"
 
 #include <fmt/core.h>
+#include <simdjson.h>
 
+#include <set>
 #include <unordered_set>
 
 #include "common/nsys_schema.h"
@@ -71,10 +73,13 @@ bool read_memory_table(const SqliteDb& db, Trace& trace, std::string& error) {
   return true;
 }
 
+KinetoMemoryEvents::KinetoMemoryEvents() : parser_(std::make_unique<simdjson::dom::parser>()) {}
+KinetoMemoryEvents::~KinetoMemoryEvents() = default;
+
 bool KinetoMemoryEvents::add(std::string_view json, int64_t start, uint32_t pid, uint32_t tid,
                              Trace& trace, std::string& why) {
   simdjson::dom::element event;
-  if (parser_.parse(json.data(), json.size()).get(event) != simdjson::SUCCESS) {
+  if (parser_->parse(json.data(), json.size()).get(event) != simdjson::SUCCESS) {
     why = "a [memory] event that is not valid JSON";
     return false;
   }

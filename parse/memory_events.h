@@ -6,9 +6,8 @@
 // counted, in the header's `memory` and parse's summary.
 #pragma once
 
-#include <simdjson.h>
-
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -17,6 +16,10 @@
 #include "parse/iterations.h"
 #include "parse/sqlite_db.h"
 #include "parse/trace.h"
+
+namespace simdjson::dom {
+class parser;
+}  // namespace simdjson::dom
 
 namespace pyprof::parse {
 
@@ -32,6 +35,8 @@ bool read_memory_table(const SqliteDb& db, Trace& trace, std::string& error);
 // "Total Allocated", "Total Reserved", "Device Type", "Device Id", "Addr".
 class KinetoMemoryEvents {
  public:
+  KinetoMemoryEvents();
+  ~KinetoMemoryEvents();
   // Whether an instant event named `name` is a memory event.
   static bool is_memory_event(std::string_view name) { return name == "[memory]"; }
   // Adds the event whose JSON text is `json` at `start` ns on (pid, tid) to the trace. False,
@@ -40,7 +45,8 @@ class KinetoMemoryEvents {
            std::string& why);
 
  private:
-  simdjson::dom::parser parser_;
+  // Events are parsed again whole (the reader's pass keeps only the keys it knows): few, small.
+  std::unique_ptr<simdjson::dom::parser> parser_;
 };
 
 // What the checks found (the header's `memory`, docs/formats.md §3.2).
