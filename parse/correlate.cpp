@@ -166,6 +166,8 @@ bool nested_before(const std::vector<RangeRecord>& ranges, int32_t a, int32_t b)
 // session's end closed it) has a parent but is no one's: its true extent is unknown, and a
 // leaked push would otherwise claim everything the thread did afterwards.
 // `forward_op` gets 1 for each op range outside backward: the ops a backward node may pair with.
+// Memory events are points swept like calls: event k's innermost range goes to
+// innermost_of_call[api_calls.size() + k].
 void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_calls,
            std::vector<int32_t>& innermost_of_call, std::vector<char>& forward_op) {
   // 16 bytes an item (4.2M at 1M kernels, so the sort's array is parse's largest temporary):
@@ -203,6 +205,7 @@ void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_ca
   };
   for (const auto& r : trace.ranges) see_thread(r.pid, r.tid);
   for (int32_t c : needed_calls) see_thread(trace.api_calls[c].pid, trace.api_calls[c].tid);
+  for (const MemoryEvent& e : trace.memory_events) see_thread(e.pid, e.tid);
   {
     std::vector<uint64_t> keys;
     keys.reserve(thread_of_key.size());
@@ -221,7 +224,7 @@ void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_ca
     return last_thread;
   };
   std::vector<Item> items;
-  items.reserve(trace.ranges.size() + needed_calls.size());
+  items.reserve(trace.ranges.size() + needed_calls.size() + trace.memory_events.size());
   for (size_t i = 0; i < trace.ranges.size(); ++i) {
     const auto& r = trace.ranges[i];
     if (r.shape == RangeShape::kMark) continue;
@@ -232,8 +235,16 @@ void sweep(Trace& trace, Correlation& out, const std::vector<int32_t>& needed_ca
     items.push_back(
         {call.start, thread_of(call.pid, call.tid), uint32_t{1} << 31 | static_cast<uint32_t>(c)});
   }
+  const size_t calls = trace.api_calls.size();
+  for (size_t k = 0; k < trace.memory_events.size(); ++k) {
+    const MemoryEvent& e = trace.memory_events[k];
+    items.push_back(
+        {e.start, thread_of(e.pid, e.tid), uint32_t{1} << 31 | static_cast<uint32_t>(calls + k)});
+  }
   auto end_of = [&](const Item& item) {
-    return item.kind() == 0 ? trace.ranges[item.index()].end : trace.api_calls[item.index()].end;
+    if (item.kind() == 0) return trace.ranges[item.index()].end;
+    const auto i = static_cast<size_t>(item.index());
+    return i < calls ? trace.api_calls[i].end : trace.memory_events[i - calls].start;
   };
   parallel_sort(items, [&](const Item& a, const Item& b) {
     if (a.thread != b.thread) return a.thread < b.thread;
@@ -350,6 +361,26 @@ void attribute(const Trace& trace, const Correlation& corr, const ForwardOps& fo
   if (trace.ranges[op].seq < 0 && c.seq_op >= 0 && self < 0) a.seq_range = c.seq_op;
   a.module = c.module;
   a.trace = c.trace;
+}
+
+// Correlation::memory_order and memory_attributions: each event placed as a launch call at its
+// time on its thread would be.
+void attribute_memory_events(const Trace& trace, Correlation& out, const ForwardOps& forward_ops,
+                             const std::vector<int32_t>& innermost_of_call) {
+  const size_t n = trace.memory_events.size();
+  if (n == 0) return;
+  out.memory_order.resize(n);
+  for (size_t k = 0; k < n; ++k) out.memory_order[k] = static_cast<int32_t>(k);
+  std::stable_sort(out.memory_order.begin(), out.memory_order.end(), [&](int32_t a, int32_t b) {
+    return trace.memory_events[a].start < trace.memory_events[b].start;
+  });
+  out.memory_attributions.resize(n);
+  const size_t calls = trace.api_calls.size();
+  for (size_t k = 0; k < n; ++k) {
+    const auto event = static_cast<size_t>(out.memory_order[k]);
+    attribute(trace, out, forward_ops, innermost_of_call[calls + event], -1,
+              out.memory_attributions[k]);
+  }
 }
 
 }  // namespace
@@ -599,7 +630,7 @@ Correlation correlate(Trace& trace) {
       });
     });
   }
-  std::vector<int32_t> innermost_of_call(trace.api_calls.size(), -1);
+  std::vector<int32_t> innermost_of_call(trace.api_calls.size() + trace.memory_events.size(), -1);
   ForwardOps forward_ops;
   {
     // Listed after the sweep, whose sort array (4 ranges and launches a kernel, 16 bytes each)
@@ -615,6 +646,7 @@ Correlation correlate(Trace& trace) {
   }
   forward_ops.finish();
   check_declared_pairs(trace, forward_ops, out.stats);
+  attribute_memory_events(trace, out, forward_ops, innermost_of_call);
 
   if (out.cpu_only) {
     for (size_t i = 0; i < trace.ranges.size(); ++i) {

@@ -100,6 +100,11 @@ struct Correlation {
   // (is_synchronizing_api), in start order, and what each ran inside (`launch` is the call).
   std::vector<int32_t> sync_calls;
   std::vector<Attribution> sync_attributions;
+  // Trace::memory_events in time order (at equal times, in the source's order, which is each
+  // thread's own), and what each was attributed to: the ranges around it on its thread, as for
+  // a launch call at its time (`launch` stays -1). Empty without memory events.
+  std::vector<int32_t> memory_order;
+  std::vector<Attribution> memory_attributions;
   // Op ranges named like a compiled kernel its graph calls at several places
   // (Trace::compiled_by_site): range -> its place among the ranges of its name directly inside
   // the same range (one run of the graph's wrapper calls them in code order). Empty otherwise.

@@ -15,6 +15,7 @@
 #include "common/json_writer.h"
 #include "common/kernel_names.h"
 #include "parse/ascii.h"
+#include "parse/memory_events.h"
 #include "parse/record_writer.h"
 
 namespace pyprof::parse {
@@ -593,6 +594,8 @@ class KinetoReader::EventReader : public ChromeTraceVisitor {
   void add_call_site(const Event& e, int64_t start, int64_t end);
   void add_gpu_activity(const Event& e, ActivityKind kind, int64_t start, int64_t end);
   void add_flow_point(const Event& e, bool start);
+  // profile_memory's `[memory]` instants: one allocation or free each (memory_events.h).
+  void add_memory_event(const Event& e, std::string_view json, int64_t offset);
   // pyprof export's args.pyprof: what Kineto's encoding loses, preferred when present.
   void add_pyprof_range(const Event& e, int64_t start, int64_t end);
   void apply_pyprof_gpu(const Event& e, GpuActivity& a);
@@ -639,7 +642,24 @@ class KinetoReader::EventReader : public ChromeTraceVisitor {
   od::document pyprof_doc_;  // outlives the object iterate_pyprof hands out
   std::vector<std::pair<size_t, uint32_t>> pyprof_gpu_pids_;  // activity -> launching pid
   uint32_t next_folded_id_ = 0x80000000u;
+  KinetoMemoryEvents memory_events_;
 };
+
+void KinetoReader::EventReader::add_memory_event(const Event& e, std::string_view json,
+                                                 int64_t offset) {
+  int64_t start = 0;
+  if (e.ts.empty() || !microseconds_to_ns(e.ts, start)) {
+    skip(e.ts.empty() ? "no \"ts\"" : "\"ts\" is not a finite number of microseconds", json,
+         offset);
+    return;
+  }
+  std::string why;
+  if (!memory_events_.add(json, start, dense_id(e.pid), dense_id(e.tid), trace_, why)) {
+    skip(why, json, offset);
+    return;
+  }
+  count("[memory] instant");
+}
 
 void KinetoReader::EventReader::count(std::string_view category) {
   auto it = category_counts_.find(category);
@@ -946,6 +966,10 @@ void KinetoReader::EventReader::on_event(std::string_view json, int64_t offset) 
     return;
   }
 
+  if ((is(e.ph, "i") || is(e.ph, "I")) && KinetoMemoryEvents::is_memory_event(e.name)) {
+    add_memory_event(e, json, offset);
+    return;
+  }
   if (is(e.ph, "M") || is(e.ph, "i") || is(e.ph, "I")) {  // names, sort order, instants
     count(is(e.ph, "M") ? "metadata (M)" : "instant (i)");
     return;

@@ -19,6 +19,7 @@
 #include "common/env_vars.h"
 #include "common/kernel_names.h"
 #include "common/nsys_schema.h"
+#include "parse/memory_events.h"
 
 namespace pyprof::parse {
 
@@ -162,7 +163,8 @@ bool NsysReader::read(Trace& trace, std::string& error) {
   bool ok =
       read_metadata(trace, error) && read_devices(trace, error) && read_ranges(trace, error, [&] {
         return read_kernels(trace, error) && read_copies(trace, error) &&
-               read_api_calls(trace, error) && read_graph_nodes(trace, error);
+               read_api_calls(trace, error) && read_graph_nodes(trace, error) &&
+               read_memory_table(db_, trace, error);
       });
   if (ok && trace.format == "nsys") {
     std::optional<int64_t> stop_time;
@@ -223,6 +225,7 @@ bool NsysReader::read_metadata(Trace& trace, std::string& error) {
             if (name == "PYPROF_CUDA_TRACE") {
               trace.cuda_trace = std::string(s.text(1));
             }
+            if (name == "PYPROF_MEMORY_CAPTURE") trace.memory_capture = std::string(s.text(1));
             if (name == "FINALIZED_BY") finalized = true;
             // The collector's window, ns since the session started (the records' timebase):
             // [DELAY_NS, DELAY_NS + DURATION_NS), either end open when not given.

@@ -38,6 +38,7 @@
 #include "parse/iterations.h"
 #include "parse/json_stream.h"
 #include "parse/kineto_reader.h"
+#include "parse/memory_events.h"
 #include "parse/nsys_reader.h"
 #include "parse/nvprof_reader.h"
 #include "parse/record_writer.h"
@@ -65,7 +66,8 @@ double percent(int64_t part, int64_t whole) {
 // The summary goes into `out` (printed whole, so that parallel parses do not interleave).
 void print_summary(fmt::memory_buffer& out, const std::string& path, const Trace& trace,
                    const Correlation& corr, const RecordWriter& writer,
-                   const Iterations& iterations, const std::string& step_range) {
+                   const Iterations& iterations, const std::string& step_range,
+                   const MemorySummary& memory) {
   const ReadStats& s = trace.stats;
   const CorrelationStats& c = corr.stats;
   // Everything from the file (version, metadata, warning examples) is terminal_safe.
@@ -181,6 +183,9 @@ void print_summary(fmt::memory_buffer& out, const std::string& path, const Trace
   }
   fmt::format_to(std::back_inserter(out), "  iterations: {}\n",
                  terminal_safe(iteration_summary(iterations, step_range)));
+  if (const std::string line = memory_summary_line(trace, memory); !line.empty()) {
+    fmt::format_to(std::back_inserter(out), "  {}\n", terminal_safe(line));
+  }
   if (!s.capture_stats.empty()) {
     std::string line;  // zero counters say nothing; the full set is in PYPROF_COLLECTOR_STATS
     for (const auto& [name, value] : s.capture_stats) {
@@ -360,6 +365,7 @@ int run(const std::string& path, const std::string& output, const ParseOptions& 
   timer.lap("correlate");
   const Iterations iterations = detect_iterations(trace, corr, options.step_range);
   timer.lap("iterations");
+  const MemorySummary memory = check_memory_events(trace, corr, &iterations);
 
   // Written under a temporary name and renamed when complete (common/output_file.h): a
   // failed run leaves no cut-short net.dict that looks whole, and an older one intact.
@@ -371,6 +377,7 @@ int run(const std::string& path, const std::string& output, const ParseOptions& 
   writer.set_write_ranges(options.ranges);
   writer.set_full_records(options.full_records);
   writer.set_iterations(&iterations);
+  writer.set_memory(&memory);
   if (!writer.write(path)) out.fail(errno);
   if (!out.finish(error)) {
     // The reader closed the pipe (`pyprof parse DB | head`): end quietly, like other tools.
@@ -379,7 +386,7 @@ int run(const std::string& path, const std::string& output, const ParseOptions& 
   }
   timer.lap("write");
   if (!options.quiet) {
-    print_summary(messages, path, trace, corr, writer, iterations, options.step_range);
+    print_summary(messages, path, trace, corr, writer, iterations, options.step_range, memory);
     if (graph_join) {
       fmt::format_to(std::back_inserter(messages), "  graph capture {}: {}\n",
                      terminal_safe(options.graph_capture), graph_join_summary(*graph_join));
@@ -528,7 +535,8 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Attribute every GPU kernel (or, for a CPU-only profile, every op) of an Nsight Systems, "
       "nvprof or pyprof database, or of a torch.profiler (Kineto) trace, to its op, module, user "
-      "ranges and direction.\n"
+      "ranges and direction; so too each allocation and free the input recorded (pyprof's "
+      "memory capture, torch.profiler's profile_memory), as a memory line.\n"
       "Writes JSON Lines (docs/formats.md §3); a summary goes to standard error.",
       "pyprof parse"};
   app.formatter(std::make_shared<pyprof::WrappingFormatter>());

@@ -583,6 +583,66 @@ void RecordFormatter::write_mark(const RangeRecord& r) {
   end_record();
 }
 
+void RecordFormatter::write_memory(int32_t event, const Attribution& a) {
+  const MemoryEvent& e = trace_.memory_events[static_cast<size_t>(event)];
+  {
+    JsonWriter w(record_, kNoTruncation, 0);
+    w.begin_object();
+    w.raw_key(dict::key::kind);
+    w.trusted_string(dict::name_of(dict::LineKind::kMemory));
+    w.raw_key(dict::key::start);
+    w.integer(e.start);
+    w.raw_key(dict::key::bytes);
+    w.integer(e.bytes);
+    w.raw_key(dict::key::addr);
+    w.integer(e.address);
+    w.raw_key(dict::key::device);
+    w.integer(e.device);
+    if (e.total_allocated != MemoryEvent::kNoTotal) {
+      w.raw_key(dict::key::total_allocated);
+      w.integer(e.total_allocated);
+    }
+    if (e.total_reserved != MemoryEvent::kNoTotal) {
+      w.raw_key(dict::key::total_reserved);
+      w.integer(e.total_reserved);
+    }
+    w.raw_key(dict::key::pid);
+    w.integer(e.pid);
+    write_rank(w);
+    w.raw_key(dict::key::tid);
+    w.integer(e.tid);
+    // As a record's: the op (for bprop the forward op it belongs to), its instance (for bprop
+    // the backward node), its module.
+    w.raw_key(dict::key::op);
+    if (a.op >= 0) {
+      pooled(w, trace_.ranges[a.op].name);
+    } else {
+      w.null();
+    }
+    w.raw_key(dict::key::dir);
+    if (a.dir == Direction::kForward) {
+      w.trusted_string(dict::direction::kFprop);
+    } else if (a.dir == Direction::kBackward) {
+      w.trusted_string(dict::direction::kBprop);
+    } else {
+      w.null();
+    }
+    const int32_t instance = a.dir == Direction::kBackward ? a.node : a.op;
+    if (a.dir != Direction::kNone && instance >= 0) {
+      w.raw_key(dict::key::instance);
+      w.integer(corr_.rank[instance]);
+    }
+    if (a.dir != Direction::kNone && a.module >= 0) {
+      w.raw_key(dict::key::module);
+      pooled(w, trace_.ranges[a.module].name);
+    }
+    write_step_at(w, e.start);
+    write_user_ranges(w, a);
+    w.end_object();
+  }
+  end_record();
+}
+
 void RecordFormatter::write_record(size_t k) {
   if (corr_.cpu_only) {
     write_op_instance(k, corr_.order[k], corr_.attributions[k]);

@@ -323,6 +323,21 @@ void RecordWriter::write_header_object(JsonWriter& w, const std::string& source)
     }
     w.end_array();
   }
+  if (memory_ != nullptr && !trace_.memory_source.empty()) {
+    w.raw_key(dict::key::memory);
+    w.begin_object();
+    w.raw_key(dict::memory_key::events);
+    w.integer(memory_->events);
+    w.raw_key(dict::memory_key::source);
+    w.string(trace_.memory_source);
+    w.raw_key(dict::memory_key::frees_unknown);
+    w.integer(memory_->frees_unknown);
+    w.raw_key(dict::memory_key::negative_totals);
+    w.integer(memory_->negative_totals);
+    w.raw_key(dict::memory_key::outside_steps);
+    w.integer(memory_->outside_steps);
+    w.end_object();
+  }
   if (iterations_ && !iterations_->steps.empty()) {
     w.raw_key(dict::key::iterations);
     w.begin_object();
@@ -400,6 +415,15 @@ bool RecordWriter::write_mark_lines(RecordFormatter& f) {
   });
   for (int32_t i : marks) {
     f.write_mark(trace_.ranges[i]);
+    if (buffer_.size() >= kFlushBytes && !flush()) return false;
+  }
+  return true;
+}
+
+bool RecordWriter::write_memory_lines(RecordFormatter& f) {
+  if (memory_ == nullptr || trace_.memory_source.empty()) return true;
+  for (size_t k = 0; k < corr_.memory_order.size(); ++k) {
+    f.write_memory(corr_.memory_order[k], corr_.memory_attributions[k]);
     if (buffer_.size() >= kFlushBytes && !flush()) return false;
   }
   return true;
@@ -571,6 +595,7 @@ bool RecordWriter::write(const std::string& source) {
   }
   ok = ok && write_comm_lines(f);
   ok = ok && write_mark_lines(f);
+  ok = ok && write_memory_lines(f);
   if (ok && write_ranges_) ok = write_range_lines(f);
   ok = ok && flush();
   // Waited for after a failure too: the caller closes the stream once this returns, so no

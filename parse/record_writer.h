@@ -17,6 +17,7 @@
 #include "common/json_writer.h"
 #include "parse/correlate.h"
 #include "parse/iterations.h"
+#include "parse/memory_events.h"
 #include "parse/trace.h"
 
 namespace pyprof::parse {
@@ -102,6 +103,8 @@ class RecordFormatter {
   void write_comm(const RangeRecord& r);
   // A `"kind":"mark"` line: a user's instantaneous marker (pyprof.mark, nvtxMark).
   void write_mark(const RangeRecord& r);
+  // A `"kind":"memory"` line: Trace::memory_events[event], attributed `a` (docs/formats.md §3.2).
+  void write_memory(int32_t event, const Attribution& a);
   void write_range(int32_t index, int32_t forward_op);
 
  private:
@@ -174,6 +177,9 @@ class RecordWriter : private ArgsSource {
   // `pyprof parse --full-records`: version 1, every record with its `args` and `bwd_args`
   // written out, instead of the compact form's references to `"kind":"args"` lines.
   void set_full_records(bool on) { full_records_ = on; }
+  // What check_memory_events found: the header's `memory`, written when the input records
+  // memory (Trace::memory_source), with one `"kind":"memory"` line per event after the marks.
+  void set_memory(const MemorySummary* memory) { memory_ = memory; }
 
  private:
   void write_header(const std::string& source);
@@ -190,6 +196,7 @@ class RecordWriter : private ArgsSource {
   // only record of the time a collective took, waiting for the other ranks included.
   bool write_comm_lines(RecordFormatter& f);
   bool write_mark_lines(RecordFormatter& f);
+  bool write_memory_lines(RecordFormatter& f);
   bool write_range_lines(RecordFormatter& f);
   // As records written on this thread resolve their args: defining new ones in buffer_.
   ArgsRef resolve(int32_t range) override { return resolve_args(range, buffer_); }
@@ -224,6 +231,7 @@ class RecordWriter : private ArgsSource {
   size_t interned_args_bytes_ = 0;
   std::vector<int32_t> args_id_of_range_;
   const Iterations* iterations_ = nullptr;
+  const MemorySummary* memory_ = nullptr;
 };
 
 }  // namespace pyprof::parse

@@ -87,6 +87,21 @@ struct ApiCall {
 };
 static_assert(sizeof(ApiCall) == 40);
 
+// One allocation (bytes > 0) or free (bytes < 0) of a PyTorch allocator: a pyprof database's
+// PYPROF_MEMORY_EVENTS row, a torch.profiler trace's `[memory]` instant (docs/formats.md §2.2,
+// §4). parse/memory_events.h reads and checks them; correlation places each like a launch.
+struct MemoryEvent {
+  static constexpr int64_t kNoTotal = INT64_MIN;  // the source gave no total
+  int64_t start = 0;
+  int64_t address = 0;
+  int64_t bytes = 0;
+  int64_t total_allocated = kNoTotal;  // the allocator's totals right after the event
+  int64_t total_reserved = kNoTotal;
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  int32_t device = -1;  // CUDA ordinal; -1 the CPU allocator
+};
+
 // Where a range's message can be read again. kPool: `id` is a StringPool id (the message was
 // interned: registered strings, nvprof StringTable, short messages). kRow: `id` is a row
 // number the reader understands (nsys: NVTX_EVENTS rowid).
@@ -270,6 +285,13 @@ struct Trace {
   std::vector<GpuActivity> activities;
   std::vector<ApiCall> api_calls;
   std::vector<RangeRecord> ranges;
+  // Allocations and frees, in the order the source holds them (memory_events.h), and where
+  // they came from: "pyprof" (the database has PYPROF_MEMORY_EVENTS), "kineto" (the trace has
+  // `[memory]` events); empty: the input records no memory, and net.dict says nothing of it.
+  std::vector<MemoryEvent> memory_events;
+  std::string memory_source;
+  // pyprof databases: META_DATA_CAPTURE PYPROF_MEMORY_CAPTURE ("on", or "off: why"); else empty.
+  std::string memory_capture;
   // `--graph-capture` (parse/graph_capture.h): ranges and API calls from the capture trace start
   // at these indices (SIZE_MAX: none). They give joined replayed kernels their context only:
   // iteration detection, the trace's bounds and `--ranges` lines leave them out.

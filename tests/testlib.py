@@ -101,11 +101,11 @@ def read_records(text: str, with_syncs: bool = False) -> tuple[dict, list[dict]]
     """parse's JSON Lines: (header, records). The records are the GPU (or op) records, with
     their arguments written out (expand_args); the `sync` lines after a GPU profile's records
     (docs/formats.md §3: synchronizing API calls, no GPU activity) only with `with_syncs`; the
-    `comm` lines (a communication backend's spans) and `compiled_kernel` lines (what torch.compile's
-    kernels compute) never."""
+    `comm` lines (a communication backend's spans), `compiled_kernel` lines (what torch.compile's
+    kernels compute) and `memory` lines (allocations and frees) never."""
     lines = expand_args([json.loads(line) for line in text.splitlines() if line.strip()])
     records = [r for r in lines[1:]
-               if r.get("kind") not in ("comm", "compiled_kernel", "mark")
+               if r.get("kind") not in ("comm", "compiled_kernel", "mark", "memory")
                and (with_syncs or r.get("kind") != "sync")]
     return lines[0], records
 

@@ -218,6 +218,20 @@ inline constexpr std::string_view events_lost = "events_lost";
 inline constexpr std::string_view cuda_records_lost = "cuda_records_lost";
 }  // namespace write_failure_key
 
+// The header's `memory` (§3.2): what the memory lines hold and what the checks counted.
+namespace memory_key {
+inline constexpr std::string_view events = "events";                    // memory lines
+inline constexpr std::string_view source = "source";                    // memory_source below
+inline constexpr std::string_view frees_unknown = "frees_unknown";      // of blocks never allocated
+inline constexpr std::string_view negative_totals = "negative_totals";  // kept as reported
+inline constexpr std::string_view outside_steps = "outside_steps";      // in no step
+}  // namespace memory_key
+// The header's `memory.source`: where the memory lines came from.
+namespace memory_source {
+inline constexpr std::string_view kPyprof = "pyprof";  // PYPROF_MEMORY_EVENTS (§2.2)
+inline constexpr std::string_view kKineto = "kineto";  // torch.profiler's `[memory]` events (§4)
+}  // namespace memory_source
+
 // ---- spellings -------------------------------------------------------------------------------
 
 // `kind`: what a line is. Records are kernel, memcpy, memset (a GPU profile's) or op (a CPU-only
