@@ -210,10 +210,7 @@ def test_step_peaks_equal_torch_profilers_total_allocated(tmp_path):
     assert res.returncode == 0, res.stderr
     testlib.parse_to(str(trace), tmp_path / "t.dict")
     header = json.loads(open(tmp_path / "t.dict", encoding="utf-8").readline())
-    if "memory" not in header:
-        # Until parse writes memory lines (issue 35's parse part, another branch): then this
-        # test runs, and the skip can go.
-        pytest.skip("this build's parse writes no memory lines")
+    assert header["memory"]["source"] == "kineto", header.get("memory")
     _, rows = report(tmp_path / "t.dict", "--iterations", "all")
     got = {s["Step"]: s["Peak allocated"] for s in rows_of(rows, "steps")
            if s["Device"] == "cpu" and s["Step"] is not None}
