@@ -106,7 +106,8 @@ ReportTable compiled_report(const ReadResult& data, size_t top);
 ReportTable op_report(const ReadResult& data);
 ReportTable instance_report(const ReadResult& data, size_t top);
 ReportTable module_report(const ReadResult& data, int depth);
-ReportTable summary_report(const ReadResult& data);
+// The summary table, and the `unmodelled` table when an op without a FLOP model holds time.
+std::vector<ReportTable> summary_report(const ReadResult& data);
 ReportTable tc_report(const ReadResult& data);
 ReportTable family_report(const ReadResult& data);
 ReportTable phase_report(const ReadResult& data);

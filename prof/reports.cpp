@@ -53,11 +53,13 @@ const std::vector<ReportSpec>& report_registry() {
          return Tables{module_report(d, o.depth)};
        }},
       {"summary",
-       "the profile in one table of metrics: time, busy, FLOPs, bytes, rates, top ops",
-       {"summary"},
+       "the profile in one table of metrics: time, busy, FLOPs, bytes, rates, top ops; and the "
+       "ops without a FLOP model",
+       {"summary", "unmodelled"},
        {},
        true,
-       [](const ReadResult& d, const ReportOptions&) { return Tables{summary_report(d)}; }},
+       [](const ReadResult& d, const ReportOptions&) { return summary_report(d); },
+       "unmodelled"},
       {"tc",
        "Tensor Core use of eligible ops, per op type and direction",
        {"tc"},
@@ -226,6 +228,7 @@ bool build_report(const std::string& name, const ReadResult& data, const ReportO
   for (ReportTable& t : spec->build(data, options)) {
     t.report = std::string(spec->id);
     if (t.id.empty() && spec->tables.size() == 1) t.id = std::string(spec->tables[0]);
+    if (t.rows.empty() && !spec->optional_table.empty() && t.id == spec->optional_table) continue;
     out.push_back(std::move(t));
   }
   return true;

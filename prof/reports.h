@@ -117,6 +117,9 @@ struct ReportSpec {
   // rank reports); false for ranks, which compares several.
   bool one_profile = true;
   std::vector<ReportTable> (*build)(const ReadResult& data, const ReportOptions& options) = nullptr;
+  // The id of a table build_report() leaves out when it has no rows (the summary's
+  // `unmodelled`: a fully modelled profile's summary stays as it was); empty: none.
+  std::string_view optional_table = {};
 };
 
 // Every report, in the order `--report all` makes them.
@@ -163,8 +166,8 @@ std::vector<std::string> split_list(const std::string& s);
 const std::vector<std::string>& report_names();
 // The report names, comma-separated, for messages.
 std::string report_list_text();
-// Builds report `name` (its tables with `report` and `id` set); false with `error` for an
-// unknown name.
+// Builds report `name` (its tables with `report` and `id` set, its optional_table left out when
+// it has no rows); false with `error` for an unknown name.
 bool build_report(const std::string& name, const ReadResult& data, const ReportOptions& options,
                   std::vector<ReportTable>& out, std::string& error);
 // The same with only a module report depth (0 = full paths).
