@@ -1,5 +1,6 @@
-// The reports of the whole profile: summary, tc (Tensor Core use of eligible ops), family (time
-// by op family) and phase (forward, backward, optimizer, other), with PhaseOf, the phase rule.
+// The reports of the whole profile: summary, unmodelled (ops without a FLOP model), tc (Tensor Core
+// use of eligible ops), family (time by op family) and phase (forward, backward, optimizer, other),
+// with PhaseOf, the phase rule.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -38,7 +39,7 @@ namespace report_parts {
 namespace {
 
 // The summary's rows naming the ops without a FLOP model, most time first; the `unmodelled`
-// table lists them all.
+// report lists them all.
 constexpr size_t kUnmodelledOpRows = 5;
 
 // CPU: the self time of the counted ops and of everything they call, that is the counted ops'
@@ -52,14 +53,13 @@ int64_t cpu_time_under_counted_ops(const std::vector<ProfRecord>& records,
   return time;
 }
 
-// Table `unmodelled` of the summary report: every op without a FLOP model, by the time no model
-// covers (prof/unmodelled_ops.h).
+// Report `unmodelled`: every op without a FLOP model, by the time no model covers
+// (prof/unmodelled_ops.h).
 ReportTable unmodelled_table(const UnmodelledTime& u, bool cpu) {
   ReportTable t;
   t.title = cpu ? "ops without a FLOP model by self time outside counted ops (add one: "
                   "--op-models FILE, docs/ops.md)"
                 : "ops without a FLOP model by GPU time (add one: --op-models FILE, docs/ops.md)";
-  t.id = "unmodelled";
   column(t, "Rank", Unit::kId, Keep::kMore);
   column(t, "Op", Unit::kText, Keep::kAlways);
   column(t, "Records", Unit::kCount, Keep::kMore);
@@ -80,10 +80,9 @@ ReportTable unmodelled_table(const UnmodelledTime& u, bool cpu) {
 
 }  // namespace
 
-std::vector<ReportTable> summary_report(const ReadResult& data) {
+ReportTable summary_report(const ReadResult& data) {
   ReportTable t;
   t.title = "summary";
-  t.id = "summary";
   column(t, "Metric", Unit::kText, Keep::kAlways);
   column(t, "Value", Unit::kPerRow, Keep::kAlways);
   int64_t first = std::numeric_limits<int64_t>::max(), last = 0, total = 0, kernel_time = 0;
@@ -308,9 +307,13 @@ std::vector<ReportTable> summary_report(const ReadResult& data) {
     row(fmt::format("top op {}", i + 1),
         fmt::format("{} {} {} ns ({}%)", op[0], op[1], op[4], share), Unit::kText);
   }
-  // The registry leaves the `unmodelled` table out when it has no rows (ReportSpec::
-  // optional_table): a fully modelled profile's summary is what it was.
-  return {std::move(t), unmodelled_table(unmodelled, data.cpu_only)};
+  return t;
+}
+
+// The registry leaves this table out when it has no rows (ReportSpec::optional_table): a fully
+// modelled profile's `--report all` is what it was.
+ReportTable unmodelled_report(const ReadResult& data) {
+  return unmodelled_table(unmodelled_time(data), data.cpu_only);
 }
 
 ReportTable tc_report(const ReadResult& data) {

@@ -53,12 +53,18 @@ const std::vector<ReportSpec>& report_registry() {
          return Tables{module_report(d, o.depth)};
        }},
       {"summary",
-       "the profile in one table of metrics: time, busy, FLOPs, bytes, rates, top ops; and the "
-       "ops without a FLOP model",
-       {"summary", "unmodelled"},
+       "the profile in one table of metrics: time, busy, FLOPs, bytes, rates, top ops",
+       {"summary"},
        {},
        true,
-       [](const ReadResult& d, const ReportOptions&) { return summary_report(d); },
+       [](const ReadResult& d, const ReportOptions&) { return Tables{summary_report(d)}; }},
+      {"unmodelled",
+       "the ops without a FLOP model by their share of the time (written only when there is "
+       "one)",
+       {"unmodelled"},
+       {},
+       true,
+       [](const ReadResult& d, const ReportOptions&) { return Tables{unmodelled_report(d)}; },
        "unmodelled"},
       {"tc",
        "Tensor Core use of eligible ops, per op type and direction",
@@ -166,10 +172,13 @@ std::string list_reports_text() {
   std::string out;
   for (const ReportSpec& spec : report_registry()) {
     out += fmt::format(
-        "{{\"report\":{},\"tables\":{},\"options\":{},\"one_profile\":{},"
-        "\"about\":{}}}\n",
-        json_string(std::string(spec.id)), strings(spec.tables), strings(spec.options),
-        spec.one_profile ? "true" : "false", json_string(std::string(spec.about)));
+        "{{\"report\":{},\"tables\":{},\"optional_tables\":{},\"options\":{},"
+        "\"one_profile\":{},\"about\":{}}}\n",
+        json_string(std::string(spec.id)), strings(spec.tables),
+        strings(spec.optional_table.empty() ? std::vector<std::string_view>{}
+                                            : std::vector<std::string_view>{spec.optional_table}),
+        strings(spec.options), spec.one_profile ? "true" : "false",
+        json_string(std::string(spec.about)));
   }
   return out;
 }

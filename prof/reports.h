@@ -1,8 +1,8 @@
 // DLProf-style reports over prof's records, one registry of them (report_registry(): each
 // report's id, its tables' ids, the options it reads, its builder) and their text, CSV and JSON
 // renderings. The builders live beside the facts they report: op_reports.cpp (kernel, compiled,
-// op, instance, module), profile_reports.cpp (summary, tc, family, phase), iterations.cpp,
-// roofline.cpp, advice.cpp, time_model.cpp, marks.cpp, ranks.cpp.
+// op, instance, module), profile_reports.cpp (summary, unmodelled, tc, family, phase),
+// iterations.cpp, roofline.cpp, advice.cpp, time_model.cpp, marks.cpp, ranks.cpp.
 #pragma once
 
 #include <cstdint>
@@ -117,8 +117,8 @@ struct ReportSpec {
   // rank reports); false for ranks, which compares several.
   bool one_profile = true;
   std::vector<ReportTable> (*build)(const ReadResult& data, const ReportOptions& options) = nullptr;
-  // The id of a table build_report() leaves out when it has no rows (the summary's
-  // `unmodelled`: a fully modelled profile's summary stays as it was); empty: none.
+  // The id of a table build_report() leaves out when it has no rows (`unmodelled`: a fully
+  // modelled profile's `--report all` stays as it was); empty: none.
   std::string_view optional_table = {};
 };
 
@@ -128,7 +128,8 @@ const std::vector<ReportSpec>& report_registry();
 const ReportSpec* find_report(std::string_view id);
 // The registry as JSON Lines, one report a line (`pyprof-prof --list-reports`, a hidden option
 // that the Python front and the docs tests read instead of lists of their own):
-// {"report":"op","tables":["op"],"options":["--top"],"one_profile":true,"about":"..."}.
+// {"report":"op","tables":["op"],"optional_tables":[],"options":["--top"],"one_profile":true,
+// "about":"..."}; optional_tables: those written only when they have rows.
 std::string list_reports_text();
 
 // A kernel torch.compile's Inductor generated (docs/compile.md): its C++ kernels' RecordFunction

@@ -393,7 +393,11 @@ TEST(ReportRegistry, ListsItselfAsJsonLines) {
   }
   EXPECT_EQ(lines, report_registry().size());
   EXPECT_NE(text.find("{\"report\":\"iteration\",\"tables\":[\"steps\",\"steady_state\"],"
-                      "\"options\":[],\"one_profile\":true,"),
+                      "\"optional_tables\":[],\"options\":[],\"one_profile\":true,"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("{\"report\":\"unmodelled\",\"tables\":[\"unmodelled\"],"
+                      "\"optional_tables\":[\"unmodelled\"],"),
             std::string::npos)
       << text;
 }

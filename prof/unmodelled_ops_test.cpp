@@ -1,6 +1,6 @@
-// The time of ops without a FLOP model (prof/unmodelled_ops.h), the summary's rows and table
-// that list them and the advice rule `unmodelled-ops`, on profiles built record by record with
-// every share counted by hand.
+// The time of ops without a FLOP model (prof/unmodelled_ops.h), the summary's rows and the
+// `unmodelled` report that list them and the advice rule `unmodelled-ops`, on profiles built record
+// by record with every share counted by hand.
 #include "prof/unmodelled_ops.h"
 
 #include <gtest/gtest.h>
@@ -64,6 +64,7 @@ TEST(UnmodelledOps, SummaryRowsAndTable) {
   std::vector<ReportTable> tables;
   std::string error;
   ASSERT_TRUE(build_report("summary", gpu_profile(), ReportOptions{}, tables, error)) << error;
+  ASSERT_TRUE(build_report("unmodelled", gpu_profile(), ReportOptions{}, tables, error)) << error;
   ASSERT_EQ(tables.size(), 2u);
   auto value = [&](std::string_view metric) -> std::string {
     for (const auto& row : tables[0].rows) {
@@ -79,7 +80,7 @@ TEST(UnmodelledOps, SummaryRowsAndTable) {
   EXPECT_EQ(value("unmodelled op 3"), "(none)");
   EXPECT_EQ(value("time with no op to model %"), "7.7");
   const ReportTable& t = tables[1];
-  EXPECT_EQ(t.report, "summary");
+  EXPECT_EQ(t.report, "unmodelled");
   EXPECT_EQ(t.id, "unmodelled");
   ASSERT_EQ(t.headers,
             (std::vector<std::string>{"Rank", "Op", "Records", "Time(ns)", "% of time"}));
@@ -95,6 +96,7 @@ TEST(UnmodelledOps, FullyModelledSummaryIsUnchanged) {
   std::vector<ReportTable> tables;
   std::string error;
   ASSERT_TRUE(build_report("summary", d, ReportOptions{}, tables, error)) << error;
+  ASSERT_TRUE(build_report("unmodelled", d, ReportOptions{}, tables, error)) << error;
   ASSERT_EQ(tables.size(), 1u);  // no `unmodelled` table
   for (const auto& row : tables[0].rows) {
     EXPECT_EQ(row[0].find("unmodelled"), std::string::npos) << row[0];

@@ -238,7 +238,7 @@ def build_page_data(header: dict, tables: dict[str, Table], steps: int, warnings
 
     tables_out = {
         "ops": table_spec(tables.get("op/op"), "no ops"),
-        "unmodelled": table_spec(tables.get("summary/unmodelled"),
+        "unmodelled": table_spec(tables.get("unmodelled/unmodelled"),
                                  "every op with time has a FLOP model"),
         "instances": table_spec(tables.get("instance/instance"), "no op instances"),
         "kernels": table_spec(tables.get("kernel/kernel"), "no kernels"),

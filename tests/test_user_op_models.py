@@ -6,7 +6,7 @@ mylib::fused_gate(Tensor x, Tensor w, int repeats) on x [8, 32] and w [32, 16] f
 `pyprof prof --op-models FILE` (or $PYPROF_OP_MODELS) it costs what the file's formulas give,
 counted by hand; a bad file is an error naming its line; a call the formula cannot cost is na with
 one warning for the op. Without the file the op is what a model is missing for: the summary ranks
-it with its share of the op self time counted by hand from the net.dict, its `unmodelled` table
+it with its share of the op self time counted by hand from the net.dict, the `unmodelled` report
 lists it, the advice rule `unmodelled-ops` names it and the HTML page shows it; with the file it
 leaves all of them.
 """
@@ -180,7 +180,7 @@ def test_parquet_passes_the_file_to_prof(kineto_dict, models_file, tmp_path):
     assert set(zip(gates["op_flops"], gates["op_bytes"])) == {(FLOPS, BYTES)}
 
 
-# ---- what a model is missing for: the summary's ranking, its `unmodelled` table, the advice, the
+# ---- what a model is missing for: the summary's ranking, the `unmodelled` report, the advice, the
 # page (docs/prof.md §3, docs/advice.md `unmodelled-ops`, docs/report.md) -------------------------
 UNMODELLED_COLUMNS = [{"name": "Rank", "unit": "id"}, {"name": "Op", "unit": "text"},
                       {"name": "Records", "unit": "count"}, {"name": "Time(ns)", "unit": "ns"},
@@ -188,8 +188,8 @@ UNMODELLED_COLUMNS = [{"name": "Rank", "unit": "id"}, {"name": "Op", "unit": "te
 
 
 def summary_and_advice(dict_path, *args):
-    """prof's summary and advice JSON: (tables by "report/table", rows by "report/table")."""
-    res = testlib.prof(*map(str, args), "--report", "summary,advice", "--formats", "json",
+    """prof's summary, unmodelled and advice JSON: (tables by "report/table", rows by "report/table")."""
+    res = testlib.prof(*map(str, args), "--report", "summary,unmodelled,advice", "--formats", "json",
                        str(dict_path))
     tables, rows = testlib.report_json(res.stdout)
     by_table = {f"{t['report']}/{t['table']}": t for t in tables}
@@ -220,9 +220,9 @@ def test_summary_ranks_the_op_without_a_model_by_hand(capture, request):
     share = f"{100 * gate / total:.1f}"
     assert summary["unmodelled op 1"] == f"{OP} {share}% ({gate} ns, 2 records)", summary
     # The table, its ids and units pinned; the gate first, every row an op no model knows.
-    assert tables["summary/unmodelled"]["columns"] == UNMODELLED_COLUMNS
-    table = rows["summary/unmodelled"]
-    assert table[0] == {"report": "summary", "table": "unmodelled", "Rank": 1, "Op": OP,
+    assert tables["unmodelled/unmodelled"]["columns"] == UNMODELLED_COLUMNS
+    table = rows["unmodelled/unmodelled"]
+    assert table[0] == {"report": "unmodelled", "table": "unmodelled", "Rank": 1, "Op": OP,
                         "Records": 2, "Time(ns)": gate, "% of time": float(share)}, table
     assert [r["Rank"] for r in table] == list(range(1, len(table) + 1))
     assert summary["ops without a FLOP model"] == len(table)
@@ -246,11 +246,11 @@ def test_summary_ranks_the_op_without_a_model_by_hand(capture, request):
 def test_with_its_model_the_op_leaves_the_list_and_the_advice(capture, models_file, request):
     dict_path = request.getfixturevalue(capture)
     _, rows = summary_and_advice(dict_path)
-    assert [r["Op"] for r in rows["summary/unmodelled"]][:1] == [OP]
+    assert [r["Op"] for r in rows["unmodelled/unmodelled"]][:1] == [OP]
     _, rows = summary_and_advice(dict_path, "--op-models", models_file)
     summary = {r["Metric"]: r["Value"] for r in rows["summary/summary"]}
     # Everything else in this program is modelled: no table, no ranking, no advice.
-    assert "summary/unmodelled" not in rows, rows.get("summary/unmodelled")
+    assert "unmodelled/unmodelled" not in rows, rows.get("unmodelled/unmodelled")
     assert not any(m.startswith("unmodelled op") for m in summary), summary
     assert summary["time covered by a FLOP model %"] == 100.0
     assert [r for r in rows["advice/advice"] if r["Rule"] == "unmodelled-ops"] == []
@@ -278,9 +278,9 @@ def test_the_page_shows_the_ops_without_a_model(pyprof_dict, models_file, tmp_pa
     assert [c["name"] for c in spec["columns"]] == ["Rank", "Op", "Records", "Time(ns)",
                                                     "% of time"]
     assert spec["rows"][0] == [1, OP, 2, gate, round(100 * gate / total, 1)]
-    assert data["prof"]["summary/unmodelled"][0]["Op"] == OP
+    assert data["prof"]["unmodelled/unmodelled"][0]["Op"] == OP
     share = _units.format_quantity(round(100 * sum(r["Time(ns)"] for r in data["prof"][
-        "summary/unmodelled"]) / total, 1), "%")
+        "unmodelled/unmodelled"]) / total, 1), "%")
     assert data["unmodelled"].startswith(f"{share}% of the time in ops without a model"), \
         data["unmodelled"]
     # With the op's model (PYPROF_OP_MODELS reaches the page's prof run): the section says so.
