@@ -289,3 +289,17 @@ def test_the_page_shows_the_ops_without_a_model(pyprof_dict, models_file, tmp_pa
     assert data["tables"]["unmodelled"]["rows"] == []
     assert data["tables"]["unmodelled"]["empty"] == "every op with time has a FLOP model"
     assert data["unmodelled"] == "no op without a model holds time"
+
+
+def test_parquet_has_the_unmodelled_table(kineto_dict, tmp_path):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    gate, _ = gate_self_time(kineto_dict)
+    res = testlib.run_tool(testlib.PY, "-m", "pyprof", "prof", "--report", "unmodelled",
+                           "--formats", "parquet", "-o", tmp_path / "net", kineto_dict)
+    assert res.returncode == 0, res.stderr
+    frame = pd.read_parquet(tmp_path / "net.unmodelled.parquet")
+    first = frame.iloc[0]
+    assert (first["report"], first["table"], first["Rank"], first["Op"], first["Records"],
+            first["Time(ns)"]) == ("unmodelled", "unmodelled", 1, OP, 2, gate)
+    assert str(frame["Time(ns)"].dtype) == "int64" and str(frame["% of time"].dtype) == "float64"
