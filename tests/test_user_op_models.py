@@ -19,6 +19,7 @@ import subprocess
 
 import pytest
 
+import browser
 import pyprof_db
 import testlib
 from pyprof import _units
@@ -269,9 +270,9 @@ def test_the_page_shows_the_ops_without_a_model(pyprof_dict, models_file, tmp_pa
         html = out.read_text()
         data = json.loads(re.search(r'<script type="application/json" id="pyprof-data">(.*?)'
                                     r"</script>", html, re.S).group(1).replace("<\\/", "</"))
-        return html, data
+        return html, data, out
 
-    html, data = page("without")
+    html, data, out = page("without")
     assert '<section id="unmodelled"><h2>Ops without a FLOP model</h2>' in html
     assert "--op-models FILE" in html and "docs/ops.md" in html
     spec = data["tables"]["unmodelled"]
@@ -284,11 +285,30 @@ def test_the_page_shows_the_ops_without_a_model(pyprof_dict, models_file, tmp_pa
     assert data["unmodelled"].startswith(f"{share}% of the time in ops without a model"), \
         data["unmodelled"]
     # With the op's model (PYPROF_OP_MODELS reaches the page's prof run): the section says so.
-    html, data = page("with", {"PYPROF_OP_MODELS": str(models_file)})
+    rendered_rows(out)
+    html, data, _ = page("with", {"PYPROF_OP_MODELS": str(models_file)})
     assert '<section id="unmodelled">' in html
     assert data["tables"]["unmodelled"]["rows"] == []
     assert data["tables"]["unmodelled"]["empty"] == "every op with time has a FLOP model"
     assert data["unmodelled"] == "no op without a model holds time"
+
+
+def rendered_rows(path):
+    """The page's `unmodelled` table as a headless browser renders it (when there is one): the
+    gate first, in human units, and no console error."""
+    if not browser.browser_available():
+        return
+    driver = browser.new_driver()
+    try:
+        browser.open_page(driver, str(path))
+        errors = browser.console_errors(driver)
+        rows = driver.execute_script(
+            "return [...document.querySelectorAll('table[data-table=unmodelled] tbody tr')]"
+            ".map(tr => [...tr.children].map(td => td.textContent))")
+    finally:
+        driver.quit()
+    assert errors == []
+    assert rows[0][:3] == ["1", OP, "2"], rows
 
 
 def test_parquet_has_the_unmodelled_table(kineto_dict, tmp_path):
