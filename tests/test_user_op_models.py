@@ -189,9 +189,9 @@ UNMODELLED_COLUMNS = [{"name": "Rank", "unit": "id"}, {"name": "Op", "unit": "te
 
 
 def summary_and_advice(dict_path, *args):
-    """prof's summary, unmodelled and advice JSON: (tables by "report/table", rows by "report/table")."""
-    res = testlib.prof(*map(str, args), "--report", "summary,unmodelled,advice", "--formats", "json",
-                       str(dict_path))
+    """prof's summary, unmodelled and advice JSON: (tables, rows), each by "report/table"."""
+    res = testlib.prof(*map(str, args), "--report", "summary,unmodelled,advice", "--formats",
+                       "json", str(dict_path))
     tables, rows = testlib.report_json(res.stdout)
     by_table = {f"{t['report']}/{t['table']}": t for t in tables}
     by_rows: dict = {key: [] for key in by_table}
