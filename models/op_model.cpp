@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "models/has_model.h"
 #include "models/user_models.h"
 
 namespace pyprof::models {
@@ -447,7 +448,31 @@ OpCost checked_cost(const std::string& family, const OpArgs& args, Model&& model
   return cost;
 }
 
+// The registry's model of `op` as op_cost() looks it up: a library's op whose schema differs from
+// an ATen op of the same bare name (vLLM's "_C::rms_norm(result, input, weight, epsilon)" and
+// "aten::rms_norm(input, normalized_shape, weight, eps)") is registered under its qualified
+// name, which wins; then the bare name ("aten::addmm" / "torch.nn.functional.linear" -> "addmm"
+// / "linear"), then an in-place variant's ("add_" -> "add"). `op` is left the bare name.
+const ModelFn* find_model(std::string_view& op, std::string* family) {
+  size_t colon = op.rfind("::");
+  const ModelFn* fn = colon != std::string_view::npos ? registry().find(op, family) : nullptr;
+  if (colon != std::string_view::npos) op.remove_prefix(colon + 2);
+  size_t dot = op.rfind('.');
+  if (dot != std::string_view::npos) op.remove_prefix(dot + 1);
+  if (!fn) fn = registry().find(op, family);
+  if (!fn && op.size() > 1 && op.back() == '_' && op[op.size() - 2] != '_') {
+    fn = registry().find(op.substr(0, op.size() - 1), family);  // in-place variant
+  }
+  return fn;
+}
+
 }  // namespace
+
+bool has_op_model(std::string_view op) {
+  if (const UserModels* user = installed_user_models(); user && user->find(op)) return true;
+  std::string family;
+  return find_model(op, &family) != nullptr;
+}
 
 OpCost op_cost(std::string_view op, const OpArgs& args) {
   // A user's model of the op replaces pyprof's (docs/ops.md "Adding your own models").
@@ -459,16 +484,7 @@ OpCost op_cost(std::string_view op, const OpArgs& args) {
   }
   OpCost cost;
   std::string family;
-  // A library's op whose schema differs from an ATen op of the same bare name (vLLM's
-  // "_C::rms_norm(result, input, weight, epsilon)" and "aten::rms_norm(input, normalized_shape,
-  // weight, eps)") is registered under its qualified name, which wins.
-  size_t colon = op.rfind("::");
-  const ModelFn* fn = colon != std::string_view::npos ? registry().find(op, &family) : nullptr;
-  // "aten::addmm" / "torch.nn.functional.linear" -> "addmm" / "linear".
-  if (colon != std::string_view::npos) op.remove_prefix(colon + 2);
-  size_t dot = op.rfind('.');
-  if (dot != std::string_view::npos) op.remove_prefix(dot + 1);
-  if (!fn) fn = registry().find(op, &family);
+  const ModelFn* fn = find_model(op, &family);
   // Legacy PyProf recorded the deprecated overloads add_(Scalar alpha, Tensor other),
   // sub_(alpha, other) and addcmul_/addcdiv_(Scalar value, Tensor t1, Tensor t2) positionally:
   // move the scalar after the tensors, where the schema (and the models) have it.
@@ -481,9 +497,6 @@ OpCost op_cost(std::string_view op, const OpArgs& args) {
     for (size_t i = 2; i < args.size(); ++i) reordered.add("", *args.at(i));
     reordered.add("", *args.at(1));
     return op_cost(op, reordered);
-  }
-  if (!fn && op.size() > 1 && op.back() == '_' && op[op.size() - 2] != '_') {
-    fn = registry().find(op.substr(0, op.size() - 1), &family);  // in-place variant
   }
   if (!fn) return cost;
   return checked_cost(family, args, [&](OpCost& c) { return (*fn)(args, c); });

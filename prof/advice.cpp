@@ -16,6 +16,7 @@
 #include "prof/memory_events.h"
 #include "prof/memory_report.h"
 #include "prof/time_model.h"
+#include "prof/unmodelled_ops.h"
 
 namespace pyprof::prof {
 namespace {
@@ -155,6 +156,7 @@ class Advisor {
     copies_of_tensors();
     dataloader();
     batch_size_headroom();
+    unmodelled_ops();
     std::stable_sort(out_.begin(), out_.end(), [](const Advice& a, const Advice& b) {
       return a.at_stake_ns > b.at_stake_ns;
     });
@@ -271,6 +273,32 @@ class Advisor {
           "pad the named dimension (batch, hidden size, vocabulary, channels) to a multiple of 8 "
           "(16 for FP8/INT8)");
     }
+  }
+
+  // unmodelled-ops: ops that neither pyprof nor a user model costs (prof/unmodelled_ops.h) hold
+  // kUnmodelledShare of the time or more. Nothing runs slower for it, but the achieved FLOP/s,
+  // the roofline and the time model judge the rest of the profile only: the time at stake is
+  // the time they cannot judge, which a model of each op (a few lines of formulas) brings in.
+  void unmodelled_ops() {
+    const UnmodelledTime u = unmodelled_time(data_);
+    const double time = static_cast<double>(u.unmodelled);
+    if (u.ops.empty() || share(time) < kUnmodelledShare) return;
+    std::string evidence;
+    for (size_t i = 0; i < u.ops.size() && i < 3; ++i) {
+      const UnmodelledOp& op = u.ops[i];
+      evidence += fmt::format(
+          "{}{} {} ({}, {} record{})", i ? "; " : "", op.op, pct(static_cast<double>(op.time)),
+          ns_text(static_cast<double>(op.time)), op.records, op.records == 1 ? "" : "s");
+    }
+    add("unmodelled-ops",
+        fmt::format("{} op{} without a FLOP model hold {} ({} of {}): the achieved FLOP/s, the "
+                    "roofline and the time model leave that time out.",
+                    u.ops.size(), u.ops.size() == 1 ? "" : "s", ns_text(time), pct(time),
+                    cpu_ ? "op self time" : "GPU time"),
+        time, evidence,
+        "write each op's FLOP and byte formulas over its arguments in a file and pass it with "
+        "pyprof prof --op-models FILE (or $PYPROF_OP_MODELS): docs/ops.md, \"Adding your own "
+        "models\"");
   }
 
   // The header's torch setting `key` as JSON text ("true", "false"), or "" when unknown.

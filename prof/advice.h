@@ -25,6 +25,7 @@ struct Advice {
 // Thresholds (docs/advice.md says why each).
 inline constexpr double kMinShare = 0.02;          // a rule fires at >= 2% of the profile time
 inline constexpr double kIdleShare = 0.05;         // an idle cause fires at >= 5% of the GPU span
+inline constexpr double kUnmodelledShare = 0.05;   // unmodelled-ops: >= 5% of the profile time
 inline constexpr int64_t kShortKernelNs = 10'000;  // launch-bound: kernels under 10 µs
 inline constexpr double kTf32SpeedupDefault = 8;   // A100: 156 TF32 / 19.5 FP32 TFLOP/s
 inline constexpr double kBwdFwdLow = 1.5, kBwdFwdHigh = 3.0;

@@ -1,5 +1,6 @@
-// The reports of the whole profile: summary, tc (Tensor Core use of eligible ops), family (time
-// by op family) and phase (forward, backward, optimizer, other), with PhaseOf, the phase rule.
+// The reports of the whole profile: summary, unmodelled (ops without a FLOP model), tc (Tensor Core
+// use of eligible ops), family (time by op family) and phase (forward, backward, optimizer, other),
+// with PhaseOf, the phase rule.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include "prof/iterations.h"
 #include "prof/memory_report.h"
 #include "prof/report_builders.h"
+#include "prof/unmodelled_ops.h"
 
 namespace pyprof::prof {
 
@@ -37,36 +39,44 @@ namespace report_parts {
 
 namespace {
 
+// The summary's rows naming the ops without a FLOP model, most time first; the `unmodelled`
+// report lists them all.
+constexpr size_t kUnmodelledOpRows = 5;
+
 // CPU: the self time of the counted ops and of everything they call, that is the counted ops'
-// inclusive time, measured in self time so that it is a part of the profile's op self time
-// (counted ops never nest: assign_costs counts a call tree at its outermost modelled op).
-int64_t cpu_time_under_counted_ops(const std::vector<ProfRecord>& records) {
-  // under[i]: 1 when record i is or runs inside a counted op, 0 when not, -1 not known yet.
-  std::vector<int8_t> under(records.size(), -1);
-  std::vector<int32_t> path;
+// inclusive time, measured in self time so that it is a part of the profile's op self time.
+int64_t cpu_time_under_counted_ops(const std::vector<ProfRecord>& records,
+                                   const std::vector<bool>& under) {
   int64_t time = 0;
   for (size_t i = 0; i < records.size(); ++i) {
-    // Up the parents to a counted op, a known record or the top; the guard stops a cycle of
-    // parent links, which only a malformed input can hold.
-    path.clear();
-    int8_t found = 0;
-    for (int32_t p = static_cast<int32_t>(i); p >= 0 && path.size() < 1000;) {
-      if (under[p] >= 0) {
-        found = under[p];
-        break;
-      }
-      if (records[p].counted) {
-        found = 1;
-        break;
-      }
-      path.push_back(p);
-      p = records[p].parent;
-    }
-    for (int32_t p : path) under[p] = found;
-    if (records[i].counted) under[i] = 1;
-    if (under[i] == 1) time += records[i].self_duration;
+    if (under[i]) time += records[i].self_duration;
   }
   return time;
+}
+
+// Report `unmodelled`: every op without a FLOP model, by the time no model covers
+// (prof/unmodelled_ops.h).
+ReportTable unmodelled_table(const UnmodelledTime& u, bool cpu) {
+  ReportTable t;
+  t.title = cpu ? "ops without a FLOP model by self time outside counted ops (add one: "
+                  "--op-models FILE, docs/ops.md)"
+                : "ops without a FLOP model by GPU time (add one: --op-models FILE, docs/ops.md)";
+  column(t, "Rank", Unit::kId, Keep::kMore);
+  column(t, "Op", Unit::kText, Keep::kAlways);
+  column(t, "Records", Unit::kCount, Keep::kMore);
+  column(t, "Time(ns)", Unit::kTime, Keep::kAlways);
+  column(t, "% of time", Unit::kPercent, Keep::kAlways);
+  for (size_t i = 0; i < u.ops.size(); ++i) {
+    const UnmodelledOp& op = u.ops[i];
+    Row(t)
+        .integer(static_cast<int64_t>(i + 1))
+        .text(op.op)
+        .integer(op.records)
+        .integer(op.time)
+        .percent(static_cast<double>(op.time), static_cast<double>(u.total))
+        .end();
+  }
+  return t;
 }
 
 }  // namespace
@@ -127,7 +137,9 @@ ReportTable summary_report(const ReadResult& data) {
     if (intervals.size() > 1) all_intervals.insert(all_intervals.end(), spans.begin(), spans.end());
   }
   // GPU: the counted kernels and copies; CPU: the counted ops' call trees, in self time.
-  int64_t covered = data.cpu_only ? cpu_time_under_counted_ops(data.records) : counted_ns;
+  const std::vector<bool> under =
+      data.cpu_only ? cpu_under_counted_ops(data.records) : std::vector<bool>{};
+  int64_t covered = data.cpu_only ? cpu_time_under_counted_ops(data.records, under) : counted_ns;
   auto row = [&](std::string metric, std::string value, Unit unit) {
     t.rows.push_back({std::move(metric), std::move(value)});
     t.row_units.push_back(unit);
@@ -171,6 +183,30 @@ ReportTable summary_report(const ReadResult& data) {
   }
   row("time covered by a FLOP model %",
       pct(static_cast<double>(covered), static_cast<double>(total)), Unit::kPercent);
+  // What a model is missing for (docs/prof.md §3): the ops without one, ranked by their share.
+  const UnmodelledTime unmodelled = unmodelled_time(data, &under);
+  if (!unmodelled.ops.empty()) {
+    row("time in ops without a FLOP model %",
+        pct(static_cast<double>(unmodelled.unmodelled), static_cast<double>(total)),
+        Unit::kPercent);
+    row("ops without a FLOP model", std::to_string(unmodelled.ops.size()), Unit::kCount);
+    for (size_t i = 0; i < unmodelled.ops.size() && i < kUnmodelledOpRows; ++i) {
+      const UnmodelledOp& op = unmodelled.ops[i];
+      const std::string share = pct(static_cast<double>(op.time), static_cast<double>(total));
+      const std::string records =
+          fmt::format("{} record{}", op.records, op.records == 1 ? "" : "s");
+      t.human[{t.rows.size(), 1}] =
+          fmt::format("{} {}% ({}, {})", op.op, share,
+                      format_quantity(static_cast<double>(op.time), Unit::kTime), records);
+      row(fmt::format("unmodelled op {}", i + 1),
+          fmt::format("{} {}% ({} ns, {})", op.op, share, op.time, records), Unit::kText);
+    }
+  }
+  if (unmodelled.no_op_time > 0) {
+    row("time with no op to model %",
+        pct(static_cast<double>(unmodelled.no_op_time), static_cast<double>(total)),
+        Unit::kPercent);
+  }
   row("counted time (ns)", std::to_string(counted_ns), Unit::kTime);
   row("FLOPs (FMA=2)", num(flops), Unit::kFlops);
   // The FLOPs are what the kernels ran; FlopCounterMode's count differs where a causal attention
@@ -274,6 +310,12 @@ ReportTable summary_report(const ReadResult& data) {
         fmt::format("{} {} {} ns ({}%)", op[0], op[1], op[4], share), Unit::kText);
   }
   return t;
+}
+
+// The registry leaves this table out when it has no rows (ReportSpec::optional_table): a fully
+// modelled profile's `--report all` is what it was.
+ReportTable unmodelled_report(const ReadResult& data) {
+  return unmodelled_table(unmodelled_time(data), data.cpu_only);
 }
 
 ReportTable tc_report(const ReadResult& data) {

@@ -1,6 +1,7 @@
 // The builders of prof/reports.cpp's registry that live in op_reports.cpp (kernel, compiled, op,
-// instance, module) and profile_reports.cpp (summary, tc, family, phase), and the helpers they
-// share: a row's cells, the aggregate of a group of records. Internal to prof's reports.
+// instance, module) and profile_reports.cpp (summary, unmodelled, tc, family, phase), and the
+// helpers they share: a row's cells, the aggregate of a group of records. Internal to prof's
+// reports.
 #pragma once
 
 #include <fmt/core.h>
@@ -107,6 +108,7 @@ ReportTable op_report(const ReadResult& data);
 ReportTable instance_report(const ReadResult& data, size_t top);
 ReportTable module_report(const ReadResult& data, int depth);
 ReportTable summary_report(const ReadResult& data);
+ReportTable unmodelled_report(const ReadResult& data);
 ReportTable tc_report(const ReadResult& data);
 ReportTable family_report(const ReadResult& data);
 ReportTable phase_report(const ReadResult& data);

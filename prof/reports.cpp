@@ -59,6 +59,14 @@ const std::vector<ReportSpec>& report_registry() {
        {},
        true,
        [](const ReadResult& d, const ReportOptions&) { return Tables{summary_report(d)}; }},
+      {"unmodelled",
+       "the ops without a FLOP model by their share of the time (written only when there is "
+       "one)",
+       {"unmodelled"},
+       {},
+       true,
+       [](const ReadResult& d, const ReportOptions&) { return Tables{unmodelled_report(d)}; },
+       "unmodelled"},
       {"tc",
        "Tensor Core use of eligible ops, per op type and direction",
        {"tc"},
@@ -173,10 +181,13 @@ std::string list_reports_text() {
   std::string out;
   for (const ReportSpec& spec : report_registry()) {
     out += fmt::format(
-        "{{\"report\":{},\"tables\":{},\"options\":{},\"one_profile\":{},"
-        "\"about\":{}}}\n",
-        json_string(std::string(spec.id)), strings(spec.tables), strings(spec.options),
-        spec.one_profile ? "true" : "false", json_string(std::string(spec.about)));
+        "{{\"report\":{},\"tables\":{},\"optional_tables\":{},\"options\":{},"
+        "\"one_profile\":{},\"about\":{}}}\n",
+        json_string(std::string(spec.id)), strings(spec.tables),
+        strings(spec.optional_table.empty() ? std::vector<std::string_view>{}
+                                            : std::vector<std::string_view>{spec.optional_table}),
+        strings(spec.options), spec.one_profile ? "true" : "false",
+        json_string(std::string(spec.about)));
   }
   return out;
 }
@@ -235,6 +246,7 @@ bool build_report(const std::string& name, const ReadResult& data, const ReportO
   for (ReportTable& t : spec->build(data, options)) {
     t.report = std::string(spec->id);
     if (t.id.empty() && spec->tables.size() == 1) t.id = std::string(spec->tables[0]);
+    if (t.rows.empty() && !spec->optional_table.empty() && t.id == spec->optional_table) continue;
     out.push_back(std::move(t));
   }
   return true;

@@ -1,8 +1,8 @@
 // DLProf-style reports over prof's records, one registry of them (report_registry(): each
 // report's id, its tables' ids, the options it reads, its builder) and their text, CSV and JSON
 // renderings. The builders live beside the facts they report: op_reports.cpp (kernel, compiled,
-// op, instance, module), profile_reports.cpp (summary, tc, family, phase), iterations.cpp,
-// roofline.cpp, advice.cpp, time_model.cpp, marks.cpp, ranks.cpp.
+// op, instance, module), profile_reports.cpp (summary, unmodelled, tc, family, phase),
+// iterations.cpp, roofline.cpp, advice.cpp, time_model.cpp, marks.cpp, ranks.cpp.
 #pragma once
 
 #include <cstdint>
@@ -117,6 +117,9 @@ struct ReportSpec {
   // rank reports); false for ranks, which compares several.
   bool one_profile = true;
   std::vector<ReportTable> (*build)(const ReadResult& data, const ReportOptions& options) = nullptr;
+  // The id of a table build_report() leaves out when it has no rows (`unmodelled`: a fully
+  // modelled profile's `--report all` stays as it was); empty: none.
+  std::string_view optional_table = {};
 };
 
 // Every report, in the order `--report all` makes them.
@@ -125,7 +128,8 @@ const std::vector<ReportSpec>& report_registry();
 const ReportSpec* find_report(std::string_view id);
 // The registry as JSON Lines, one report a line (`pyprof-prof --list-reports`, a hidden option
 // that the Python front and the docs tests read instead of lists of their own):
-// {"report":"op","tables":["op"],"options":["--top"],"one_profile":true,"about":"..."}.
+// {"report":"op","tables":["op"],"optional_tables":[],"options":["--top"],"one_profile":true,
+// "about":"..."}; optional_tables: those written only when they have rows.
 std::string list_reports_text();
 
 // A kernel torch.compile's Inductor generated (docs/compile.md): its C++ kernels' RecordFunction
@@ -163,8 +167,8 @@ std::vector<std::string> split_list(const std::string& s);
 const std::vector<std::string>& report_names();
 // The report names, comma-separated, for messages.
 std::string report_list_text();
-// Builds report `name` (its tables with `report` and `id` set); false with `error` for an
-// unknown name.
+// Builds report `name` (its tables with `report` and `id` set, its optional_table left out when
+// it has no rows); false with `error` for an unknown name.
 bool build_report(const std::string& name, const ReadResult& data, const ReportOptions& options,
                   std::vector<ReportTable>& out, std::string& error);
 // The same with only a module report depth (0 = full paths).

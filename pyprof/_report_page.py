@@ -119,6 +119,17 @@ _NO_RANKS = ("one rank: `pyprof report RANK.dict --ranks dicts/` (or `pyprof rep
              "compares the ranks of a distributed job")
 
 
+def unmodelled_note(summary: Table | None) -> str:
+    """What the summary says of the time no FLOP model covers, for the section's text."""
+    share = _metric(summary, "time in ops without a FLOP model %")
+    no_op = _metric(summary, "time with no op to model %")
+    parts = [f"{format_quantity(share, '%')}% of the time in ops without a model"
+             if share is not None else "no op without a model holds time"]
+    if no_op is not None:
+        parts.append(f"{format_quantity(no_op, '%')}% in records with no op to model")
+    return "; ".join(parts)
+
+
 def build_page_data(header: dict, tables: dict[str, Table], steps: int, warnings: list[str],
                     diff: dict[str, Table] | None = None, diff_base: str | None = None,
                     ranks: dict[str, Table] | None = None) -> dict:
@@ -227,6 +238,8 @@ def build_page_data(header: dict, tables: dict[str, Table], steps: int, warnings
 
     tables_out = {
         "ops": table_spec(tables.get("op/op"), "no ops"),
+        "unmodelled": table_spec(tables.get("unmodelled/unmodelled"),
+                                 "every op with time has a FLOP model"),
         "instances": table_spec(tables.get("instance/instance"), "no op instances"),
         "kernels": table_spec(tables.get("kernel/kernel"), "no kernels"),
         "compiled": table_spec(tables.get("compiled/compiled"), "no torch.compile kernels"),
@@ -268,6 +281,7 @@ def build_page_data(header: dict, tables: dict[str, Table], steps: int, warnings
         return {k: t.rows[:MAX_TABLE_ROWS] for k, t in (by_key or {}).items()}
 
     return {
+        "unmodelled": unmodelled_note(summary),
         "meta": {"source": header.get("source"), "format": header.get("format"),
                  "records_kind": header.get("records"),
                  "generated": datetime.datetime.now().strftime("%Y-%m-%d %H:%M")},
@@ -289,7 +303,8 @@ def build_page_data(header: dict, tables: dict[str, Table], steps: int, warnings
 
 SECTIONS = [
     ("headline", "Overview"), ("roofline", "Roofline"), ("breakdown", "Where the time goes"),
-    ("ops", "Ops"), ("instances", "Op instances"), ("kernels", "Kernels"),
+    ("ops", "Ops"), ("unmodelled", "Ops without a FLOP model"), ("instances", "Op instances"),
+    ("kernels", "Kernels"),
     ("tensor-cores", "Tensor Cores"), ("iterations", "Iterations"), ("advice", "Advice"),
     ("diff", "Diff"), ("ranks", "Ranks"), ("devices", "Device peaks"),
 ]
@@ -309,6 +324,7 @@ def render_html(data: dict, title: str) -> str:
     toc = "".join(f'<a href="#{sid}">{name}</a>' for sid, name in SECTIONS)
     meta = data["meta"]
     roof_text = esc(data["roofline"]["text"])
+    unmodelled_share = data.get("unmodelled", "")
     if "diff_summary" in data["tables"]:
         diff_html = f'<p class="explain">Baseline: {esc(data.get("diff_base"))}.</p>' + "".join(
             f'<h3>{name}</h3><div id="table-{key}"></div>' for key, name in (
@@ -362,6 +378,13 @@ module including its children. Click a module to zoom in.</p>
 <section id="ops"><h2>Ops</h2><p class="explain">Per op type and direction. Rates divide the
 counted FLOPs and bytes by the time of exactly the instances that count them (docs/prof.md §3).</p>
 <div id="table-ops"></div></section>
+<section id="unmodelled"><h2>Ops without a FLOP model</h2><p class="explain">The ops that
+neither pyprof nor a model of yours costs, ranked by their share of the time
+({esc(unmodelled_share)}): their FLOPs, bytes and rates are missing from every section above.
+Add a model of each as a few formulas over its arguments in a file:
+<code>pyprof prof --op-models FILE</code>, or <code>PYPROF_OP_MODELS=FILE pyprof report ...</code>
+(<code>docs/ops.md</code>, “Adding your own models”).</p>
+<div id="table-unmodelled"></div></section>
 <section id="instances"><h2>Op instances</h2><div id="table-instances"></div></section>
 <section id="kernels"><h2>Kernels</h2><div id="table-kernels"></div>
 <h3>torch.compile kernels</h3><p class="explain">Each Inductor kernel (and each kernel of the C++

@@ -12,6 +12,8 @@
 3. The real SGLang MI300X serving trace (tests/data): every custom op is modelled, each distinct
    call's cost as counted by hand, and the share of GPU time with a model is all of it (86.0%
    before these models).
+4. The ops no model knows on real traces (SGLang's, and legacy PyProf's apex LM on a V100): the
+   summary's ranking and `unmodelled` table against the net.dict's kernel times summed by hand.
 """
 
 from __future__ import annotations
@@ -286,3 +288,50 @@ def test_sglang_trace_gpu_time_is_all_modelled(sglang):
     assert summary["time covered by a FLOP model %"] == 100.0
     # Nothing faster than the MI300X can run.
     assert summary["records above device peak (out of totals)"] == 0
+
+
+# ---- 4. what a model is missing for, on real traces (docs/prof.md §3, the `unmodelled` report)
+# Per trace: its file, the GPU time of its kernels, copies and memsets, and each op no model knows
+# with (records, kernel time): the op's own fprop kernels, summed from the net.dict below by hand.
+# SGLang: a record_function scope torch.profiler records as an op and aten::arange, 5728 and
+# 3485 ns of 492.8 ms (0.0% each), beside 11696 ns of kernels outside every op. The legacy PyProf
+# apex LM on a V100 (nvprof): F.multi_head_attention_forward, recorded as one op whose 21 forward
+# kernels take 170846 of 7347329 ns, 2.3% (its backward ran aten ops, modelled), and `backward`.
+APEX = os.path.join(testlib.DATA, "nvprof-cuda10.1_pytorch-lm_apex-pyprof.sql")
+UNMODELLED = {
+    "sglang": (SGLANG, 492811563, {
+        "sglang_profiler::forward_batch_info_compute_position_triton_340": (1, 5728),
+        "aten::arange": (1, 3485)}),
+    "apex": (APEX, 7347329, {"multi_head_attention_forward": (21, 170846),
+                             "backward": (1, 2464)}),
+}
+
+
+@pytest.mark.parametrize("trace", sorted(UNMODELLED))
+def test_real_traces_rank_the_ops_without_a_model_by_hand(trace, tmp_path):
+    path, total, ops = UNMODELLED[trace]
+    testlib.parse_to(path, tmp_path / "net.dict")
+    _, records = testlib.read_dict(tmp_path / "net.dict")
+    assert sum(r["duration"] for r in records
+               if r["kind"] in ("kernel", "memcpy", "memset")) == total
+    for op, (count, time) in ops.items():
+        own = [r for r in records if r["kind"] == "kernel" and r.get("op") == op
+               and r.get("dir") != "bprop"]
+        assert (len(own), sum(r["duration"] for r in own)) == (count, time), op
+    res = testlib.prof("--report", "summary,unmodelled,advice", "--iterations", "all", "--formats",
+                       "json",
+                       str(tmp_path / "net.dict"))
+    tables, rows = testlib.report_json(res.stdout)
+    table = [r for r in rows if r["table"] == "unmodelled"]
+    assert [(r["Rank"], r["Op"], r["Records"], r["Time(ns)"], r["% of time"]) for r in table] == [
+        (rank, op, count, time, round(100 * time / total, 1))
+        for rank, (op, (count, time)) in enumerate(ops.items(), 1)]
+    summary = {r["Metric"]: r["Value"] for r in rows if r["table"] == "summary"}
+    op, (count, time) = next(iter(ops.items()))
+    assert summary["unmodelled op 1"] == (
+        f"{op} {100 * time / total:.1f}% ({time} ns, {count} record{'s' if count > 1 else ''})")
+    assert summary["ops without a FLOP model"] == len(ops)
+    # Under 5% of the time: the advice stays silent.
+    unmodelled = sum(time for _, time in ops.values())
+    assert unmodelled / total < 0.05
+    assert [r for r in rows if r.get("Rule") == "unmodelled-ops"] == []

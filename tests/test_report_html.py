@@ -21,8 +21,8 @@ import testlib
 
 pytestmark = pytest.mark.needs_build
 
-SECTIONS = ["headline", "roofline", "breakdown", "ops", "instances", "kernels", "tensor-cores",
-            "iterations", "advice", "diff", "ranks", "devices"]
+SECTIONS = ["headline", "roofline", "breakdown", "ops", "unmodelled", "instances", "kernels",
+            "tensor-cores", "iterations", "advice", "diff", "ranks", "devices"]
 V100_TRACE = os.path.join(testlib.DATA, "nvprof-cuda10.1_pytorch-lm_apex-pyprof.sql")
 A100_SHAPES_TRACE = os.path.join(testlib.SHARED_TRACES, "real",
                                  "kineto_hta-a100-record-shapes-control.json.gz")

@@ -5,17 +5,24 @@ mylib::fused_gate(Tensor x, Tensor w, int repeats) on x [8, 32] and w [32, 16] f
 3), profiled with `pyprof profile` and with torch.profiler: pyprof has no model of it (na); with
 `pyprof prof --op-models FILE` (or $PYPROF_OP_MODELS) it costs what the file's formulas give,
 counted by hand; a bad file is an error naming its line; a call the formula cannot cost is na with
-one warning for the op.
+one warning for the op. Without the file the op is what a model is missing for: the summary ranks
+it with its share of the op self time counted by hand from the net.dict, the `unmodelled` report
+lists it, the advice rule `unmodelled-ops` names it and the HTML page shows it; with the file it
+leaves all of them.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 
 import pytest
 
+import browser
 import pyprof_db
 import testlib
+from pyprof import _units
 
 pytestmark = pytest.mark.needs_build
 
@@ -172,3 +179,147 @@ def test_parquet_passes_the_file_to_prof(kineto_dict, models_file, tmp_path):
     gates = frame[frame["op"] == OP]
     assert len(gates) == 2
     assert set(zip(gates["op_flops"], gates["op_bytes"])) == {(FLOPS, BYTES)}
+
+
+# ---- what a model is missing for: the summary's ranking, the `unmodelled` report, the advice, the
+# page (docs/prof.md §3, docs/advice.md `unmodelled-ops`, docs/report.md) -------------------------
+UNMODELLED_COLUMNS = [{"name": "Rank", "unit": "id"}, {"name": "Op", "unit": "text"},
+                      {"name": "Records", "unit": "count"}, {"name": "Time(ns)", "unit": "ns"},
+                      {"name": "% of time", "unit": "%"}]
+
+
+def summary_and_advice(dict_path, *args):
+    """prof's summary, unmodelled and advice JSON: (tables, rows), each by "report/table"."""
+    res = testlib.prof(*map(str, args), "--report", "summary,unmodelled,advice", "--formats",
+                       "json", str(dict_path))
+    tables, rows = testlib.report_json(res.stdout)
+    by_table = {f"{t['report']}/{t['table']}": t for t in tables}
+    by_rows: dict = {key: [] for key in by_table}
+    for row in rows:
+        by_rows[f"{row['report']}/{row['table']}"].append(row)
+    return by_table, by_rows
+
+
+def gate_self_time(dict_path) -> tuple[int, int]:
+    """(mylib::fused_gate's self time, every op record's self time) from the net.dict itself: the
+    gate calls run at the top of their call trees, so no counted op covers their self time, and
+    the ops inside them (aten::mm, sigmoid, mul) are modelled and counted."""
+    _, records = testlib.read_dict(dict_path)
+    ops = [r for r in records if r["kind"] == "op"]
+    assert all(r.get("parent_id") is None for r in ops if r["name"] == OP)
+    return sum(r["self_duration"] for r in ops if r["name"] == OP), \
+        sum(r["self_duration"] for r in ops)
+
+
+@pytest.mark.parametrize("capture", ["pyprof_dict", "kineto_dict"])
+def test_summary_ranks_the_op_without_a_model_by_hand(capture, request):
+    dict_path = request.getfixturevalue(capture)
+    gate, total = gate_self_time(dict_path)
+    tables, rows = summary_and_advice(dict_path)
+    summary = {r["Metric"]: r["Value"] for r in rows["summary/summary"]}
+    assert summary["op self time (ns)"] == total
+    share = f"{100 * gate / total:.1f}"
+    assert summary["unmodelled op 1"] == f"{OP} {share}% ({gate} ns, 2 records)", summary
+    # The table, its ids and units pinned; the gate first, every row an op no model knows.
+    assert tables["unmodelled/unmodelled"]["columns"] == UNMODELLED_COLUMNS
+    table = rows["unmodelled/unmodelled"]
+    assert table[0] == {"report": "unmodelled", "table": "unmodelled", "Rank": 1, "Op": OP,
+                        "Records": 2, "Time(ns)": gate, "% of time": float(share)}, table
+    assert [r["Rank"] for r in table] == list(range(1, len(table) + 1))
+    assert summary["ops without a FLOP model"] == len(table)
+    unmodelled = sum(r["Time(ns)"] for r in table)
+    assert summary["time in ops without a FLOP model %"] == round(100 * unmodelled / total, 1)
+    # The advice fires when the unmodelled ops hold 5% of the op self time or more (the share,
+    # measured, is the run's: the rule is checked against it either way), naming the gate first
+    # with every unmodelled op's time at stake.
+    advice = [r for r in rows["advice/advice"] if r["Rule"] == "unmodelled-ops"]
+    if unmodelled / total < 0.05:
+        assert advice == [], (unmodelled, total, advice)
+        return
+    assert len(advice) == 1, rows["advice/advice"]
+    assert advice[0]["Time at stake(ns)"] == unmodelled
+    assert advice[0]["Evidence"].startswith(f"{OP} {share}% ("), advice[0]
+    assert "2 records)" in advice[0]["Evidence"]
+    assert "--op-models FILE" in advice[0]["Fix"] and "docs/ops.md" in advice[0]["Fix"]
+
+
+@pytest.mark.parametrize("capture", ["pyprof_dict", "kineto_dict"])
+def test_with_its_model_the_op_leaves_the_list_and_the_advice(capture, models_file, request):
+    dict_path = request.getfixturevalue(capture)
+    _, rows = summary_and_advice(dict_path)
+    assert [r["Op"] for r in rows["unmodelled/unmodelled"]][:1] == [OP]
+    _, rows = summary_and_advice(dict_path, "--op-models", models_file)
+    summary = {r["Metric"]: r["Value"] for r in rows["summary/summary"]}
+    # Everything else in this program is modelled: no table, no ranking, no advice.
+    assert "unmodelled/unmodelled" not in rows, rows.get("unmodelled/unmodelled")
+    assert not any(m.startswith("unmodelled op") for m in summary), summary
+    assert summary["time covered by a FLOP model %"] == 100.0
+    assert [r for r in rows["advice/advice"] if r["Rule"] == "unmodelled-ops"] == []
+
+
+def test_the_page_shows_the_ops_without_a_model(pyprof_dict, models_file, tmp_path):
+    pytest.importorskip("plotly")
+    gate, total = gate_self_time(pyprof_dict)
+
+    def page(name, env=None):
+        out = tmp_path / f"{name}.html"
+        res = subprocess.run([testlib.PY, "-m", "pyprof", "report", str(pyprof_dict), "-o",
+                              str(out)], capture_output=True, text=True, timeout=300,
+                             env=testlib.pyprof_env(env), cwd=testlib.ROOT)
+        assert res.returncode == 0, res.stderr
+        html = out.read_text()
+        data = json.loads(re.search(r'<script type="application/json" id="pyprof-data">(.*?)'
+                                    r"</script>", html, re.S).group(1).replace("<\\/", "</"))
+        return html, data, out
+
+    html, data, out = page("without")
+    assert '<section id="unmodelled"><h2>Ops without a FLOP model</h2>' in html
+    assert "--op-models FILE" in html and "docs/ops.md" in html
+    spec = data["tables"]["unmodelled"]
+    assert [c["name"] for c in spec["columns"]] == ["Rank", "Op", "Records", "Time(ns)",
+                                                    "% of time"]
+    assert spec["rows"][0] == [1, OP, 2, gate, round(100 * gate / total, 1)]
+    assert data["prof"]["unmodelled/unmodelled"][0]["Op"] == OP
+    share = _units.format_quantity(round(100 * sum(r["Time(ns)"] for r in data["prof"][
+        "unmodelled/unmodelled"]) / total, 1), "%")
+    assert data["unmodelled"].startswith(f"{share}% of the time in ops without a model"), \
+        data["unmodelled"]
+    # With the op's model (PYPROF_OP_MODELS reaches the page's prof run): the section says so.
+    rendered_rows(out)
+    html, data, _ = page("with", {"PYPROF_OP_MODELS": str(models_file)})
+    assert '<section id="unmodelled">' in html
+    assert data["tables"]["unmodelled"]["rows"] == []
+    assert data["tables"]["unmodelled"]["empty"] == "every op with time has a FLOP model"
+    assert data["unmodelled"] == "no op without a model holds time"
+
+
+def rendered_rows(path):
+    """The page's `unmodelled` table as a headless browser renders it (when there is one): the
+    gate first, in human units, and no console error."""
+    if not browser.browser_available():
+        return
+    driver = browser.new_driver()
+    try:
+        browser.open_page(driver, str(path))
+        errors = browser.console_errors(driver)
+        rows = driver.execute_script(
+            "return [...document.querySelectorAll('table[data-table=unmodelled] tbody tr')]"
+            ".map(tr => [...tr.children].map(td => td.textContent))")
+    finally:
+        driver.quit()
+    assert errors == []
+    assert rows[0][:3] == ["1", OP, "2"], rows
+
+
+def test_parquet_has_the_unmodelled_table(kineto_dict, tmp_path):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    gate, _ = gate_self_time(kineto_dict)
+    res = testlib.run_tool(testlib.PY, "-m", "pyprof", "prof", "--report", "unmodelled",
+                           "--formats", "parquet", "-o", tmp_path / "net", kineto_dict)
+    assert res.returncode == 0, res.stderr
+    frame = pd.read_parquet(tmp_path / "net.unmodelled.parquet")
+    first = frame.iloc[0]
+    assert (first["report"], first["table"], first["Rank"], first["Op"], first["Records"],
+            first["Time(ns)"]) == ("unmodelled", "unmodelled", 1, OP, 2, gate)
+    assert str(frame["Time(ns)"].dtype) == "int64" and str(frame["% of time"].dtype) == "float64"

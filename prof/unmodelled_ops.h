@@ -1,0 +1,46 @@
+// The time of ops without a FLOP model, per op (docs/prof.md §3, the summary's "unmodelled op N"
+// rows and its `unmodelled` table; docs/advice.md `unmodelled-ops`): what a user would add a
+// model for (docs/ops.md "Adding your own models", `pyprof prof --op-models FILE`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "prof/records.h"
+
+namespace pyprof::prof {
+
+struct UnmodelledOp {
+  std::string op;  // the op as records name it (bprop: the backward op that ran)
+  int64_t time = 0;
+  int64_t records = 0;
+};
+
+struct UnmodelledTime {
+  // The profile's time, the summary's denominator: GPU the kernels', copies' and memsets'
+  // durations; CPU the ops' self times.
+  int64_t total = 0;
+  // The ops that neither pyprof's registry nor a user model knows (models/has_model.h), with the
+  // time of their records that no FLOP model covers, most time first (ties: by name). Not here:
+  // records of modelled ops, even at 0 FLOPs (movement ops) or where a call could not be costed;
+  // torch.compile's kernels (the summary's Inductor and C++ wrapper rows); copies and memsets.
+  std::vector<UnmodelledOp> ops;
+  int64_t unmodelled = 0;  // the sum of ops' time
+  // Records with no op to model, outside every covered call tree: GPU kernels launched outside
+  // every op; CPU a backward node's own record (its ops carry the cost) or a record without op.
+  int64_t no_op_time = 0;
+  int64_t no_op_records = 0;
+};
+
+// CPU-only profiles: per record, whether it is a counted op or runs inside one, so that a FLOP
+// model covers its self time (counted ops never nest: assign_costs counts a call tree at its
+// outermost modelled op).
+std::vector<bool> cpu_under_counted_ops(const std::vector<ProfRecord>& records);
+
+// The time of `data`'s records whose op has no model: GPU their durations; CPU the self time of
+// those not inside a counted op (an unmodelled op's modelled callees are covered already).
+// `under`: cpu_under_counted_ops(data.records) when the caller has it (CPU), else null.
+UnmodelledTime unmodelled_time(const ReadResult& data, const std::vector<bool>* under = nullptr);
+
+}  // namespace pyprof::prof
