@@ -69,7 +69,8 @@ def test_each_file_is_what_the_separate_command_makes(chain, tmp_path):
     testlib.parse_to(tmp / "run.sqlite", tmp_path / "again.dict")
     assert (tmp_path / "again.dict").read_bytes() == (tmp / "run.dict").read_bytes()
     # In the chain's environment: the text fits $COLUMNS, which the test process's own
-    # environment may hold apart from os.environ (under pytest a child sees COLUMNS=80 that os.environ does not show).
+    # environment may hold apart from os.environ (under pytest a child sees COLUMNS=80 that
+    # os.environ does not show).
     summary = subprocess.run([testlib.PROF, "--report", "summary", str(tmp / "run.dict")],
                              capture_output=True, text=True, timeout=300, env=pyprof_env(),
                              check=True).stdout
