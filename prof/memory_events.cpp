@@ -51,6 +51,7 @@ void MemoryLineReader::read(const DictLine& l, int32_t step, ReadResult& out) {
     if (e.total_allocated < 0) e.total_allocated = -1;
     if (e.total_reserved < 0) e.total_reserved = -1;
   }
+  e.pid = l.num(Key::pid, -1);
   e.tid = l.num(Key::tid, -1);
   e.op = out.strings.intern(l.str(Key::op));
   e.module = out.strings.intern(l.str(Key::module));

@@ -202,8 +202,9 @@ int main(int argc, char** argv) {
   // Asked for alone: a profile without memory lines would write nothing, so prof says why
   // (below). Beside other reports (the HTML page asks for every one) it writes no table quietly.
   const bool memory_alone =
-      !report_list.empty() && std::all_of(report_list.begin(), report_list.end(),
-                                          [](const std::string& r) { return r == "memory"; });
+      !report_list.empty() &&
+      std::all_of(report_list.begin(), report_list.end(),
+                  [](const std::string& r) { return r == "memory" || r == "memory_timeline"; });
   if (std::find(report_list.begin(), report_list.end(), "all") != report_list.end()) {
     // Every report of one profile; ranks reads many and stays apart.
     report_list.clear();
@@ -373,9 +374,10 @@ int main(int argc, char** argv) {
   fmt::print(stderr, "{}", load_messages("prof", "", data));
   if (memory_alone && data.memory.empty()) {
     fmt::print(stderr,
-               "pyprof prof: note: --report memory: the profile has no memory lines, so no "
+               "pyprof prof: note: --report {}: the profile has no memory lines, so no "
                "table (pyprof profile records allocations unless PYPROF_MEMORY=0; torch.profiler "
-               "with profile_memory=True; docs/memory.md)\n");
+               "with profile_memory=True; docs/memory.md)\n",
+               pyprof::terminal_safe(reports));
   }
 
   // The outputs, each written under a temporary name (common/output_file.h). exit() below

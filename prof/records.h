@@ -284,6 +284,7 @@ struct MemoryEvent {
   // The allocator's totals after the event (bytes); -1: not given (or not credible).
   int64_t total_allocated = -1;
   int64_t total_reserved = -1;
+  int64_t pid = -1;
   int64_t tid = -1;
   uint32_t op = 0;      // the innermost op around it (0: none)
   uint32_t module = 0;  // its module path (0: none)

@@ -8,6 +8,7 @@
 #include "prof/iterations.h"
 #include "prof/marks.h"
 #include "prof/memory_report.h"
+#include "prof/memory_timeline.h"
 #include "prof/ranks.h"
 #include "prof/report_builders.h"
 #include "prof/roofline.h"
@@ -149,6 +150,15 @@ const std::vector<ReportSpec>& report_registry() {
        {"--top"},
        true,
        [](const ReadResult& d, const ReportOptions& o) { return memory_report(d, o.top); }},
+      // The page's memory plot: bounded points per device (prof/memory_timeline.h); no table
+      // without memory lines.
+      {"memory_timeline",
+       "per device the bytes allocated over time, downsampled keeping every peak, and the "
+       "top-level module spans beside it (memory lines)",
+       {"points", "modules"},
+       {},
+       true,
+       [](const ReadResult& d, const ReportOptions&) { return memory_timeline_report(d); }},
   };
   return kReports;
 }

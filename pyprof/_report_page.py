@@ -12,6 +12,7 @@ import os
 from pyprof._report_figures import (bar_figure, diff_figure, dominant_mode, esc, iterations_figure,
                                     module_figure, number, peak_for, rank_steps_figure,
                                     ranks_figure, roofline_figure)
+from pyprof._report_memory import memory_section
 from pyprof._reports import Table
 from pyprof._units import NUMERIC_UNITS, format_quantity, human_header
 
@@ -236,6 +237,9 @@ def build_page_data(header: dict, tables: dict[str, Table], steps: int, warnings
         else:
             figure_notes[key] = why
 
+    memory = memory_section(tables)
+    figures.update(memory.pop("figures"))
+
     tables_out = {
         "ops": table_spec(tables.get("op/op"), "no ops"),
         "unmodelled": table_spec(tables.get("unmodelled/unmodelled"),
@@ -261,6 +265,10 @@ def build_page_data(header: dict, tables: dict[str, Table], steps: int, warnings
         "timemodel_far": table_spec(tables.get("timemodel/far_points"),
                                     "every fitted point is within 2x of its prediction"),
     }
+    if memory["devices"]:
+        for key, table_key in (("memory_steps", "memory/steps"), ("memory_ops", "memory/ops"),
+                               ("memory_modules", "memory/modules")):
+            tables_out[key] = table_spec(tables.get(table_key), "no memory lines")
     if ranks is not None:
         for key, table_key, empty in (
                 ("ranks", "ranks/per_rank", "no rank states its rank"),
@@ -287,7 +295,8 @@ def build_page_data(header: dict, tables: dict[str, Table], steps: int, warnings
                  "generated": datetime.datetime.now().strftime("%Y-%m-%d %H:%M")},
         "headline": headline, "notes": notes, "figures": figures, "figure_notes": figure_notes,
         "figure_ids": ["roofline", "family", "phase", "modules", "iterations", "diff", "ranks",
-                       "rank_steps"],
+                       "rank_steps"] + [d["figure"] for d in memory["devices"]],
+        "memory": memory,
         "tables": tables_out, "diff_base": diff_base,
         "roofline": {"text": roof_text, **roof_facts},
         # prof's rows as it wrote them (raw numbers), by "report/table" id, for scripts and
@@ -305,7 +314,8 @@ SECTIONS = [
     ("headline", "Overview"), ("roofline", "Roofline"), ("breakdown", "Where the time goes"),
     ("ops", "Ops"), ("unmodelled", "Ops without a FLOP model"), ("instances", "Op instances"),
     ("kernels", "Kernels"),
-    ("tensor-cores", "Tensor Cores"), ("iterations", "Iterations"), ("advice", "Advice"),
+    ("tensor-cores", "Tensor Cores"), ("iterations", "Iterations"), ("memory", "Memory"),
+    ("advice", "Advice"),
     ("diff", "Diff"), ("ranks", "Ranks"), ("devices", "Device peaks"),
 ]
 
@@ -346,6 +356,7 @@ def render_html(data: dict, title: str) -> str:
                       '<p class="empty" data-placeholder="ranks">One rank: <code>pyprof report '
                       'RANK.dict --ranks dicts/</code> (or <code>pyprof report dicts/</code>) '
                       'adds this section for a distributed job.</p>')
+    memory_html = memory_section_html(data["memory"])
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -404,6 +415,7 @@ and spread over the selected iterations.</p>
 <h3>Per iteration</h3><div id="table-iterations"></div>
 <h3>Marks</h3><p class="explain">The program's <code>pyprof.mark("...")</code> calls: when each
 happened, on which thread, in which step.</p><div id="table-marks"></div></section>
+{memory_html}
 <section id="advice"><h2>Advice</h2><p class="explain">Rules that fired on this profile, each
 with the time a fix could save estimated from the profile itself, the evidence and the fix
 (docs/advice.md).</p><div id="table-advice"></div>
@@ -437,3 +449,26 @@ sources (docs/peaks.md).</p><div id="table-peaks"></div>
 """
 
 
+
+
+def memory_section_html(memory: dict) -> str:
+    """The Memory section: a plot per device and the memory report's tables, or one line saying
+    the profile has no memory lines."""
+    if not memory["devices"]:
+        return ('<section id="memory"><h2>Memory</h2><p class="empty" '
+                f'data-placeholder="memory">{esc(memory["note"])}</p></section>')
+    plots = "".join(
+        f'<h3>{esc(d["device"])}</h3><div class="chart" id="fig-{esc(d["figure"])}"></div>'
+        for d in memory["devices"])
+    note = f'<p class="explain">{esc(memory["note"])}.</p>' if memory.get("note") else ""
+    return f"""<section id="memory"><h2>Memory</h2><p class="explain">Each device's bytes
+allocated over time (prof's <code>memory_timeline</code> report: {esc(memory["title"])}): the
+running total of the allocations and frees, counted as the <code>memory</code> report counts
+it, and the allocator's own totals where the trace gives them (CUDA: the caching allocator's
+allocated and reserved). Bands are the steps (grey: left out of the reports), the lane under each
+plot the top-level modules that allocated (forward, backward), and the diamond the peak with the
+op that reached it (docs/memory.md).</p>{note}
+{plots}
+<h3>Per step</h3><div id="table-memory_steps"></div>
+<h3>Per op</h3><div id="table-memory_ops"></div>
+<h3>Per module</h3><div id="table-memory_modules"></div></section>"""

@@ -22,7 +22,7 @@ import testlib
 pytestmark = pytest.mark.needs_build
 
 SECTIONS = ["headline", "roofline", "breakdown", "ops", "unmodelled", "instances", "kernels",
-            "tensor-cores", "iterations", "advice", "diff", "ranks", "devices"]
+            "tensor-cores", "iterations", "memory", "advice", "diff", "ranks", "devices"]
 V100_TRACE = os.path.join(testlib.DATA, "nvprof-cuda10.1_pytorch-lm_apex-pyprof.sql")
 A100_SHAPES_TRACE = os.path.join(testlib.SHARED_TRACES, "real",
                                  "kineto_hta-a100-record-shapes-control.json.gz")
@@ -191,6 +191,87 @@ def test_iterations_advice_and_diff_sections(driver, lenet_dict, tmp_path):
     assert verdicts and set(verdicts) == {"same"}
     assert page.js("return document.getElementById('fig-diff').querySelector('.empty') "
                    "!== null")  # no op type changed: nothing to draw, said so
+
+
+def memory_traces(page, fig):
+    """The traces of a memory plot: name, type, x, y, text; and its step bands' count."""
+    return page.js(f"const g = document.getElementById('fig-{fig}');"
+                   "return g && g.data ? {traces: g.data.map(t => ({name: t.name, type: t.type, "
+                   "x: Array.from(t.x || []), y: Array.from(t.y || []), "
+                   "text: Array.isArray(t.text) ? t.text : [t.text]})), "
+                   "bands: (g.layout.shapes || []).length} : null")
+
+
+def test_memory_section_plots_the_cpu_with_the_memory_reports_peak(driver, lenet_dict, tmp_path):
+    """LeNet's capture records its allocations (docs/memory.md): one plot, `cpu`, whose running
+    total tops out at prof's peak, the diamond at it naming the memory report's op, the steps as
+    bands and LeNet's top-level modules in the lane under it."""
+    out = tmp_path / "memory.html"
+    report(lenet_dict, "-o", out)
+    page = Page(driver, out, shot=tmp_path / "memory.png")
+    assert page.errors == []
+    tables = prof_json(lenet_dict, "summary", "memory", "iteration")
+    peak = summary_values(tables)["memory allocated peak (bytes)"]
+    data = page.js("return JSON.parse(document.getElementById('pyprof-data').textContent).memory")
+    (device,) = data["devices"]
+    assert device["device"] == "cpu" and device["figure"] == "memory-0"
+    fig = memory_traces(page, "memory-0")
+    by_name = {t["name"]: t for t in fig["traces"]}
+    assert max(by_name["allocated (running total)"]["y"]) == peak > 0
+    best = max(tables["memory/steps"], key=lambda r: r["Peak allocated"])
+    assert by_name["peak"]["y"] == [peak] and best["Peak allocated"] == peak
+    assert by_name["peak"]["text"][0].startswith("peak ") and \
+        f": {best['Op at peak']}" in by_name["peak"]["text"][0]
+    assert fig["bands"] == len(tables["iteration/steps"]) == 3
+    lane = by_name["top-level modules"]
+    assert lane["type"] == "bar" and {"LeNet.conv1", "LeNet.fc1"} <= set(lane["text"])
+    assert set(lane["y"]) <= {"forward", "backward", "other"} and "backward" in lane["y"]
+    rows = page.table_rows("memory_steps")
+    assert len(rows) == len(tables["memory/steps"])
+
+
+def test_memory_section_without_memory_lines_says_so_in_one_line(driver, lenet_dict, tmp_path):
+    plain = tmp_path / "plain.dict"
+    plain.write_text("".join(l for l in open(lenet_dict, encoding="utf-8")
+                             if '"kind":"memory"' not in l))
+    out = tmp_path / "plain.html"
+    report(plain, "-o", out)
+    page = Page(driver, out)
+    assert page.errors == [] and page.sections() == SECTIONS
+    text = page.js("return document.getElementById('memory').textContent")
+    assert "No memory lines" in text and "PYPROF_MEMORY=0" in text
+    assert page.js("return document.querySelectorAll('#memory .chart').length") == 0
+
+
+def test_memory_section_one_plot_per_device(driver, tmp_path):
+    """tests/data/memory_small.dict (cuda:0, peaks by hand in test_memory_report.py) with the
+    same events again on the CPU at half their size: two plots, cpu first, each its own peak."""
+    lines = open(f"{testlib.DATA}/memory_small.dict", encoding="utf-8").read().splitlines()
+    cpu = []
+    for line in lines:
+        if '"kind":"memory"' in line:
+            e = json.loads(line)
+            e.update(device=-1, bytes=e["bytes"] // 2, addr=e["addr"] + 1000)
+            e.pop("total_reserved")
+            e.pop("total_allocated")
+            cpu.append(json.dumps(e))
+    path = tmp_path / "two.dict"
+    path.write_text("\n".join(lines + cpu) + "\n")
+    out = tmp_path / "two.html"
+    report(path, "-o", out)
+    page = Page(driver, out, shot=tmp_path / "two.png")
+    assert page.errors == []
+    data = page.js("return JSON.parse(document.getElementById('pyprof-data').textContent).memory")
+    assert [d["device"] for d in data["devices"]] == ["cpu", "cuda:0"]
+    # The page's default selection leaves out the warm-up step 0 only when it is slow; prof's
+    # summary is the oracle either way.
+    summary = summary_values(prof_json(path, "summary"))
+    for d in data["devices"]:
+        fig = {t["name"]: t for t in memory_traces(page, d["figure"])["traces"]}
+        want = summary[f"memory allocated peak, {d['device']} (bytes)"]
+        assert max(fig["allocated (running total)"]["y"]) == want == d["peak"]["bytes"]
+        # Only CUDA's lines carry the allocator's totals.
+        assert ("allocator's total reserved" in fig) == (d["device"] == "cuda:0")
 
 
 def test_no_baseline_says_how_to_add_one(driver, lenet_dict, tmp_path):
