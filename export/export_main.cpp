@@ -162,10 +162,16 @@ int main(int argc, char** argv) {
   }
   if (!ok) return 1;
   if (!quiet) {
+    // Memory counters said only where there are some: a profile without memory lines prints
+    // what it always printed.
+    const std::string memory = result.memory_events > 0
+                                   ? fmt::format(", {} memory events as {} counter points",
+                                                 result.memory_events, result.memory_points)
+                                   : "";
     fmt::print(stderr,
-               "pyprof export: {} -> {} ({} records, {} ranges, {} marks, {} trace events; {})\n",
+               "pyprof export: {} -> {} ({} records, {} ranges, {} marks{}, {} trace events; {})\n",
                pyprof::terminal_safe(source_label.empty() ? input : source_label), output,
-               result.records, result.ranges, result.marks, result.events, format);
+               result.records, result.ranges, result.marks, memory, result.events, format);
     for (const std::string& note : result.notes) {
       fmt::print(stderr, "  note: {}\n", pyprof::terminal_safe(note));
     }

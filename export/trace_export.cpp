@@ -14,6 +14,8 @@
 #include "common/dict_schema.h"
 #include "common/json_writer.h"
 #include "prof/dict_reader.h"
+#include "prof/memory_events.h"
+#include "prof/memory_timeline.h"
 #include "prof/records.h"
 
 namespace pyprof::prof {
@@ -120,6 +122,7 @@ class Exporter {
   void cpu_record(const DictLine& l, size_t index);
   void sync_call(const DictLine& l);
   void mark(const DictLine& l);
+  bool memory_counters();
   void range(const DictLine& l);
   void flow(const char* cat, int64_t id, bool start, int64_t pid, std::string_view tid_json,
             int64_t ts);
@@ -145,6 +148,7 @@ class Exporter {
   // Flows from a launch or a forward op: the flow id its start point waits for.
   std::unordered_map<int64_t, int64_t> fwd_flow_of_range_;  // forward op range id -> flow id
   std::set<std::pair<int64_t, int64_t>> cpu_threads_;
+  std::set<int64_t> counter_pids_;                     // processes holding memory counter tracks
   std::set<std::pair<int64_t, int64_t>> gpu_streams_;  // (device, stream)
 
   // Each compiled kernel's compiled_kernel_key of its name and graph -> its ATen nodes' op
@@ -574,6 +578,53 @@ void Exporter::range(const DictLine& l) {
   }
 }
 
+// Each device's memory as counter tracks ("ph":"C") on the process that allocated it, one per
+// series so that no viewer stacks them: `memory allocated (cuda:0)` (the running total since the
+// capture began, the memory report's count over every step: its largest value is the report's
+// peak), `memory allocator allocated (cuda:0)` and `memory allocator reserved (cuda:0)` (the
+// allocator's totals where the lines give them). A device with more than kExportMemoryPoints
+// events is downsampled as the page's plot is (prof/memory_timeline.h), every peak kept.
+bool Exporter::memory_counters() {
+  const std::vector<MemorySeries> all = memory_series(costs_);
+  int64_t fallback_pid = cpu_threads_.empty() ? 0 : cpu_threads_.begin()->first;
+  for (const MemorySeries& s : all) {
+    const std::vector<size_t> keep = downsample_memory(s.samples, kExportMemoryPoints);
+    result_.memory_events += static_cast<int64_t>(s.samples.size());
+    if (keep.size() < s.samples.size()) ++result_.memory_downsampled;
+    const int64_t pid = s.pid >= 0 ? s.pid : fallback_pid;
+    counter_pids_.insert(pid);
+    const std::string device = memory_device_name(s.device);
+    const std::string names[] = {fmt::format("memory allocated ({})", device),
+                                 fmt::format("memory allocator allocated ({})", device),
+                                 fmt::format("memory allocator reserved ({})", device)};
+    for (int series = 0; series < 3; ++series) {
+      for (size_t k : keep) {
+        const MemorySample& m = s.samples[k];
+        const int64_t bytes = series == 0   ? m.allocated
+                              : series == 1 ? m.allocator_allocated
+                                            : m.allocator_reserved;
+        if (series > 0 && bytes < 0) continue;  // not given
+        JsonWriter& w = begin_event();
+        w.raw_key("ph");
+        w.trusted_string("C");
+        w.raw_key("cat");
+        w.trusted_string("pyprof_memory");
+        text(w, "name", names[series]);
+        id_value(w, "pid", pid);
+        time(w, "ts", m.time);
+        w.raw_key("args");
+        w.begin_object();
+        id_value(w, "bytes", bytes);
+        w.end_object();
+        end_event();
+        ++result_.memory_points;
+        if (!flush()) return false;
+      }
+    }
+  }
+  return true;
+}
+
 void Exporter::metadata() {
   // Processes and threads named, CPU processes first, then the GPUs by device.
   auto meta = [&](const char* name, const std::string& pid, const std::string& tid, const char* arg,
@@ -596,7 +647,7 @@ void Exporter::metadata() {
     w.end_object();
     end_event();
   };
-  std::set<int64_t> pids;
+  std::set<int64_t> pids = counter_pids_;
   for (const auto& [pid, tid] : cpu_threads_) pids.insert(pid);
   int64_t sort = 0;
   for (int64_t pid : pids) {
@@ -731,7 +782,8 @@ bool Exporter::run(std::FILE* in, std::string& error) {
       // Cross-rank spans of the communication backend: for prof's ranks report, not exported.
       case LineKind::kComm:
         continue;
-      // Allocations and frees (docs/formats.md §3.2): not exported yet.
+      // Allocations and frees (docs/formats.md §3.2): counter tracks from what the first read
+      // kept of them, after the lines (memory_counters()).
       case LineKind::kMemory:
         continue;
       case LineKind::kMark:
@@ -774,6 +826,7 @@ bool Exporter::run(std::FILE* in, std::string& error) {
     range(l);
     if (!flush()) return false;
   }
+  if (!memory_counters()) return false;
   metadata();
   finish_document(reader.header());
   return flush(true);
@@ -802,6 +855,13 @@ bool export_trace(const std::string& dict_path, const ReadResult& costs,
         "{} lines left out: a record or range line without its name, or a range line without "
         "its kind (`range`); a damaged net.dict?",
         result.unnamed));
+  }
+  if (result.memory_downsampled > 0) {
+    result.notes.push_back(fmt::format(
+        "memory: {} allocations and frees drawn as {} counter points: {} device{} with more than "
+        "{} events downsampled (per time bucket its lowest and highest kept, so every peak is)",
+        result.memory_events, result.memory_points, result.memory_downsampled,
+        result.memory_downsampled == 1 ? "" : "s", kExportMemoryPoints));
   }
   if (!result.had_ranges) {
     result.notes.push_back(

@@ -10,6 +10,8 @@
 //   GPU records -> X events on (pid = device, tid = stream): kernel, gpu_memcpy, gpu_memset;
 //          their launch calls -> cuda_runtime X events on the launching thread
 //   flows: launch -> GPU record (ac2g), forward op -> backward node (fwdbwd)
+//   memory lines -> C (counter) events per device on the allocating process: allocated, the
+//          allocator's allocated and reserved; downsampled past kExportMemoryPoints a device
 //
 // The dict is read twice, through the one net.dict reader (prof/dict_reader.h): first by
 // load_profile (prof/load_profile.h) for prof's costs, which an op instance has only once its
@@ -33,6 +35,10 @@ enum class TraceFormat : uint8_t {
   kPerfetto,  // flow v2: `bind_id` with `flow_out`/`flow_in` on the slices themselves
 };
 
+// Per device, the memory samples written as counter points at most (prof/memory_timeline.h's
+// downsampling past it): each point is up to three counter events of about 110 bytes.
+inline constexpr size_t kExportMemoryPoints = 100000;
+
 struct ExportOptions {
   TraceFormat format = TraceFormat::kChrome;
 };
@@ -45,6 +51,9 @@ struct ExportResult {
   // without its kind (`range`); only a damaged net.dict has them.
   int64_t unnamed = 0;
   int64_t marks = 0;  // pyprof.mark instants drawn
+  // Memory lines (allocations and frees) drawn as counter events: the events, the counter
+  // points written (every series), the devices whose series was downsampled.
+  int64_t memory_events = 0, memory_points = 0, memory_downsampled = 0;
   bool had_ranges = false;
   bool cpu_only = false;
   std::vector<std::string> notes;  // for standard error (quoting the dict: terminal_safe them)

@@ -97,20 +97,23 @@ def record_kinds(path: str) -> collections.Counter:
     return kinds
 
 
-# Lines the export does not carry (docs/export.md): allocations and frees (docs/formats.md §3.2).
-NOT_EXPORTED = ("memory",)
+# Lines the export draws but parse does not read back (docs/export.md): allocations and frees
+# (docs/formats.md §3.2), drawn as counter tracks.
+NOT_READ_BACK = ("memory",)
 
 
 def records_check(original: str, reparsed: str) -> tuple[str, bool]:
     """'records by kind: ... : equal' for the export round trip, and whether they are (the kinds
-    the export does not write left out of the comparison, and said)."""
+    the export draws as counters, which parse does not read back, left out of the comparison,
+    and said)."""
     a, b = record_kinds(original), record_kinds(reparsed)
-    left_out = {kind: a.pop(kind) for kind in NOT_EXPORTED if kind in a}
+    left_out = {kind: a.pop(kind) for kind in NOT_READ_BACK if kind in a}
 
     def spell(kinds):
         return ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items())) or "none"
     verdict = "equal" if a == b else "DIFFER"
-    not_exported = f" (not exported: {spell(left_out)})" if left_out else ""
+    not_exported = (f" (exported as counter tracks, not read back: {spell(left_out)})"
+                    if left_out else "")
     return (f"records by kind: parse --ranges of the database {spell(a)}; the export parsed back "
             f"{spell(b)}{not_exported}: {verdict}"), a == b
 

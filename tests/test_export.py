@@ -92,8 +92,11 @@ def check_trace(trace, fmt="chrome"):
     starts, finishes = collections.Counter(), collections.Counter()
     binds = collections.defaultdict(lambda: [0, 0])
     for e in events:
-        assert e["ph"] in ("X", "M", "s", "f"), e
-        if e["ph"] == "X":
+        assert e["ph"] in ("X", "M", "s", "f", "C"), e
+        if e["ph"] == "C":  # memory counters (a capture with memory lines)
+            assert e["cat"] == "pyprof_memory" and (e["pid"], None) in names, e
+            assert isinstance(e["ts"], (int, float)) and isinstance(e["args"]["bytes"], int), e
+        elif e["ph"] == "X":
             assert isinstance(e["ts"], (int, float)) and e["dur"] >= 0, e
             assert (e["pid"], None) in names and (e["pid"], e["tid"]) in names, e
             if "bind_id" in e:
@@ -157,6 +160,10 @@ def test_round_trip_cpu_lenet(lenet_sqlite, tmp_path):
     modules = {e["args"]["pyprof"]["name"] for e in events
                if e["ph"] == "X" and e["cat"] == "python_function"}
     assert "LeNet.conv1" in modules
+    # Its allocations and frees as counter tracks (docs/export.md), one point per event.
+    memory = sum(1 for _ in open(tmp_path / "net.dict") if '"kind":"memory"' in _)
+    allocated = [e for e in events if e["ph"] == "C" and e["name"] == "memory allocated (cpu)"]
+    assert memory > 100 and len(allocated) == memory
     header2, records2, _ = parse_ranges(out, tmp_path / "again.dict")
     compare_records(records, records2)
 
