@@ -63,8 +63,9 @@ int main(int argc, char** argv) {
       "Write a net.dict (pyprof parse's output; with --ranges for op, module and user ranges) "
       "as a Chrome trace that Perfetto (ui.perfetto.dev) and chrome://tracing load: ranges on "
       "CPU thread tracks with their FLOPs, bytes and shapes, kernels and copies on GPU stream "
-      "tracks, flows launch -> kernel and forward op -> backward node (docs/export.md). "
-      "`pyprof parse` reads the trace back.",
+      "tracks, flows launch -> kernel and forward op -> backward node, each device's memory "
+      "allocated and reserved as counter tracks (docs/export.md). `pyprof parse` reads the "
+      "trace back (the memory counters aside).",
       "pyprof export"};
   app.formatter(std::make_shared<pyprof::WrappingFormatter>());
   std::string input, output, format = "chrome";
