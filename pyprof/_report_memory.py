@@ -67,9 +67,11 @@ def memory_figure(device: str, points: list[dict], spans: list[dict], steps: lis
         text = (f"peak {_bytes(peak['bytes'])}: {peak.get('op') or '-'}"
                 + (f" ({peak['module']})" if peak.get("module") not in (None, "-") else "")
                 + (f", step {peak['step']}" if peak.get("step") not in (None, "-") else ""))
+        # The label on the side with room: a peak in the plot's right half is labelled leftwards.
+        right_half = x and ms(peak["time_ns"]) > (x[0] + x[-1]) / 2
         fig.add_trace(go.Scatter(
             x=[ms(peak["time_ns"])], y=[peak["bytes"]], mode="markers+text", name="peak",
-            text=[text], textposition="top right",
+            text=[text], textposition="top left" if right_half else "top right",
             marker={"color": "#d62728", "size": 10, "symbol": "diamond"},
             hovertemplate=text + "<extra></extra>"), row=1, col=1)
     if 0 < len(steps) <= MAX_STEP_BANDS:
