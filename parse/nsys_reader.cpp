@@ -420,7 +420,8 @@ bool NsysReader::read_copies(Trace& trace, std::string& error) {
     while ((rc = s.step()) == SQLITE_ROW) {
       if (s.is_null(0) || s.is_null(1)) {
         ++trace.stats.rows_skipped;
-        trace.warn("copy without start/end", table + " row with NULL start or end: skipped");
+        trace.warn(memcpy ? "copy without start/end" : "memset without start/end",
+                   table + " row with NULL start or end: skipped");
         continue;
       }
       GpuActivity a;
