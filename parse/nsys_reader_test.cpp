@@ -278,13 +278,19 @@ TEST(NsysReader, RowsWithoutTheirEssentialValuesAreSkippedAndCounted) {
       "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (NULL, 20, 1), (30, 40, 2);"
       "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME(start, end, globalTid, correlationId);"
       "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (1, 2, NULL, 1), (3, 4, " +
-      gtid(1, 1) + ", 2);");
+      gtid(1, 1) +
+      ", 2);"
+      "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET(start, end, correlationId, bytes);"
+      "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (50, NULL, 3, 64);");
   const Trace t = db.read_ok();
   ASSERT_EQ(t.activities.size(), 1u);
   EXPECT_EQ(t.activities[0].start, 30);
+  // A memset is named as one (the warning once said "copy" for both tables).
+  ASSERT_NE(warning(t, "memset without start/end"), nullptr);
+  EXPECT_EQ(warning(t, "copy without start/end"), nullptr);
   ASSERT_EQ(t.api_calls.size(), 1u);
   EXPECT_EQ(t.api_calls[0].correlation_id, 2);
-  EXPECT_EQ(t.stats.rows_skipped, 2);
+  EXPECT_EQ(t.stats.rows_skipped, 3);
   ASSERT_NE(warning(t, "kernel without start/end"), nullptr);
   ASSERT_NE(warning(t, "API call without time or thread"), nullptr);
   EXPECT_EQ(warning(t, "API call without time or thread")->examples[0],

@@ -625,7 +625,7 @@ bool NvprofReader::read_memsets(Trace& trace, std::string& error) {
   while ((rc = s.step()) == SQLITE_ROW) {
     if (s.int64(9)) {
       ++trace.stats.rows_skipped;
-      trace.warn("copy without start/end", table + " row with NULL start or end: skipped");
+      trace.warn("memset without start/end", table + " row with NULL start or end: skipped");
       continue;
     }
     GpuActivity m;

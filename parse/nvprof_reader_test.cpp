@@ -675,7 +675,8 @@ TEST(NvprofReader, KernelsApiCallsAndCopiesFromEveryTable) {
             "(10, 0, 99, NULL, 901, 902, NULL, NULL);"
             "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET(value INT, bytes INT, start INT, end INT, "
             "correlationId INT, memoryKind INT);"
-            "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (255, 32, 1000, 1001, 3, 2);");
+            "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (255, 32, 1000, 1001, 3, 2), "
+            "(0, 8, 1002, NULL, 4, 2);");
   Trace trace;
   std::string error;
   ASSERT_TRUE(read_db(db.path(), trace, error)) << error;
@@ -687,6 +688,7 @@ TEST(NvprofReader, KernelsApiCallsAndCopiesFromEveryTable) {
   EXPECT_EQ(trace.pool.get(trace.api_calls[3].name), "driver cbid:8888");
   EXPECT_EQ(trace.pool.get(trace.api_calls[4].name), "cuMemcpyDtoH");
   EXPECT_EQ(warnings_of(trace, "API call without start/end"), 1);
+  EXPECT_EQ(warnings_of(trace, "memset without start/end"), 1);
 
   auto kernels = of_kind(trace, ActivityKind::kKernel);
   ASSERT_EQ(kernels.size(), 3u);  // one CONCURRENT_KERNEL row has no end
@@ -708,7 +710,7 @@ TEST(NvprofReader, KernelsApiCallsAndCopiesFromEveryTable) {
   // The KERNEL table's row, launched by a driver call of another process.
   EXPECT_EQ(kernels[2]->start, 600);
   EXPECT_EQ(kernels[2]->pid, 200u);
-  EXPECT_EQ(trace.stats.rows_skipped, 2);
+  EXPECT_EQ(trace.stats.rows_skipped, 3);  // a kernel, an API call and a memset without an end
 
   auto copies = of_kind(trace, ActivityKind::kMemcpy);
   ASSERT_EQ(copies.size(), 2u);

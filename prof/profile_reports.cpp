@@ -42,6 +42,9 @@ namespace {
 // The summary's rows naming the ops without a FLOP model, most time first; the `unmodelled`
 // report lists them all.
 constexpr size_t kUnmodelledOpRows = 5;
+// And the ops with calls their model could not cost: fewer, as it is usually a shape or an
+// argument the record lacks, found in the `uncosted` table's rows.
+constexpr size_t kUncostedOpRows = 3;
 
 // CPU: the self time of the counted ops and of everything they call, that is the counted ops'
 // inclusive time, measured in self time so that it is a part of the profile's op self time.
@@ -54,26 +57,35 @@ int64_t cpu_time_under_counted_ops(const std::vector<ProfRecord>& records,
   return time;
 }
 
-// Report `unmodelled`: every op without a FLOP model, by the time no model covers
+// Report `unmodelled`'s tables: every op without a FLOP model (`unmodelled`), and every op
+// whose model could not cost some of its calls (`uncosted`), by the time no model covers
 // (prof/unmodelled_ops.h).
-ReportTable unmodelled_table(const UnmodelledTime& u, bool cpu) {
+ReportTable unmodelled_table(const std::vector<UnmodelledOp>& ops, int64_t total, bool cpu,
+                             bool uncosted) {
   ReportTable t;
-  t.title = cpu ? "ops without a FLOP model by self time outside counted ops (add one: "
-                  "--op-models FILE, docs/ops.md)"
-                : "ops without a FLOP model by GPU time (add one: --op-models FILE, docs/ops.md)";
+  t.id = uncosted ? "uncosted" : "unmodelled";
+  const char* time = cpu ? "self time outside counted ops" : "GPU time";
+  t.title = uncosted ? fmt::format(
+                           "calls a FLOP model could not cost (na), by {} (their "
+                           "arguments: --all-records, the Params column)",
+                           time)
+                     : fmt::format(
+                           "ops without a FLOP model by {} (add one: --op-models FILE, "
+                           "docs/ops.md)",
+                           time);
   column(t, "Rank", Unit::kId, Keep::kMore);
   column(t, "Op", Unit::kText, Keep::kAlways);
   column(t, "Records", Unit::kCount, Keep::kMore);
   column(t, "Time(ns)", Unit::kTime, Keep::kAlways);
   column(t, "% of time", Unit::kPercent, Keep::kAlways);
-  for (size_t i = 0; i < u.ops.size(); ++i) {
-    const UnmodelledOp& op = u.ops[i];
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const UnmodelledOp& op = ops[i];
     Row(t)
         .integer(static_cast<int64_t>(i + 1))
         .text(op.op)
         .integer(op.records)
         .integer(op.time)
-        .percent(static_cast<double>(op.time), static_cast<double>(u.total))
+        .percent(static_cast<double>(op.time), static_cast<double>(total))
         .end();
   }
   return t;
@@ -185,22 +197,33 @@ ReportTable summary_report(const ReadResult& data) {
       pct(static_cast<double>(covered), static_cast<double>(total)), Unit::kPercent);
   // What a model is missing for (docs/prof.md §3): the ops without one, ranked by their share.
   const UnmodelledTime unmodelled = unmodelled_time(data, &under);
-  if (!unmodelled.ops.empty()) {
-    row("time in ops without a FLOP model %",
-        pct(static_cast<double>(unmodelled.unmodelled), static_cast<double>(total)),
-        Unit::kPercent);
-    row("ops without a FLOP model", std::to_string(unmodelled.ops.size()), Unit::kCount);
-    for (size_t i = 0; i < unmodelled.ops.size() && i < kUnmodelledOpRows; ++i) {
-      const UnmodelledOp& op = unmodelled.ops[i];
+  // Each op as `OP SHARE% (TIME, N records)`, the raw value in ns, the text in human units.
+  auto op_rows = [&](const std::vector<UnmodelledOp>& ops, size_t most, const char* label) {
+    for (size_t i = 0; i < ops.size() && i < most; ++i) {
+      const UnmodelledOp& op = ops[i];
       const std::string share = pct(static_cast<double>(op.time), static_cast<double>(total));
       const std::string records =
           fmt::format("{} record{}", op.records, op.records == 1 ? "" : "s");
       t.human[{t.rows.size(), 1}] =
           fmt::format("{} {}% ({}, {})", op.op, share,
                       format_quantity(static_cast<double>(op.time), Unit::kTime), records);
-      row(fmt::format("unmodelled op {}", i + 1),
+      row(fmt::format("{} {}", label, i + 1),
           fmt::format("{} {}% ({} ns, {})", op.op, share, op.time, records), Unit::kText);
     }
+  };
+  if (!unmodelled.ops.empty()) {
+    row("time in ops without a FLOP model %",
+        pct(static_cast<double>(unmodelled.unmodelled), static_cast<double>(total)),
+        Unit::kPercent);
+    row("ops without a FLOP model", std::to_string(unmodelled.ops.size()), Unit::kCount);
+    op_rows(unmodelled.ops, kUnmodelledOpRows, "unmodelled op");
+  }
+  // The rest of what "covered" misses: calls of modelled ops that their model could not cost.
+  if (unmodelled.uncosted_time > 0) {
+    row("time in calls a FLOP model could not cost %",
+        pct(static_cast<double>(unmodelled.uncosted_time), static_cast<double>(total)),
+        Unit::kPercent);
+    op_rows(unmodelled.uncosted, kUncostedOpRows, "uncosted op");
   }
   if (unmodelled.no_op_time > 0) {
     row("time with no op to model %",
@@ -312,10 +335,12 @@ ReportTable summary_report(const ReadResult& data) {
   return t;
 }
 
-// The registry leaves this table out when it has no rows (ReportSpec::optional_table): a fully
+// The registry leaves each table out when it has no rows (ReportSpec::optional_tables): a fully
 // modelled profile's `--report all` is what it was.
-ReportTable unmodelled_report(const ReadResult& data) {
-  return unmodelled_table(unmodelled_time(data), data.cpu_only);
+std::vector<ReportTable> unmodelled_report(const ReadResult& data) {
+  const UnmodelledTime u = unmodelled_time(data);
+  return {unmodelled_table(u.ops, u.total, data.cpu_only, false),
+          unmodelled_table(u.uncosted, u.total, data.cpu_only, true)};
 }
 
 ReportTable tc_report(const ReadResult& data) {

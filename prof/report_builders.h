@@ -108,7 +108,7 @@ ReportTable op_report(const ReadResult& data);
 ReportTable instance_report(const ReadResult& data, size_t top);
 ReportTable module_report(const ReadResult& data, int depth);
 ReportTable summary_report(const ReadResult& data);
-ReportTable unmodelled_report(const ReadResult& data);
+std::vector<ReportTable> unmodelled_report(const ReadResult& data);
 ReportTable tc_report(const ReadResult& data);
 ReportTable family_report(const ReadResult& data);
 ReportTable phase_report(const ReadResult& data);

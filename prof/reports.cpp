@@ -61,13 +61,13 @@ const std::vector<ReportSpec>& report_registry() {
        true,
        [](const ReadResult& d, const ReportOptions&) { return Tables{summary_report(d)}; }},
       {"unmodelled",
-       "the ops without a FLOP model by their share of the time (written only when there is "
-       "one)",
-       {"unmodelled"},
+       "the ops without a FLOP model by their share of the time, and the modelled ops whose "
+       "calls their model could not cost (each table written only when it has a row)",
+       {"unmodelled", "uncosted"},
        {},
        true,
-       [](const ReadResult& d, const ReportOptions&) { return Tables{unmodelled_report(d)}; },
-       "unmodelled"},
+       [](const ReadResult& d, const ReportOptions&) { return unmodelled_report(d); },
+       {"unmodelled", "uncosted"}},
       {"tc",
        "Tensor Core use of eligible ops, per op type and direction",
        {"tc"},
@@ -149,7 +149,8 @@ const std::vector<ReportSpec>& report_registry() {
        {"steps", "ops", "modules"},
        {"--top"},
        true,
-       [](const ReadResult& d, const ReportOptions& o) { return memory_report(d, o.top); }},
+       [](const ReadResult& d, const ReportOptions& o) { return memory_report(d, o.top); },
+       {"steps", "ops", "modules"}},
       // The page's memory plot: bounded points per device (prof/memory_timeline.h); no table
       // without memory lines.
       {"memory_timeline",
@@ -158,7 +159,8 @@ const std::vector<ReportSpec>& report_registry() {
        {"points", "modules"},
        {},
        true,
-       [](const ReadResult& d, const ReportOptions&) { return memory_timeline_report(d); }},
+       [](const ReadResult& d, const ReportOptions&) { return memory_timeline_report(d); },
+       {"points", "modules"}},
   };
   return kReports;
 }
@@ -193,9 +195,7 @@ std::string list_reports_text() {
     out += fmt::format(
         "{{\"report\":{},\"tables\":{},\"optional_tables\":{},\"options\":{},"
         "\"one_profile\":{},\"about\":{}}}\n",
-        json_string(std::string(spec.id)), strings(spec.tables),
-        strings(spec.optional_table.empty() ? std::vector<std::string_view>{}
-                                            : std::vector<std::string_view>{spec.optional_table}),
+        json_string(std::string(spec.id)), strings(spec.tables), strings(spec.optional_tables),
         strings(spec.options), spec.one_profile ? "true" : "false",
         json_string(std::string(spec.about)));
   }
@@ -256,7 +256,10 @@ bool build_report(const std::string& name, const ReadResult& data, const ReportO
   for (ReportTable& t : spec->build(data, options)) {
     t.report = std::string(spec->id);
     if (t.id.empty() && spec->tables.size() == 1) t.id = std::string(spec->tables[0]);
-    if (t.rows.empty() && !spec->optional_table.empty() && t.id == spec->optional_table) continue;
+    if (t.rows.empty() && std::find(spec->optional_tables.begin(), spec->optional_tables.end(),
+                                    t.id) != spec->optional_tables.end()) {
+      continue;
+    }
     out.push_back(std::move(t));
   }
   return true;

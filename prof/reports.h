@@ -117,9 +117,10 @@ struct ReportSpec {
   // rank reports); false for ranks, which compares several.
   bool one_profile = true;
   std::vector<ReportTable> (*build)(const ReadResult& data, const ReportOptions& options) = nullptr;
-  // The id of a table build_report() leaves out when it has no rows (`unmodelled`: a fully
-  // modelled profile's `--report all` stays as it was); empty: none.
-  std::string_view optional_table = {};
+  // The ids of the tables build_report() leaves out when they have no rows (`unmodelled`: a
+  // fully modelled profile's `--report all` stays as it was; `memory`: a profile without memory
+  // lines has none).
+  std::vector<std::string_view> optional_tables = {};
 };
 
 // Every report, in the order `--report all` makes them.
@@ -167,7 +168,7 @@ std::vector<std::string> split_list(const std::string& s);
 const std::vector<std::string>& report_names();
 // The report names, comma-separated, for messages.
 std::string report_list_text();
-// Builds report `name` (its tables with `report` and `id` set, its optional_table left out when
+// Builds report `name` (its tables with `report` and `id` set, its optional_tables left out when
 // it has no rows); false with `error` for an unknown name.
 bool build_report(const std::string& name, const ReadResult& data, const ReportOptions& options,
                   std::vector<ReportTable>& out, std::string& error);

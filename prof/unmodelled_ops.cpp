@@ -41,8 +41,13 @@ UnmodelledTime unmodelled_time(const ReadResult& data, const std::vector<bool>* 
   std::vector<bool> own;
   if (cpu && under_counted == nullptr) own = cpu_under_counted_ops(data.records);
   const std::vector<bool>& under = under_counted != nullptr ? *under_counted : own;
-  // Per cost_op string id: its index in out.ops, or -1 for an op that has a model.
-  std::unordered_map<uint32_t, int32_t> index;
+  // Per cost_op string id: its index in out.ops (an op without a model) or in out.uncosted (one
+  // with a model), whichever list it belongs to.
+  struct Slot {
+    bool has_model = false;
+    int32_t index = -1;
+  };
+  std::unordered_map<uint32_t, Slot> slots;
   for (size_t i = 0; i < data.records.size(); ++i) {
     const ProfRecord& r = data.records[i];
     const int64_t time = report_time(r, cpu);
@@ -57,23 +62,25 @@ UnmodelledTime unmodelled_time(const ReadResult& data, const std::vector<bool>* 
       ++out.no_op_records;
       continue;
     }
-    auto [it, added] = index.try_emplace(r.cost_op, -1);
+    auto [it, added] = slots.try_emplace(r.cost_op);
+    Slot& slot = it->second;
     if (added) {
       const std::string_view op = data.strings.get(r.cost_op);
-      if (!models::has_op_model(op)) {
-        it->second = static_cast<int32_t>(out.ops.size());
-        out.ops.push_back({std::string(op), 0, 0});
-      }
+      slot.has_model = models::has_op_model(op);
+      std::vector<UnmodelledOp>& list = slot.has_model ? out.uncosted : out.ops;
+      slot.index = static_cast<int32_t>(list.size());
+      list.push_back({std::string(op), 0, 0});
     }
-    if (it->second < 0) continue;
-    UnmodelledOp& op = out.ops[static_cast<size_t>(it->second)];
+    UnmodelledOp& op = (slot.has_model ? out.uncosted : out.ops)[static_cast<size_t>(slot.index)];
     op.time += time;
     ++op.records;
-    out.unmodelled += time;
+    (slot.has_model ? out.uncosted_time : out.unmodelled) += time;
   }
-  std::sort(out.ops.begin(), out.ops.end(), [](const UnmodelledOp& a, const UnmodelledOp& b) {
-    return a.time != b.time ? a.time > b.time : a.op < b.op;
-  });
+  for (std::vector<UnmodelledOp>* list : {&out.ops, &out.uncosted}) {
+    std::sort(list->begin(), list->end(), [](const UnmodelledOp& a, const UnmodelledOp& b) {
+      return a.time != b.time ? a.time > b.time : a.op < b.op;
+    });
+  }
   return out;
 }
 

@@ -23,10 +23,15 @@ struct UnmodelledTime {
   int64_t total = 0;
   // The ops that neither pyprof's registry nor a user model knows (models/has_model.h), with the
   // time of their records that no FLOP model covers, most time first (ties: by name). Not here:
-  // records of modelled ops, even at 0 FLOPs (movement ops) or where a call could not be costed;
-  // torch.compile's kernels (the summary's Inductor and C++ wrapper rows); copies and memsets.
+  // records of modelled ops, even at 0 FLOPs (movement ops); torch.compile's kernels (the
+  // summary's Inductor and C++ wrapper rows); copies and memsets.
   std::vector<UnmodelledOp> ops;
   int64_t unmodelled = 0;  // the sum of ops' time
+  // The ops that have a model whose calls it could not cost (`na`: an argument the record does
+  // not carry, a shape the model does not know), with the same time, most first: the time that
+  // "covered by a FLOP model" misses beside the unmodelled ops'.
+  std::vector<UnmodelledOp> uncosted;
+  int64_t uncosted_time = 0;  // the sum of uncosted's time
   // Records with no op to model, outside every covered call tree: GPU kernels launched outside
   // every op; CPU a backward node's own record (its ops carry the cost) or a record without op.
   int64_t no_op_time = 0;

@@ -58,6 +58,12 @@ TEST(UnmodelledOps, GpuRanksTheOpsWithoutAModel) {
   EXPECT_EQ(u.unmodelled, 70'000);
   EXPECT_EQ(u.no_op_time, 10'000);
   EXPECT_EQ(u.no_op_records, 1);
+  // aten::addmm has a model; its one call was not costed: listed apart.
+  ASSERT_EQ(u.uncosted.size(), 1u);
+  EXPECT_EQ(u.uncosted[0].op, "aten::addmm");
+  EXPECT_EQ(u.uncosted[0].time, 5'000);
+  EXPECT_EQ(u.uncosted[0].records, 1);
+  EXPECT_EQ(u.uncosted_time, 5'000);
 }
 
 TEST(UnmodelledOps, SummaryRowsAndTable) {
@@ -65,7 +71,7 @@ TEST(UnmodelledOps, SummaryRowsAndTable) {
   std::string error;
   ASSERT_TRUE(build_report("summary", gpu_profile(), ReportOptions{}, tables, error)) << error;
   ASSERT_TRUE(build_report("unmodelled", gpu_profile(), ReportOptions{}, tables, error)) << error;
-  ASSERT_EQ(tables.size(), 2u);
+  ASSERT_EQ(tables.size(), 3u);
   auto value = [&](std::string_view metric) -> std::string {
     for (const auto& row : tables[0].rows) {
       if (row[0] == metric) return row[1];
@@ -79,6 +85,10 @@ TEST(UnmodelledOps, SummaryRowsAndTable) {
   EXPECT_EQ(value("unmodelled op 2"), "mylib::gate 7.7% (10000 ns, 1 record)");
   EXPECT_EQ(value("unmodelled op 3"), "(none)");
   EXPECT_EQ(value("time with no op to model %"), "7.7");
+  // aten::addmm's uncosted call: 5 of 130 µs.
+  EXPECT_EQ(value("time in calls a FLOP model could not cost %"), "3.8");
+  EXPECT_EQ(value("uncosted op 1"), "aten::addmm 3.8% (5000 ns, 1 record)");
+  EXPECT_EQ(value("uncosted op 2"), "(none)");
   const ReportTable& t = tables[1];
   EXPECT_EQ(t.report, "unmodelled");
   EXPECT_EQ(t.id, "unmodelled");
@@ -87,6 +97,12 @@ TEST(UnmodelledOps, SummaryRowsAndTable) {
   ASSERT_EQ(t.rows.size(), 2u);
   EXPECT_EQ(t.rows[0], (std::vector<std::string>{"1", "vllm::moe_forward", "2", "60000", "46.2"}));
   EXPECT_EQ(t.rows[1], (std::vector<std::string>{"2", "mylib::gate", "1", "10000", "7.7"}));
+  const ReportTable& uncosted = tables[2];
+  EXPECT_EQ(uncosted.report, "unmodelled");
+  EXPECT_EQ(uncosted.id, "uncosted");
+  EXPECT_EQ(uncosted.headers, t.headers);
+  ASSERT_EQ(uncosted.rows.size(), 1u);
+  EXPECT_EQ(uncosted.rows[0], (std::vector<std::string>{"1", "aten::addmm", "1", "5000", "3.8"}));
 }
 
 TEST(UnmodelledOps, FullyModelledSummaryIsUnchanged) {
@@ -97,9 +113,11 @@ TEST(UnmodelledOps, FullyModelledSummaryIsUnchanged) {
   std::string error;
   ASSERT_TRUE(build_report("summary", d, ReportOptions{}, tables, error)) << error;
   ASSERT_TRUE(build_report("unmodelled", d, ReportOptions{}, tables, error)) << error;
-  ASSERT_EQ(tables.size(), 1u);  // no `unmodelled` table
+  ASSERT_EQ(tables.size(), 1u);  // no `unmodelled` or `uncosted` table
   for (const auto& row : tables[0].rows) {
     EXPECT_EQ(row[0].find("unmodelled"), std::string::npos) << row[0];
+    EXPECT_EQ(row[0].find("uncosted"), std::string::npos) << row[0];
+    EXPECT_EQ(row[0].find("could not cost"), std::string::npos) << row[0];
     EXPECT_EQ(row[0].find("without a FLOP model"), std::string::npos) << row[0];
     EXPECT_EQ(row[0].find("no op to model"), std::string::npos) << row[0];
   }
@@ -126,6 +144,9 @@ TEST(UnmodelledOps, CpuCountsOnlyTheSelfTimeNoModelCovers) {
   EXPECT_EQ(u.ops[0].op, "mylib::fused_gate");
   EXPECT_EQ(u.ops[0].time, 10'000);
   EXPECT_EQ(u.no_op_time, 6'000);
+  ASSERT_EQ(u.uncosted.size(), 1u);  // aten::addmm, outside every counted op
+  EXPECT_EQ(u.uncosted[0].op, "aten::addmm");
+  EXPECT_EQ(u.uncosted[0].time, 4'000);
 }
 
 TEST(UnmodelledOps, AdviceNamesTheOpsAndTheFix) {

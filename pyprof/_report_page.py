@@ -124,8 +124,11 @@ def unmodelled_note(summary: Table | None) -> str:
     """What the summary says of the time no FLOP model covers, for the section's text."""
     share = _metric(summary, "time in ops without a FLOP model %")
     no_op = _metric(summary, "time with no op to model %")
+    uncosted = _metric(summary, "time in calls a FLOP model could not cost %")
     parts = [f"{format_quantity(share, '%')}% of the time in ops without a model"
              if share is not None else "no op without a model holds time"]
+    if uncosted is not None:
+        parts.append(f"{format_quantity(uncosted, '%')}% in calls a model could not cost")
     if no_op is not None:
         parts.append(f"{format_quantity(no_op, '%')}% in records with no op to model")
     return "; ".join(parts)
@@ -244,6 +247,8 @@ def build_page_data(header: dict, tables: dict[str, Table], steps: int, warnings
         "ops": table_spec(tables.get("op/op"), "no ops"),
         "unmodelled": table_spec(tables.get("unmodelled/unmodelled"),
                                  "every op with time has a FLOP model"),
+        "uncosted": table_spec(tables.get("unmodelled/uncosted"),
+                               "every call of a modelled op was costed"),
         "instances": table_spec(tables.get("instance/instance"), "no op instances"),
         "kernels": table_spec(tables.get("kernel/kernel"), "no kernels"),
         "compiled": table_spec(tables.get("compiled/compiled"), "no torch.compile kernels"),
@@ -395,7 +400,11 @@ neither pyprof nor a model of yours costs, ranked by their share of the time
 Add a model of each as a few formulas over its arguments in a file:
 <code>pyprof prof --op-models FILE</code>, or <code>PYPROF_OP_MODELS=FILE pyprof report ...</code>
 (<code>docs/ops.md</code>, “Adding your own models”).</p>
-<div id="table-unmodelled"></div></section>
+<div id="table-unmodelled"></div>
+<h3>Calls a model could not cost</h3><p class="explain">Ops pyprof (or your file) models, whose
+calls here the model could not cost (<code>na</code>): an argument the record lacks, a shape or
+dtype it does not take. <code>pyprof prof --all-records</code> shows each call's Params.</p>
+<div id="table-uncosted"></div></section>
 <section id="instances"><h2>Op instances</h2><div id="table-instances"></div></section>
 <section id="kernels"><h2>Kernels</h2><div id="table-kernels"></div>
 <h3>torch.compile kernels</h3><p class="explain">Each Inductor kernel (and each kernel of the C++
