@@ -10,9 +10,11 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <tuple>
 
 #include "common/dict_schema.h"
 #include "common/marker_schema.h"
+#include "models/has_model.h"
 #include "models/op_model.h"
 #include "prof/above_peak.h"
 #include "prof/dict_reader.h"
@@ -349,6 +351,21 @@ class RecordCoster {
   RecordCoster(const ReadOptions& options, Strings& strings)
       : allow_tf32_(options.allow_tf32), strings_(strings) {}
 
+  // ReadResult::unmodelled_calls: the distinct calls costed without a model, of ops with none.
+  void list_unmodelled_calls(ReadResult& out) const {
+    for (const auto& [key, cached] : costs_) {
+      if (cached.cost.modeled || cached.records == 0) continue;
+      const size_t newline = key.find('\n');
+      const std::string_view op = std::string_view(key).substr(0, newline);
+      if (models::has_op_model(op)) continue;
+      out.unmodelled_calls.push_back({std::string(op), key.substr(newline + 1), cached.records});
+    }
+    std::sort(out.unmodelled_calls.begin(), out.unmodelled_calls.end(),
+              [](const auto& a, const auto& b) {
+                return std::tie(a.op, a.args) < std::tie(b.op, b.args);
+              });
+  }
+
   // One warning per kind of cost problem, with how many records had it and the first of them.
   void warn_about_problems(ReadResult& out) const {
     if (overflow_.records > 0) {
@@ -447,6 +464,7 @@ class RecordCoster {
     // interned when a record first needs it, as before they were cached (string ids break ties
     // in the reports, so their order must not change); 0: not yet.
     uint32_t params_id = 0, estimated_params_id = 0, dtype_id = 0, family_id = 0, shapes_id = 0;
+    int64_t records = 0;  // the records it costs (as its own op: list_unmodelled_calls)
   };
 
   // The cost of a dynamic-shape kernel (compiled_ key `id`) under one call's sizes; a training
@@ -498,6 +516,7 @@ class RecordCoster {
   void cost_op(const DictLine& l, CostSource source, ProfRecord& r) {
     const std::string_view op = l.str(Key::op);
     CachedCost* cached = &lookup(r.cost_op, source.op, source.args, source.args_ref);
+    ++cached->records;
     if (!cached->cost.modeled && r.dir == Dir::kBprop && r.kind != Kind::kOp && source.op != op) {
       // The backward op's arguments are unknown (emit_nvtx without record_shapes): estimate
       // from the forward op.
@@ -550,7 +569,7 @@ class RecordCoster {
     auto it = costs_.find(key_);
     if (it == costs_.end()) {
       models::OpArgs op_args = models::OpArgs::from_json(args);
-      CachedCost c{models::op_cost(op, op_args), shapes_of(op_args)};
+      CachedCost c{models::op_cost(op, op_args, args), shapes_of(op_args)};
       it = costs_.emplace(key_, std::move(c)).first;
     }
     return it->second;
@@ -829,6 +848,7 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
   link_cpu_parents(cpu_ops, out.records);
   memory.finish(out);
   coster.warn_about_problems(out);
+  if (options.list_unmodelled_calls) coster.list_unmodelled_calls(out);
   times.warn(out);
   if (bad_steps.records > 0) {
     out.warnings.push_back(fmt::format(
