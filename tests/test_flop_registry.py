@@ -131,6 +131,19 @@ def unmodelled_ops(*args) -> list[str]:
     return sorted(r["Op"] for r in rows if r.get("table") == "unmodelled")
 
 
+def test_parquet_gets_the_table(kineto_trace, tmp_path):
+    # `pyprof prof --parquet` runs pyprof-prof itself: the table reaches it.
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    out = tmp_path / "net.parquet"
+    res = pyprof("prof", "--flop-registry", MODULE, "--parquet", "-o", out, kineto_trace)
+    assert res.returncode == 0, res.stderr
+    frame = pd.read_parquet(out)
+    gated = frame[frame["op"] == GATED]
+    assert sorted(gated["op_flops"]) == [4352, 8704]
+    assert set(gated["params"]) == {PARAMS}
+
+
 def test_the_op_without_a_formula_stays_in_the_unmodelled_report(pyprof_dict):
     assert {GATED, NO_META, PLAIN, BROKEN} <= set(unmodelled_ops(pyprof_dict))
     after = unmodelled_ops("--flop-registry", MODULE, pyprof_dict)
