@@ -141,7 +141,7 @@ def prof(args: list[str]) -> int:
         print(f"pyprof prof: error: {exc}", file=sys.stderr)
         return 2
     if modules:
-        return flop_registry.prof_command(args, modules)
+        return flop_registry.prof_command(args, modules, _run_naming_inputs)
     if parquet.handles(args):
         return parquet.prof_command(args)
     return _parsed_first("prof", "pyprof-prof", args)

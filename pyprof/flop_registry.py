@@ -419,10 +419,11 @@ def _dict_inputs(command: str, args: list[str], tmp: str):
     return rest, dicts, temporaries
 
 
-def prof_command(args: list[str], modules: list[str]) -> int:
+def prof_command(args: list[str], modules: list[str], run_prof) -> int:
     """`pyprof prof --flop-registry MODULE ... ARGS`: the pass, then pyprof-prof ARGS with the
-    table (`--flop-table`)."""
-    from pyprof import cli, parquet
+    table (`--flop-table`), run by `run_prof(tool, args, command, {temporary: name})` (cli's,
+    which names the inputs in place of their temporaries)."""
+    from pyprof import parquet
 
     split = _tools.split_arguments("pyprof-prof", args)
     if split.has("--help"):
@@ -439,7 +440,7 @@ def prof_command(args: list[str], modules: list[str]) -> int:
         temporaries[table] = f"the {OPTION} table"
         if parquet.handles(rest):
             return parquet.prof_command(rest)
-        return cli._run_naming_inputs("pyprof-prof", rest, "prof", temporaries)
+        return run_prof("pyprof-prof", rest, "prof", temporaries)
 
 
 FLOP_TABLE_USAGE = f"""usage: pyprof flop-table {OPTION} MODULE [{OPTION} MODULE ...]
