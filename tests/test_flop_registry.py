@@ -245,6 +245,13 @@ def test_the_table_is_reusable_without_the_modules(pyprof_dict, kineto_trace, tm
     front = pyprof("prof", "--flop-registry", MODULE, "--json", "-c", "all", "--iterations",
                    "all", pyprof_dict)
     assert records_of(direct.stdout) == records_of(front.stdout)
+    # pyprof export takes it too: the op's events carry the table's FLOPs.
+    trace = tmp_path / "trace.json"
+    res = testlib.run_tool(os.path.join(testlib.BIN, "pyprof-export"), "--flop-table", table,
+                           pyprof_dict, "-o", trace)
+    assert res.returncode == 0, res.stderr
+    events = [e for e in json.loads(trace.read_text())["traceEvents"] if e.get("name") == GATED]
+    assert sorted(e["args"]["FLOPs"] for e in events) == [4352, 8704]
     # A table of another capture of the same program matches no call of this one: each call is
     # found by its args text, and torch.profiler's are positional.
     other = tmp_path / "kineto.flops"
