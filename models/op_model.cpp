@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "models/flop_table.h"
 #include "models/has_model.h"
 #include "models/user_models.h"
 
@@ -500,6 +501,16 @@ OpCost op_cost(std::string_view op, const OpArgs& args) {
   }
   if (!fn) return cost;
   return checked_cost(family, args, [&](OpCost& c) { return (*fn)(args, c); });
+}
+
+OpCost op_cost(std::string_view op, const OpArgs& args, std::string_view args_json) {
+  if (const FlopTable* table = installed_flop_table()) {
+    if (const FlopTableEntry* entry = table->find(op, args_json)) {
+      return checked_cost("user", args,
+                          [&](OpCost& cost) { return flop_table_cost(*entry, args, cost); });
+    }
+  }
+  return op_cost(op, args);
 }
 
 }  // namespace pyprof::models

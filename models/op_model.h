@@ -201,6 +201,10 @@ const Registry& registry();
 // (namespace and "_" in-place suffix variants map to the same model: "add_" uses "add"). A user
 // model installed for the op (models/user_models.h) comes before all of them.
 OpCost op_cost(std::string_view op, const OpArgs& args);
+// The same for a call whose args text (net.dict's `args`, as prof reads it) is `args_json`: an
+// installed FLOP table's entry for the call (models/flop_table.h; entries exist only for ops
+// without a model) is found by it first.
+OpCost op_cost(std::string_view op, const OpArgs& args, std::string_view args_json);
 
 // What a compiled kernel's node list held, beside its cost.
 struct CompiledKernelNodes {

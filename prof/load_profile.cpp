@@ -6,6 +6,8 @@
 
 #include "common/input_files.h"
 #include "common/terminal_text.h"
+#include "models/flop_table.h"
+#include "models/user_models.h"
 
 namespace pyprof::prof {
 
@@ -32,6 +34,19 @@ bool load_profile(const std::string& path, const LoadRequest& request, ReadResul
   }
   if (request.timer) request.timer->lap("cost");
   error = LoadError{};
+  return true;
+}
+
+bool load_op_models(std::string_view tool, const std::vector<std::string>& op_model_files,
+                    const std::vector<std::string>& flop_tables, std::string& error) {
+  std::vector<std::string> notes;
+  if (!models::load_user_models(op_model_files, notes, error) ||
+      !models::load_flop_tables(flop_tables, notes, error)) {
+    return false;
+  }
+  for (const std::string& note : notes) {
+    fmt::print(stderr, "pyprof {}: note: {}\n", tool, pyprof::terminal_safe(note));
+  }
   return true;
 }
 

@@ -12,6 +12,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/phase_timer.h"
 #include "prof/iterations.h"
@@ -51,6 +52,14 @@ struct LoadError {
 // nothing.
 bool load_profile(const std::string& path, const LoadRequest& request, ReadResult& out,
                   LoadError& error);
+
+// Installs the op models a tool costs with besides pyprof's, before it loads any profile: the
+// user models of the files $PYPROF_OP_MODELS names, then of `op_model_files` (`--op-models`,
+// models/user_models.h), then the FLOP tables `flop_tables` (`--flop-table`,
+// models/flop_table.h), whose entries of ops now modelled are ignored. Each note is printed as
+// "pyprof TOOL: note: ...". False with `error` naming the file and line of the first problem.
+bool load_op_models(std::string_view tool, const std::vector<std::string>& op_model_files,
+                    const std::vector<std::string>& flop_tables, std::string& error);
 
 // What a tool says on standard error about a profile it loaded, one line each:
 // "pyprof TOOL: warning: [LABEL: ]TEXT" for the reader's warnings and the count of unreadable

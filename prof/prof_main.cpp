@@ -37,6 +37,7 @@
 #include "prof/reports.h"
 #include "prof/table.h"
 #include "prof/tensor_cores.h"
+#include "prof/unmodelled_ops.h"
 
 namespace pyprof::prof {
 namespace {
@@ -144,6 +145,26 @@ int main(int argc, char** argv) {
                  "\"Adding your own models\"), after those $PYPROF_OP_MODELS names (files "
                  "separated by ':'); repeatable; they replace pyprof's models of the same ops")
       ->allow_extra_args(false);
+  std::vector<std::string> flop_tables;
+  app.add_option("--flop-table", flop_tables,
+                 "a FLOP table: the FLOPs of distinct calls of ops pyprof has no model of, from "
+                 "formulas registered with PyTorch (`pyprof prof --flop-registry MODULE` makes "
+                 "and passes one; `pyprof flop-table` writes one; docs/ops.md \"Formulas "
+                 "registered with PyTorch\", docs/formats.md §5); repeatable")
+      ->allow_extra_args(false);
+  // The Python front's: the formulas are Python functions, evaluated there (docs/ops.md).
+  std::vector<std::string> flop_registry;
+  app.add_option("--flop-registry", flop_registry,
+                 "(pyprof prof only) import MODULE (repeatable) and cost the ops pyprof has no "
+                 "model of by the FLOP formulas registered with torch.utils.flop_counter "
+                 "(torch's own included): the front evaluates them per distinct call and passes "
+                 "the table as --flop-table (docs/ops.md \"Formulas registered with PyTorch\")")
+      ->allow_extra_args(false);
+  bool unmodelled_calls = false;
+  app.add_flag("--unmodelled-calls", unmodelled_calls,
+               "print each distinct call of an op without a model (no pyprof model, no "
+               "--op-models model) as JSON Lines {op, args, records}, then exit: the calls a "
+               "FLOP table can cost (docs/formats.md §5)");
   std::string explain_tc;
   app.add_option("--explain-tc", explain_tc,
                  "print which Tensor Core rule decides for this kernel name, then exit");
@@ -247,12 +268,17 @@ int main(int argc, char** argv) {
     return fail(error, 2);
   }
 
-  std::vector<std::string> notes;
-  if (!pyprof::models::load_user_models(op_model_files, notes, error)) {
+  if (!flop_registry.empty()) {
+    return fail(
+        "--flop-registry is the Python front's: run `pyprof prof --flop-registry MODULE ...` "
+        "(it imports the modules), or give pyprof-prof the table: --flop-table FILE",
+        2);
+  }
+  if (!load_op_models("prof", op_model_files, flop_tables, error)) {
     return fail(pyprof::terminal_safe(error), 2);
   }
-  for (const std::string& note : notes) {
-    fmt::print(stderr, "pyprof prof: note: {}\n", pyprof::terminal_safe(note));
+  if (unmodelled_calls && (!report_list.empty() || inputs.size() > 1)) {
+    return fail("--unmodelled-calls reads one net.dict and writes no report", 2);
   }
   PeaksFile peaks_file;
   if (!peaks_path.empty() && !read_peaks_file(peaks_path, peaks_file, error)) {
@@ -364,6 +390,8 @@ int main(int argc, char** argv) {
   request.read = options_of(no_tf32);
   request.peaks = peaks_path.empty() ? nullptr : &peaks_file;
   request.iterations = iteration_request;
+  request.read.list_unmodelled_calls = unmodelled_calls;
+  request.select = !unmodelled_calls;  // every call, whichever iterations hold it
   ReadResult data;
   LoadError load_error;
   pyprof::PhaseTimer timer("pyprof prof", "PYPROF_PROF_TIMING");
@@ -390,6 +418,12 @@ int main(int argc, char** argv) {
     return nullptr;
   };
 
+  if (unmodelled_calls) {
+    pyprof::OutputFile* out = open_out(output);
+    if (!out) return fail(error, 1);
+    out->write(unmodelled_calls_json_lines(data));
+    std::exit(finish_outputs(outputs));
+  }
   if (!report_list.empty()) {
     std::vector<ReportTable> tables;
     ReportOptions report_options;

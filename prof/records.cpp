@@ -10,13 +10,16 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <tuple>
 
 #include "common/dict_schema.h"
 #include "common/marker_schema.h"
+#include "models/has_model.h"
 #include "models/op_model.h"
 #include "prof/above_peak.h"
 #include "prof/dict_reader.h"
 #include "prof/memory_events.h"
+#include "prof/record_links.h"
 #include "prof/tensor_cores.h"
 
 // read_dict takes each line of net.dict from the one reader (prof/dict_reader.h: blocks of
@@ -26,7 +29,8 @@
 //              names, and TimeChecker makes a time that cannot be right unknown (bad_time);
 //   4. cost:   RecordCoster adds what the record cost (models/, each distinct op call costed
 //              once) and, for kernels, Tensor Core use (each distinct kernel name judged once).
-// Then link_cpu_parents joins the records of a CPU-only profile into call trees.
+// Then link_cpu_parents (prof/record_links.h) joins the records of a CPU-only profile into call
+// trees.
 
 namespace pyprof::prof {
 
@@ -349,6 +353,21 @@ class RecordCoster {
   RecordCoster(const ReadOptions& options, Strings& strings)
       : allow_tf32_(options.allow_tf32), strings_(strings) {}
 
+  // ReadResult::unmodelled_calls: the distinct calls costed without a model, of ops with none.
+  void list_unmodelled_calls(ReadResult& out) const {
+    for (const auto& [key, cached] : costs_) {
+      if (cached.cost.modeled || cached.records == 0) continue;
+      const size_t newline = key.find('\n');
+      const std::string_view op = std::string_view(key).substr(0, newline);
+      if (models::has_op_model(op)) continue;
+      out.unmodelled_calls.push_back({std::string(op), key.substr(newline + 1), cached.records});
+    }
+    std::sort(out.unmodelled_calls.begin(), out.unmodelled_calls.end(),
+              [](const auto& a, const auto& b) {
+                return std::tie(a.op, a.args) < std::tie(b.op, b.args);
+              });
+  }
+
   // One warning per kind of cost problem, with how many records had it and the first of them.
   void warn_about_problems(ReadResult& out) const {
     if (overflow_.records > 0) {
@@ -447,6 +466,7 @@ class RecordCoster {
     // interned when a record first needs it, as before they were cached (string ids break ties
     // in the reports, so their order must not change); 0: not yet.
     uint32_t params_id = 0, estimated_params_id = 0, dtype_id = 0, family_id = 0, shapes_id = 0;
+    int64_t records = 0;  // the records it costs (as its own op: list_unmodelled_calls)
   };
 
   // The cost of a dynamic-shape kernel (compiled_ key `id`) under one call's sizes; a training
@@ -498,6 +518,7 @@ class RecordCoster {
   void cost_op(const DictLine& l, CostSource source, ProfRecord& r) {
     const std::string_view op = l.str(Key::op);
     CachedCost* cached = &lookup(r.cost_op, source.op, source.args, source.args_ref);
+    ++cached->records;
     if (!cached->cost.modeled && r.dir == Dir::kBprop && r.kind != Kind::kOp && source.op != op) {
       // The backward op's arguments are unknown (emit_nvtx without record_shapes): estimate
       // from the forward op.
@@ -550,7 +571,7 @@ class RecordCoster {
     auto it = costs_.find(key_);
     if (it == costs_.end()) {
       models::OpArgs op_args = models::OpArgs::from_json(args);
-      CachedCost c{models::op_cost(op, op_args), shapes_of(op_args)};
+      CachedCost c{models::op_cost(op, op_args, args), shapes_of(op_args)};
       it = costs_.emplace(key_, std::move(c)).first;
     }
     return it->second;
@@ -592,102 +613,6 @@ class RecordCoster {
   // Records a user model could not cost, per op: one warning each (models/user_models.h).
   std::map<std::string, ProblemTally> user_model_problems_;
 };
-
-// ---- after the last line ----------------------------------------------------------------------
-
-// What links a CPU op record to the one it runs inside: parse names the parent by its op id,
-// which is unique within a process.
-struct CpuOp {
-  int32_t record = 0;  // index in ReadResult::records
-  int64_t pid = 0;
-  int64_t id = 0;         // 0: the markers carry no op ids
-  int64_t parent_id = 0;  // 0: at the top of a call tree
-};
-
-// Sets ProfRecord::parent of the CPU op records. After the whole input, not as records come: a
-// parent may follow its child (parse orders records by start; equal starts keep database order).
-void link_cpu_parents(const std::vector<CpuOp>& cpu_ops, std::vector<ProfRecord>& records) {
-  struct Key {
-    int64_t pid, id;
-    bool operator==(const Key&) const = default;
-  };
-  struct KeyHash {
-    size_t operator()(const Key& k) const {
-      return std::hash<int64_t>()(k.id) ^ (std::hash<int64_t>()(k.pid) << 1);
-    }
-  };
-  std::unordered_map<Key, int32_t, KeyHash> by_id;
-  for (const CpuOp& op : cpu_ops) {
-    if (op.id != 0) by_id[{op.pid, op.id}] = op.record;  // a repeated id: the last one wins
-  }
-  for (const CpuOp& op : cpu_ops) {
-    if (op.parent_id == 0) continue;
-    auto it = by_id.find({op.pid, op.parent_id});
-    if (it != by_id.end()) records[op.record].parent = it->second;
-  }
-}
-
-// A forward op whose backward is estimated from its own cost (no backward arguments: emit_nvtx,
-// legacy PyProf) may have several backward nodes, each with kernels; the estimate is charged
-// once (docs/prof.md §1, "Backward"):
-// - a GEMM-like op's estimate (matmul, conv: its dgrad and wgrad) is the work of the nodes that
-//   ran an op of its family (MmBackward's aten::mm for a linear). The kernels of its other
-//   nodes (UnsafeViewBackward's clone, AddBackward0's bias sum) did none of it: they are left
-//   unmodelled (their own cost is unknown without the backward ops' arguments), in the family
-//   of the op they ran;
-// - otherwise (a composite such as cross_entropy, whose NllLossBackward and LogSoftmaxBackward
-//   each do part of the work, or nodes whose ops are not known) the estimate is split equally
-//   between the nodes.
-// Within a node, its kernels share the node's part by duration (assign_costs).
-void charge_backward_estimates(ReadResult& result) {
-  struct Node {
-    int64_t instance;
-    bool work;  // ran an op of the forward op's family
-  };
-  struct Forward {
-    std::vector<Node> nodes;
-    bool gemm_like = false;
-  };
-  std::unordered_map<int64_t, Forward> forwards;  // by the forward op's instance
-  const uint32_t matmul = result.strings.intern("matmul"), conv = result.strings.intern("conv");
-  for (const ProfRecord& r : result.records) {
-    if (!r.estimated || !r.fwd_instance || !r.instance) continue;
-    Forward& f = forwards[r.fwd_instance];
-    f.gemm_like = f.gemm_like || r.family == matmul || r.family == conv;
-    auto it = std::find_if(f.nodes.begin(), f.nodes.end(),
-                           [&](const Node& n) { return n.instance == r.instance; });
-    if (it == f.nodes.end()) it = f.nodes.insert(f.nodes.end(), Node{r.instance, false});
-    it->work = it->work || r.bwd_op_family == r.family;
-  }
-  for (auto& [instance, f] : forwards) {
-    const bool by_work = f.gemm_like && std::any_of(f.nodes.begin(), f.nodes.end(),
-                                                    [](const Node& n) { return n.work; });
-    if (!by_work) {
-      for (Node& n : f.nodes) n.work = true;
-    }
-  }
-  for (ProfRecord& r : result.records) {
-    if (!r.estimated || !r.fwd_instance || !r.instance) continue;
-    const Forward& f = forwards[r.fwd_instance];
-    const auto work = static_cast<size_t>(
-        std::count_if(f.nodes.begin(), f.nodes.end(), [](const Node& n) { return n.work; }));
-    const bool mine = std::any_of(f.nodes.begin(), f.nodes.end(), [&](const Node& n) {
-      return n.instance == r.instance && n.work;
-    });
-    if (!mine) {
-      r.modeled = r.estimated = r.tc_eligible = false;
-      r.flops = r.bytes = r.op_flops = r.op_bytes = r.op_masked_flops = 0;
-      r.family = r.bwd_op_family;  // what it ran (a copy, a reduction), not the estimate's
-      continue;
-    }
-    const double share = 1.0 / static_cast<double>(work);
-    r.flops *= share;
-    r.bytes *= share;
-    r.op_flops *= share;
-    r.op_bytes *= share;
-    r.op_masked_flops *= share;
-  }
-}
 
 }  // namespace
 
@@ -829,6 +754,7 @@ bool read_dict(std::FILE* in, const ReadOptions& options, ReadResult& out, std::
   link_cpu_parents(cpu_ops, out.records);
   memory.finish(out);
   coster.warn_about_problems(out);
+  if (options.list_unmodelled_calls) coster.list_unmodelled_calls(out);
   times.warn(out);
   if (bad_steps.records > 0) {
     out.warnings.push_back(fmt::format(

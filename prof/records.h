@@ -325,6 +325,14 @@ struct ReadResult {
   // docs/formats.md §1.4), key -> the value's JSON text ("true", "\"highest\"", "2"); empty
   // when the profile does not say (other tools' traces).
   std::map<std::string, std::string> torch_settings;
+  // With ReadOptions::list_unmodelled_calls: each distinct call (op, args text as net.dict holds
+  // it) of an op without any model (models/has_model.h), by op then args, and how many records
+  // it costs: what `pyprof prof --flop-registry` evaluates (docs/ops.md).
+  struct UnmodelledCall {
+    std::string op, args;
+    int64_t records = 0;
+  };
+  std::vector<UnmodelledCall> unmodelled_calls;
 };
 
 // The key of a `"kind":"compiled_kernel"` line and of the records it costs (docs/formats.md §3):
@@ -343,6 +351,8 @@ struct ReadOptions {
   // Every line checked to be strict JSON (prof/dict_reader.h, DictReadOptions): `pyprof export`,
   // which copies values into its trace.
   bool strict_json = false;
+  // Fill ReadResult::unmodelled_calls (`pyprof-prof --unmodelled-calls`).
+  bool list_unmodelled_calls = false;
 };
 
 // Reads parse's JSON Lines from `in` (a file or stdin) through the one net.dict reader

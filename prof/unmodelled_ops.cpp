@@ -1,8 +1,10 @@
 #include "prof/unmodelled_ops.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <unordered_map>
 
+#include "common/json_writer.h"
 #include "models/has_model.h"
 #include "prof/reports.h"
 
@@ -80,6 +82,26 @@ UnmodelledTime unmodelled_time(const ReadResult& data, const std::vector<bool>* 
     std::sort(list->begin(), list->end(), [](const UnmodelledOp& a, const UnmodelledOp& b) {
       return a.time != b.time ? a.time > b.time : a.op < b.op;
     });
+  }
+  return out;
+}
+
+std::string unmodelled_calls_json_lines(const ReadResult& data) {
+  std::string out;
+  for (const ReadResult::UnmodelledCall& call : data.unmodelled_calls) {
+    {
+      // Strings whole: the args text is the table's key, and a cut one would match no record.
+      pyprof::JsonWriter w(out, SIZE_MAX);
+      w.begin_object();
+      w.key("op");
+      w.string(call.op);
+      w.key("args");
+      w.string(call.args);
+      w.key("records");
+      w.integer(call.records);
+      w.end_object();
+    }  // the writer trims `out` to what it wrote when it ends: the newline comes after
+    out += '\n';
   }
   return out;
 }

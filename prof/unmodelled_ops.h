@@ -48,4 +48,10 @@ std::vector<bool> cpu_under_counted_ops(const std::vector<ProfRecord>& records);
 // `under`: cpu_under_counted_ops(data.records) when the caller has it (CPU), else null.
 UnmodelledTime unmodelled_time(const ReadResult& data, const std::vector<bool>* under = nullptr);
 
+// `pyprof-prof --unmodelled-calls`: data.unmodelled_calls (ReadOptions::list_unmodelled_calls)
+// as JSON Lines, one {"op":..,"args":..,"records":N} per call, `args` the call's args JSON as a
+// string, byte for byte as net.dict holds it (docs/formats.md §5): the calls the Python front
+// costs with the formulas registered with PyTorch (`--flop-registry`).
+std::string unmodelled_calls_json_lines(const ReadResult& data);
+
 }  // namespace pyprof::prof

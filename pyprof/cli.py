@@ -21,14 +21,19 @@ commands:
   prof      FLOPs, bytes, Tensor Core use per kernel or op, and reports
             (pyprof prof [--csv|--json|--parquet|-w N] [-c COLS]
             [--report op,module,...|all] [--formats text,csv,json,parquet]
-            [--iterations A:B|all] [--op-models FILE] INPUT; a net.dict, or
-            anything parse reads)
+            [--iterations A:B|all] [--op-models FILE] [--flop-registry MODULE]
+            INPUT; a net.dict, or anything parse reads)
   report    one self-contained HTML page: headline figures, roofline, time
             breakdowns, sortable tables (pyprof report INPUT [-o net.html]
             [--peaks FILE])
   export    a Chrome / Perfetto trace of ops, modules, user ranges, marks,
             kernels and their flows (pyprof export [--format chrome|perfetto]
             net.dict|DB|TRACE -o trace.json[.gz])
+  flop-table
+            the FLOPs of the calls of ops pyprof has no model of, from the
+            formulas a library registers with torch.utils.flop_counter, as a
+            file for prof/diff/export --flop-table (pyprof flop-table
+            --flop-registry MODULE INPUT -o TABLE)
   peak      measure this machine's matmul FLOP/s per dtype and its copy
             bandwidth; -o FILE writes a peaks file for --peaks
             (pyprof peak [-o FILE] [--device cpu|cuda[:N]])
@@ -126,9 +131,17 @@ def _run_naming_inputs(tool: str, args: list[str], command: str,
 
 def prof(args: list[str]) -> int:
     """`pyprof prof`: pyprof-prof on net.dicts; a database or trace given instead is parsed
-    first (docs/prof.md); Parquet output goes through pyprof/parquet.py."""
-    from pyprof import parquet  # light: pyarrow is imported only when Parquet is asked for
+    first (docs/prof.md); Parquet output goes through pyprof/parquet.py; `--flop-registry`
+    through pyprof/flop_registry.py, which then runs this tool with its table."""
+    from pyprof import flop_registry, parquet  # light: torch and pyarrow load when needed
 
+    try:
+        modules, args = flop_registry.take_modules(args)
+    except flop_registry.UsageError as exc:
+        print(f"pyprof prof: error: {exc}", file=sys.stderr)
+        return 2
+    if modules:
+        return flop_registry.prof_command(args, modules, _run_naming_inputs)
     if parquet.handles(args):
         return parquet.prof_command(args)
     return _parsed_first("prof", "pyprof-prof", args)
@@ -195,6 +208,10 @@ def _command(command: str, rest: list[str]) -> int:
         return export(rest)
     if command == "diff":
         return diff(rest)
+    if command == "flop-table":
+        from pyprof import flop_registry
+
+        return flop_registry.flop_table_command(rest)
     if command == "peak":
         from pyprof import peak
 

@@ -32,7 +32,12 @@ MAX_CELL_CHARS = 10_000
 
 
 class ReportError(Exception):
-    """A report that cannot be made; the message says why (shown as `pyprof report: error:`)."""
+    """A report that cannot be made; the message says why (shown as `pyprof report: error:`).
+    `status`: the exit status (1; 2 for a usage error)."""
+
+    def __init__(self, message: str, status: int = 1):
+        super().__init__(message)
+        self.status = status
 
 
 # ---------------------------------------------------------------------------------------------
@@ -121,12 +126,14 @@ def page_reports() -> list[str]:
         raise ReportError(str(e)) from None
 
 
-def run_prof_reports(dict_path: str, workdir: str, peaks: str | None, no_tf32: bool
-                     ) -> tuple[dict[str, Table], list[str]]:
+def run_prof_reports(dict_path: str, workdir: str, peaks: str | None, no_tf32: bool,
+                     flop_table: str | None = None) -> tuple[dict[str, Table], list[str]]:
     """prof's tables of every report of one profile by "report/table" id; and its warnings."""
     out = os.path.join(workdir, "reports.json")
     args = [tool_path("pyprof-prof"), "--report", ",".join(page_reports()), "--formats", "json",
             "--depth", "0", "--top", str(MAX_TABLE_ROWS), "-o", out, dict_path]
+    if flop_table:
+        args[1:1] = ["--flop-table", flop_table]
     if peaks:
         args[1:1] = ["--peaks", peaks]
     if no_tf32:
@@ -136,12 +143,14 @@ def run_prof_reports(dict_path: str, workdir: str, peaks: str | None, no_tf32: b
     return report_tables(out), warnings
 
 
-def run_diff(base_dict: str, new_dict: str, workdir: str, no_tf32: bool
-             ) -> tuple[dict[str, Table], list[str]]:
+def run_diff(base_dict: str, new_dict: str, workdir: str, no_tf32: bool,
+             flop_table: str | None = None) -> tuple[dict[str, Table], list[str]]:
     """pyprof diff BASE NEW's tables (docs/diff.md) by "diff/table" id; and its notes. Its gate
     is not asked for: the page shows the verdicts, CI runs `pyprof diff --fail-above`."""
     out = os.path.join(workdir, "diff.json")
     args = [tool_path("pyprof-diff"), base_dict, new_dict, "--formats", "json", "-o", out]
+    if flop_table:
+        args += ["--flop-table", flop_table]
     if no_tf32:
         args.append("--no-tf32")
     res = _run(args, "pyprof diff")
@@ -196,11 +205,14 @@ def step_count(dict_path: str) -> int:
 
 def make_report(input_path: str, output: str, peaks: str | None = None, title: str | None = None,
                 no_tf32: bool = False, diff_base: str | None = None,
-                ranks: list[str] | None = None) -> dict:
+                ranks: list[str] | None = None, flop_registry: list[str] | None = None
+                ) -> dict:
     """Writes the page for `input_path` to `output`; returns the data embedded in it. With
     `diff_base`, the Diff section compares the profile with that baseline; with `ranks` (a job's
     net.dicts or folders of them), the Ranks section compares the ranks. A folder as
-    `input_path` is a job's ranks: the page is about its lowest rank."""
+    `input_path` is a job's ranks: the page is about its lowest rank. `flop_registry`: modules
+    whose formulas registered with PyTorch cost the ops pyprof has no model of (docs/ops.md
+    "Formulas registered with PyTorch"), for the profile and the baseline."""
     if peaks and not os.path.isfile(peaks):
         raise ReportError(f"--peaks {peaks}: no such file")
     _check_input(input_path)
@@ -215,18 +227,30 @@ def make_report(input_path: str, output: str, peaks: str | None = None, title: s
     with tempfile.TemporaryDirectory(prefix="pyprof-report-") as work:
         dict_path, parse_warnings = ensure_dict(input_path, work)
         header = read_header(dict_path)
-        tables, prof_warnings = run_prof_reports(dict_path, work, peaks, no_tf32)
+        base_dict = base_warnings = None
+        if diff_base:
+            base_work = os.path.join(work, "base")
+            os.mkdir(base_work)
+            base_dict, base_warnings = ensure_dict(diff_base, base_work)
+            read_header(base_dict)
+        flop_table = None
+        if flop_registry:
+            from pyprof import flop_registry as registry
+
+            flop_table = os.path.join(work, "registry.flops")
+            dicts = [dict_path] + ([base_dict] if base_dict else [])
+            if (status := registry.build_table("report", flop_registry, dicts, [],
+                                               flop_table)) != 0:
+                raise ReportError("--flop-registry: the table could not be made (above)",
+                                  status)
+        tables, prof_warnings = run_prof_reports(dict_path, work, peaks, no_tf32, flop_table)
         # The step card falls back on counting step ranges (another prof run over the whole
         # dict) only when prof's iteration report has no steady state to give it.
         steady = tables.get("iteration/steady_state")
         steps = 0 if steady and steady.rows else step_count(dict_path)
         diff = None
         if diff_base:
-            base_work = os.path.join(work, "base")
-            os.mkdir(base_work)
-            base_dict, base_warnings = ensure_dict(diff_base, base_work)
-            read_header(base_dict)
-            diff, diff_notes = run_diff(base_dict, dict_path, work, no_tf32)
+            diff, diff_notes = run_diff(base_dict, dict_path, work, no_tf32, flop_table)
             parse_warnings += [f"baseline: {w}" for w in base_warnings + diff_notes]
         if ranks:
             rank_tables, rank_notes = run_ranks_report(ranks, work, no_tf32)
@@ -273,15 +297,20 @@ def main(argv: list[str] | None = None) -> int:
                         "net.rank*.sqlite`): the Ranks section compares them (per-rank compute, "
                         "exposed communication, idle; stragglers; collectives' bandwidth; "
                         "docs/prof.md §6)")
+    p.add_argument("--flop-registry", action="append", metavar="MODULE",
+                   help="import MODULE (repeatable) and cost the ops pyprof has no model of by "
+                        "the FLOP formulas registered with torch.utils.flop_counter, as `pyprof "
+                        "prof --flop-registry` (docs/ops.md \"Formulas registered with "
+                        "PyTorch\")")
     args = p.parse_args(argv)
     output = args.output or re.sub(r"(\.json)?(\.gz)?$|\.(dict|sqlite|sql)$", "",
                                    args.input.rstrip("/")) + ".html"
     try:
         data = make_report(args.input, output, args.peaks, args.title, args.no_tf32, args.diff,
-                           args.ranks)
+                           args.ranks, args.flop_registry)
     except ReportError as e:
         print(f"pyprof report: error: {e}", file=sys.stderr)
-        return 1
+        return e.status
     for n in data["notes"]:
         print(f"pyprof report: note: {n}", file=sys.stderr)
     print(f"pyprof report: wrote {output}")

@@ -91,7 +91,7 @@ def columns_of(line: str) -> int:
     ["pyprof-prof"], ["pyprof-parse"], ["pyprof-export"], ["pyprof-diff"], ["pyprof-profile"],
     ["-m", "pyprof"], ["-m", "pyprof", "prof"], ["-m", "pyprof", "profile"],
     ["-m", "pyprof", "report"],
-    ["-m", "pyprof", "peak"]], ids=lambda c: " ".join(c))
+    ["-m", "pyprof", "peak"], ["-m", "pyprof", "flop-table"]], ids=lambda c: " ".join(c))
 def test_help_fits_80_columns(command):
     """Without a terminal and without $COLUMNS, every --help line fits 80 columns."""
     env = testlib.pyprof_env()

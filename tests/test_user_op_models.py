@@ -323,3 +323,50 @@ def test_parquet_has_the_unmodelled_table(kineto_dict, tmp_path):
     assert (first["report"], first["table"], first["Rank"], first["Op"], first["Records"],
             first["Time(ns)"]) == ("unmodelled", "unmodelled", 1, OP, 2, gate)
     assert str(frame["Time(ns)"].dtype) == "int64" and str(frame["% of time"].dtype) == "float64"
+
+
+# ---- pyprof diff and pyprof export load the same models (docs/diff.md, docs/export.md) -----------
+def diff_gate_flops(dict_path, *args, env=None):
+    """pyprof diff of the profile against itself: the op-type rows' FLOPs of mylib::fused_gate."""
+    res = subprocess.run([testlib.PY, "-m", "pyprof", "diff", *map(str, args), "--report",
+                          "op_type", "--formats", "json", str(dict_path), str(dict_path)],
+                         capture_output=True, text=True, timeout=120,
+                         env=testlib.pyprof_env(env))
+    assert res.returncode == 0, res.stderr
+    _, rows = testlib.report_json(res.stdout)
+    return [(r["Base FLOPs"], r["New FLOPs"]) for r in rows if r.get("Op") == OP]
+
+
+def test_diff_costs_with_the_users_models(pyprof_dict, models_file):
+    # Two calls, per call: each side's FLOPs per call are the file's 9,728; without it, none.
+    assert diff_gate_flops(pyprof_dict) == [(0, 0)]
+    assert diff_gate_flops(pyprof_dict, "--op-models", models_file) == [(FLOPS, FLOPS)]
+    assert diff_gate_flops(pyprof_dict, env={"PYPROF_OP_MODELS": str(models_file)}) == [
+        (FLOPS, FLOPS)]
+
+
+def export_gate_flops(dict_path, out, *args, env=None):
+    """pyprof export's trace: the FLOPs arg of each of mylib::fused_gate's events (None: none)."""
+    res = subprocess.run([testlib.PY, "-m", "pyprof", "export", *map(str, args), str(dict_path),
+                          "-o", str(out)], capture_output=True, text=True, timeout=120,
+                         env=testlib.pyprof_env(env))
+    assert res.returncode == 0, res.stderr
+    events = [e for e in json.loads(out.read_text())["traceEvents"] if e.get("name") == OP]
+    assert len(events) == 2  # one call per step
+    return [e["args"].get("FLOPs") for e in events]
+
+
+def test_export_costs_with_the_users_models(pyprof_dict, models_file, tmp_path):
+    out = tmp_path / "trace.json"
+    assert export_gate_flops(pyprof_dict, out) == [None, None]  # not modelled: no cost args
+    assert export_gate_flops(pyprof_dict, out, "--op-models", models_file) == [FLOPS, FLOPS]
+    assert export_gate_flops(pyprof_dict, out, env={"PYPROF_OP_MODELS": str(models_file)}) == [
+        FLOPS, FLOPS]
+    # A bad file stops it before anything is written, as prof.
+    bad = tmp_path / "bad.txt"
+    bad.write_text("op mylib::fused_gate(x)\nflops = 1\n")
+    res = subprocess.run([testlib.PY, "-m", "pyprof", "export", "--op-models", str(bad),
+                          str(pyprof_dict), "-o", str(tmp_path / "t2.json")],
+                         capture_output=True, text=True, timeout=120, env=testlib.pyprof_env())
+    assert res.returncode == 2 and f"pyprof export: error: {bad}:1:" in res.stderr, res.stderr
+    assert not (tmp_path / "t2.json").exists()
