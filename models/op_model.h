@@ -142,8 +142,8 @@ struct OpCost {
   std::string dtype;         // the op's compute dtype ("float16"), "" when unknown
   std::string params;        // short description for the Params column: "M=256,N=32,K=128,fp16"
   std::string family;        // the docs/ops.md family: "matmul", "conv", "pointwise", ...
-  // Not modelled (modeled = false: no FLOP count), yet `bytes` holds an upper bound estimated
-  // from the tensors of a Triton kernel's launcher record (triton_launch_cost): prof shows it,
+  // Not modelled (modeled = false: no FLOP count), yet `bytes` holds an estimate from the
+  // tensors of a Triton kernel's launcher record (triton_launch_cost): prof shows it,
   // flagged `bytes-est`, and keeps it out of every FLOP and byte total (docs/ops.md).
   bool bytes_estimate = false;
   // Collectives whose record names their process group's size (torch.profiler's
@@ -222,11 +222,12 @@ TritonKernelKind triton_kernel_kind(std::string_view name);
 // The estimated bytes of one launch of Inductor's Triton kernel `name`, from the arguments its
 // launcher record carries (torch.profiler's `_RecordFunctionFast` around the launch: the
 // kernel's tensors, then the integers it was not specialised on) when no compile metadata names
-// its ATen nodes: modeled = false (no FLOPs), bytes_estimate = true and `bytes` an upper bound
-// (docs/ops.md "Triton launches without compile metadata"): Σ min(B(t), N·sz(t)) over the
-// tensors for poi/red/per kernels, N the product of the integers after the last tensor (the
-// numels); Σ B(t) for tem/for kernels. Without N (a poi/red/per launch with no trailing
-// integer), no estimate. op_cost() falls back to it for a `triton_<kind>_` op without a model.
+// its ATen nodes: modeled = false (no FLOPs), bytes_estimate = true (docs/ops.md "Triton launches
+// without compile metadata"): Σ min(B(t), N·sz(t)) over the tensors for poi/red/per kernels, N
+// the product of the integers after the last tensor (the numels); Σ B(t) for tem/for kernels and
+// for a name listing a windowed op (pooling, upsampling: several elements of a tensor per
+// point). Without N (a poi/red/per launch with no trailing integer), no estimate. op_cost()
+// falls back to it for a `triton_<kind>_` op without a model.
 OpCost triton_launch_cost(std::string_view name, const OpArgs& args);
 
 // What a compiled kernel's node list held, beside its cost.

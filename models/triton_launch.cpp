@@ -3,7 +3,7 @@
 // Triton kernels in a RecordFunction named for the kernel (`triton_poi_fused_add_0`) whose
 // arguments are the kernel's: its tensors (inputs, then outputs), then the size variables and
 // numels it was not specialised on, as integers. No ATen node is named, so no FLOP count can be
-// derived; the bytes are bounded from the tensors and the index space.
+// derived; the bytes are estimated from the tensors and the index space.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -21,6 +21,16 @@ double touched_bytes(const Tensor& t, double points) {
   const double size = dtype_size(t.dtype) > 0 ? dtype_size(t.dtype) : 4;
   const double whole = static_cast<double>(t.numel()) * size;
   return points < 0 ? whole : std::min(whole, points * size);
+}
+
+// Ops whose Inductor lowering loads several elements of one tensor per point of the index space
+// (a pooling window, an interpolation's neighbours, an unfold's patch): a kernel whose name
+// lists one of them reads more of an input than N elements, so its tensors count whole.
+bool names_a_windowed_op(std::string_view name) {
+  for (std::string_view op : {"pool", "upsample", "grid_sampler", "im2col", "col2im", "unfold"}) {
+    if (name.find(op) != std::string_view::npos) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -74,12 +84,15 @@ OpCost triton_launch_cost(std::string_view name, const OpArgs& args) {
     cost.params = prefix + ",no tensor arguments recorded";
     return cost;
   }
-  // The index space: poi/red/per kernels touch at most one element of each tensor per point of
-  // it; a template (GEMM, convolution) or foreach kernel reads and writes its tensors whole.
+  // The index space: a poi/red/per kernel loads or stores one element of each tensor per point
+  // of it (a gather: one row element per output element), unless its name lists a windowed op;
+  // a template (GEMM, convolution) or foreach kernel reads and writes its tensors whole.
   double points = -1;
   std::string space;
-  if (kind == TritonKernelKind::kPointwise || kind == TritonKernelKind::kReduction ||
-      kind == TritonKernelKind::kPersistentReduction) {
+  const bool windowed = names_a_windowed_op(name);
+  if ((kind == TritonKernelKind::kPointwise || kind == TritonKernelKind::kReduction ||
+       kind == TritonKernelKind::kPersistentReduction) &&
+      !windowed) {
     if (trailing.empty() || !trailing_readable) {
       cost.params = prefix + ",index space not recorded";
       return cost;
@@ -112,7 +125,8 @@ OpCost triton_launch_cost(std::string_view name, const OpArgs& args) {
   cost.bytes_estimate = true;
   cost.family = "triton";
   cost.dtype = tensors.back()->dtype;
-  cost.params = prefix + space + ",tensors=" + std::to_string(tensors.size()) +
+  cost.params = prefix + space + (windowed ? ",windowed" : "") +
+                ",tensors=" + std::to_string(tensors.size()) +
                 (capped > 0 ? ",capped=" + std::to_string(capped) : "") + ",flops=na,bytes=est";
   return cost;
 }

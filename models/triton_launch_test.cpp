@@ -88,7 +88,7 @@ TEST(TritonLaunch, GatherChargedTheElementsItsIndexSpaceTouches) {
 
 // A reduction: in [64,4096] f32, out [64] f32, xnumel 64, r0_numel 4096: N = 262144 points;
 // in 1048576 (= N*4), out 256: 1048832. Size variables before the numels (dynamic shapes: ks0)
-// multiply in: an upper bound, never under the numels' product.
+// multiply in: N is then at least the numels' product, so the cap only loosens.
 TEST(TritonLaunch, ReductionAndSizeVariables) {
   OpCost red =
       launch("triton_red_fused_sum_0", R"({"0":{"shape":[64,4096],"dtype":"float32"},)"
@@ -110,6 +110,19 @@ TEST(TritonLaunch, ReductionAndSizeVariables) {
   OpCost other =
       launch("triton_poi_fused_mul_0", R"({"0":{"shape":[10],"dtype":"float32"},"1":0.5,"2":10})");
   EXPECT_FALSE(other.bytes_estimate);
+}
+
+// A name listing a windowed op: Inductor's pointwise max-pool loads 4 input elements per output
+// point, so the input is not capped at N. in [8,16,32,32] f16 262144 + out [8,16,16,16] f16
+// 65536 + int8 offsets 32768 = 360448 (capped at N = 32768 it would be 163840).
+TEST(TritonLaunch, WindowedOpsCountTheirTensorsWhole) {
+  OpCost pool = launch("triton_poi_fused_max_pool2d_with_indices_0",
+                       R"({"0":{"shape":[8,16,32,32],"dtype":"float16"},)"
+                       R"("1":{"shape":[8,16,16,16],"dtype":"float16"},)"
+                       R"("2":{"shape":[8,16,16,16],"dtype":"int8"},"3":32768})");
+  EXPECT_TRUE(pool.bytes_estimate);
+  EXPECT_DOUBLE_EQ(pool.bytes, 360448);
+  EXPECT_EQ(pool.params, "triton=poi,windowed,tensors=3,flops=na,bytes=est");
 }
 
 // Templates (GEMM, convolution) and foreach kernels read and write their tensors whole:

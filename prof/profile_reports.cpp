@@ -254,15 +254,14 @@ ReportTable summary_report(const ReadResult& data) {
   }
   if (bytes_estimated > 0) {
     // Triton launches recorded without compile metadata (docs/ops.md "Triton launches without
-    // compile metadata"): bytes bounded from their launcher's tensors, FLOPs unknown. They stay
+    // compile metadata"): bytes estimated from their launcher's tensors, FLOPs unknown. They stay
     // out of the FLOP-covered time, the counted time and the totals above; these rows say how
     // much they hold.
     row("Triton launches with estimated bytes (no FLOP model)", std::to_string(bytes_estimated),
         Unit::kCount);
     row("Triton launch time with estimated bytes %",
         pct(static_cast<double>(bytes_estimated_time), static_cast<double>(total)), Unit::kPercent);
-    row("Triton launches' estimated bytes (upper bound, out of the totals)", num(estimated_bytes),
-        Unit::kBytes);
+    row("Triton launches' estimated bytes (out of the totals)", num(estimated_bytes), Unit::kBytes);
     if (bytes_estimated_time > 0) {
       t.exact[{t.rows.size(), 1}] = gbps(estimated_bytes, bytes_estimated_time);
     }
