@@ -499,7 +499,10 @@ OpCost op_cost(std::string_view op, const OpArgs& args) {
     reordered.add("", *args.at(1));
     return op_cost(op, reordered);
   }
-  if (!fn) return cost;
+  // Inductor's Triton kernel launched under torch.profiler without compile metadata: bytes
+  // estimated from its launcher's tensors, no FLOPs (models/triton_launch.cpp).
+  if (!fn)
+    return triton_kernel_kind(op) != TritonKernelKind::kNone ? triton_launch_cost(op, args) : cost;
   return checked_cost(family, args, [&](OpCost& c) { return (*fn)(args, c); });
 }
 

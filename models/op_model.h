@@ -142,6 +142,10 @@ struct OpCost {
   std::string dtype;         // the op's compute dtype ("float16"), "" when unknown
   std::string params;        // short description for the Params column: "M=256,N=32,K=128,fp16"
   std::string family;        // the docs/ops.md family: "matmul", "conv", "pointwise", ...
+  // Not modelled (modeled = false: no FLOP count), yet `bytes` holds an estimate from the
+  // tensors of a Triton kernel's launcher record (triton_launch_cost): prof shows it,
+  // flagged `bytes-est`, and keeps it out of every FLOP and byte total (docs/ops.md).
+  bool bytes_estimate = false;
   // Collectives whose record names their process group's size (torch.profiler's
   // record_param_comms): that size, for bus bandwidth; 0 when the record does not say.
   int32_t group = 0;
@@ -205,6 +209,30 @@ OpCost op_cost(std::string_view op, const OpArgs& args);
 // installed FLOP table's entry for the call (models/flop_table.h; entries exist only for ops
 // without a model) is found by it first.
 OpCost op_cost(std::string_view op, const OpArgs& args, std::string_view args_json);
+
+// The kind of Triton kernel Inductor's name says (`triton_<kind>_...`): pointwise (poi),
+// reduction (red), persistent reduction (per), template (tem: GEMM, convolution, attention),
+// foreach (for); kNone for any other name (a user's Triton kernel, `triton_` + something else).
+enum class TritonKernelKind : uint8_t {
+  kNone,
+  kPointwise,
+  kReduction,
+  kPersistentReduction,
+  kTemplate,
+  kForeach
+};
+TritonKernelKind triton_kernel_kind(std::string_view name);
+
+// The estimated bytes of one launch of Inductor's Triton kernel `name`, from the arguments its
+// launcher record carries (torch.profiler's `_RecordFunctionFast` around the launch: the
+// kernel's tensors, then the integers it was not specialised on) when no compile metadata names
+// its ATen nodes: modeled = false (no FLOPs), bytes_estimate = true (docs/ops.md "Triton launches
+// without compile metadata"): Σ min(B(t), N·sz(t)) over the tensors for poi/red/per kernels, N
+// the product of the integers after the last tensor (the numels); Σ B(t) for tem/for kernels and
+// for a name listing a windowed op (pooling, upsampling: several elements of a tensor per
+// point). Without N (a poi/red/per launch with no trailing integer), no estimate. op_cost()
+// falls back to it for a `triton_<kind>_` op without a model.
+OpCost triton_launch_cost(std::string_view name, const OpArgs& args);
 
 // What a compiled kernel's node list held, beside its cost.
 struct CompiledKernelNodes {

@@ -102,7 +102,8 @@ ReportTable summary_report(const ReadResult& data) {
   int64_t tc_time = 0, counted_ns = 0, records = 0, timed_records = 0;
   int64_t inductor = 0, inductor_time = 0, inductor_unmodeled_time = 0, inductor_attributed = 0;
   int64_t graph_kernels = 0, graph_time = 0, graph_attributed = 0, compiled_call_kernels = 0;
-  double flops = 0, bytes = 0, dense = 0;
+  int64_t bytes_estimated = 0, bytes_estimated_time = 0;
+  double flops = 0, bytes = 0, dense = 0, estimated_bytes = 0;
   // GPU records' intervals by device: busy time is a device's own (streams overlap).
   std::map<int32_t, std::vector<std::pair<int64_t, int64_t>>> intervals;
   for (const ProfRecord& r : data.records) {
@@ -116,6 +117,11 @@ ReportTable summary_report(const ReadResult& data) {
       if (r.compiled) ++inductor_attributed;
     }
     if (r.compiled_call) ++compiled_call_kernels;
+    if (r.bytes_estimated && !r.bad_time) {
+      ++bytes_estimated;
+      bytes_estimated_time += time;
+      estimated_bytes += r.bytes;
+    }
     if (r.graph_launched) {
       ++graph_kernels;
       graph_time += time;
@@ -268,6 +274,24 @@ ReportTable summary_report(const ReadResult& data) {
     row("Inductor kernel time without a FLOP model %",
         pct(static_cast<double>(inductor_unmodeled_time), static_cast<double>(inductor_time)),
         Unit::kPercent);
+  }
+  if (bytes_estimated > 0) {
+    // Triton launches recorded without compile metadata (docs/ops.md "Triton launches without
+    // compile metadata"): bytes estimated from their launcher's tensors, FLOPs unknown. They stay
+    // out of the FLOP-covered time, the counted time and the totals above; these rows say how
+    // much they hold.
+    row("Triton launches with estimated bytes (no FLOP model)", std::to_string(bytes_estimated),
+        Unit::kCount);
+    row("Triton launch time with estimated bytes %",
+        pct(static_cast<double>(bytes_estimated_time), static_cast<double>(total)), Unit::kPercent);
+    row("Triton launches' estimated bytes (out of the totals)", num(estimated_bytes), Unit::kBytes);
+    if (bytes_estimated_time > 0) {
+      t.exact[{t.rows.size(), 1}] = gbps(estimated_bytes, bytes_estimated_time);
+    }
+    row("Triton launches' estimated GB/s (over their time)",
+        bytes_estimated_time > 0 ? raw_rate_text(gbps(estimated_bytes, bytes_estimated_time), 1)
+                                 : "na",
+        Unit::kByteRate);
   }
   if (compiled_call_kernels > 0) {
     // Kernels named for no mark, costed from the marks of the extern call they ran in.

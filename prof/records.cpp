@@ -538,6 +538,7 @@ class RecordCoster {
           .note(l.line, source.op, c.params);
     }
     r.modeled = c.modeled;
+    r.bytes_estimated = !c.modeled && c.bytes_estimate;
     r.estimated = source.backward_estimate && c.modeled;
     // The estimate stands for the forward op's whole backward, not for one of the node's ops:
     // the node's kernels share it as one part (assign_costs), whichever op each ran in.

@@ -31,6 +31,10 @@ struct ProfRecord {
   bool counted = false;  // this record carries its op's cost (see assign_costs)
   bool tc_eligible = false;
   bool estimated = false;  // bprop cost estimated from the forward op (no backward args)
+  // Not modelled, yet `bytes` (and op_bytes) hold an estimate from a Triton
+  // launcher's tensors (models::triton_launch_cost): shown in the per-record table with the
+  // flag `bytes-est`, out of every FLOP and byte total (counted stays false).
+  bool bytes_estimated = false;
   // bprop, estimated: the family of the op this kernel ran in (its backward node's op, net.dict
   // `bwd_op`: aten::mm's "matmul" in a linear's MmBackward, clone's "movement" in its
   // UnsafeViewBackward), known from the op's name; 0 when it has none. assign_costs charges a

@@ -278,7 +278,7 @@ void append_cell(std::string& out, const Column& c, const ProfRecord& r, size_t 
     case kKernel:
       return append_or_dash(out, s.get(r.name));
     case kParams:
-      if (r.modeled) return append_or_dash(out, s.get(r.params));
+      if (r.modeled || r.bytes_estimated) return append_or_dash(out, s.get(r.params));
       out += "na";
       return;
     case kSil:
@@ -301,7 +301,9 @@ void append_cell(std::string& out, const Column& c, const ProfRecord& r, size_t 
     case kOpFlops:
     case kOpBytes: {
       const size_t column = static_cast<size_t>(&c - all_columns().data());
-      if (!r.modeled) {
+      // A Triton launch's estimated bytes are shown (flag bytes-est); its FLOPs are unknown.
+      const bool estimated_bytes = r.bytes_estimated && (column == kBytes || column == kOpBytes);
+      if (!r.modeled && !estimated_bytes) {
         out += "na";
         return;
       }
@@ -325,7 +327,10 @@ void append_cell(std::string& out, const Column& c, const ProfRecord& r, size_t 
       }
       return;
     case kGbps:
-      if (r.modeled && rate_ns > 0) {
+      if (r.bytes_estimated && r.duration > 0) {
+        // Not counted (no counted time): the estimate over the record's own duration.
+        append_rate(out, r.bytes / static_cast<double>(r.duration), 1);
+      } else if (r.modeled && rate_ns > 0) {
         append_rate(out, r.bytes / static_cast<double>(rate_ns), 1);
       } else {
         out += "na";
@@ -351,7 +356,10 @@ void append_cell(std::string& out, const Column& c, const ProfRecord& r, size_t 
     case kFamily:
       return append_or_dash(out, s.get(r.family));
     case kFlag:
-      out += r.bad_time ? "bad-time" : r.above_peak ? "above-peak" : "-";
+      out += r.bad_time          ? "bad-time"
+             : r.above_peak      ? "above-peak"
+             : r.bytes_estimated ? "bytes-est"
+                                 : "-";
       return;
     case kStep:
       return int_or_dash(r.step >= 0, r.step);
