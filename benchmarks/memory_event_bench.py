@@ -1,4 +1,4 @@
-"""What one recorded allocation or free costs (issue 35, docs/memory.md §3).
+"""What one recorded allocation or free costs (issue 35, docs/memory.md §4).
 
 overhead.py's training loop makes about one allocation or free per four ops, so memory
 capture's share of its per-op cost is small and within that benchmark's run-to-run noise on a

@@ -1,6 +1,6 @@
 // Allocations and frees (net.dict memory lines, docs/formats.md §3.2): read into
 // ReadResult::memory, and what they add up to per device, step, op and module, for the memory
-// report, the summary's memory rows and the batch-size advice (docs/memory.md §5).
+// report, the summary's memory rows and the batch-size advice (docs/memory.md §6).
 //
 // Counting (docs/prof.md §3, memory): on each device a running total of the events' bytes, from
 // the first event the reports cover (the capture's, or the selected iterations' when a

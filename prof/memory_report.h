@@ -1,4 +1,4 @@
-// The memory report (`pyprof prof --report memory`, docs/prof.md §3 and docs/memory.md §5), the
+// The memory report (`pyprof prof --report memory`, docs/prof.md §3 and docs/memory.md §6), the
 // summary's memory rows, and the batch-size headroom the advice rule judges: all from the
 // profile's allocations and frees (prof/memory_events.h).
 #pragma once
