@@ -297,8 +297,9 @@ class Advisor {
                     cpu_ ? "op self time" : "GPU time"),
         time, evidence,
         "write each op's FLOP and byte formulas over its arguments in a file and pass it with "
-        "pyprof prof --op-models FILE (or $PYPROF_OP_MODELS): docs/ops.md, \"Adding your own "
-        "models\"");
+        "pyprof prof --op-models FILE (or $PYPROF_OP_MODELS); where the op's library registers "
+        "FLOP formulas with PyTorch (torch.utils.flop_counter), pyprof prof --flop-registry "
+        "MODULE uses them: docs/ops.md, \"Adding your own models\"");
   }
 
   // The header's torch setting `key` as JSON text ("true", "false"), or "" when unknown.

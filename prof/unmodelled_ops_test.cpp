@@ -163,6 +163,7 @@ TEST(UnmodelledOps, AdviceNamesTheOpsAndTheFix) {
   EXPECT_EQ(a->evidence,
             "vllm::moe_forward 46.2% (60.0 µs, 2 records); mylib::gate 7.7% (10.0 µs, 1 record)");
   EXPECT_NE(a->fix.find("--op-models FILE"), std::string::npos) << a->fix;
+  EXPECT_NE(a->fix.find("--flop-registry MODULE"), std::string::npos) << a->fix;
   EXPECT_NE(a->fix.find("docs/ops.md"), std::string::npos) << a->fix;
 }
 
