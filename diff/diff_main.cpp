@@ -21,6 +21,7 @@
 #include "diff/diff.h"
 #include "prof/iterations.h"
 #include "prof/load_profile.h"
+#include "prof/op_model_options.h"
 #include "prof/records.h"
 #include "prof/reports.h"
 
@@ -144,15 +145,8 @@ int main(int argc, char** argv) {
   app.add_flag("--no-tf32", no_tf32, "fp32 GEMMs and convolutions are not Tensor Core eligible");
   app.add_option("-o,--output", output,
                  "write to this file (several --formats: to PREFIX.diff.FORMAT)");
-  std::vector<std::string> op_model_files, flop_tables;
-  app.add_option("--op-models", op_model_files,
-                 "as pyprof prof: a file of your own op models, after those $PYPROF_OP_MODELS "
-                 "names; repeatable (docs/ops.md \"Adding your own models\")")
-      ->allow_extra_args(false);
-  app.add_option("--flop-table", flop_tables,
-                 "as pyprof prof: a FLOP table of calls of ops pyprof has no model of "
-                 "(docs/formats.md §5); repeatable")
-      ->allow_extra_args(false);
+  pyprof::prof::OpModelFiles op_model_files;
+  pyprof::prof::add_op_model_options(app, op_model_files);
   // Hidden: pyprof/cli.py passes the names the user gave when it parsed them into temporary
   // net.dicts first.
   std::string base_label, new_label;
@@ -200,7 +194,7 @@ int main(int argc, char** argv) {
   }
   std::string error;
   // Both sides are costed with the same models.
-  if (!load_op_models("diff", op_model_files, flop_tables, error)) {
+  if (!load_op_models("diff", op_model_files.op_models, op_model_files.flop_tables, error)) {
     return fail(pyprof::terminal_safe(error), 2);
   }
   IterationRequest base_request, new_request;

@@ -18,6 +18,7 @@
 #include "common/terminal_text.h"
 #include "export/trace_export.h"
 #include "prof/load_profile.h"
+#include "prof/op_model_options.h"
 
 namespace {
 
@@ -85,15 +86,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"chrome", "perfetto"}));
   app.add_flag("--no-tf32", no_tf32, "as pyprof prof: fp32 GEMMs are not Tensor Core eligible");
   app.add_flag("-q,--quiet", quiet, "no summary on standard error");
-  std::vector<std::string> op_model_files, flop_tables;
-  app.add_option("--op-models", op_model_files,
-                 "as pyprof prof: a file of your own op models, after those $PYPROF_OP_MODELS "
-                 "names; repeatable (docs/ops.md \"Adding your own models\")")
-      ->allow_extra_args(false);
-  app.add_option("--flop-table", flop_tables,
-                 "as pyprof prof: a FLOP table of calls of ops pyprof has no model of "
-                 "(docs/formats.md §5); repeatable")
-      ->allow_extra_args(false);
+  pyprof::prof::OpModelFiles op_model_files;
+  pyprof::prof::add_op_model_options(app, op_model_files);
   // Hidden (group ""): `pyprof export DB` parses DB into a temporary net.dict first and names
   // DB here, so that the summary names the file the user gave.
   std::string source_label;
@@ -120,7 +114,8 @@ int main(int argc, char** argv) {
   request.unreadable_lines_fatal = true;
 
   std::string error;
-  if (!pyprof::prof::load_op_models("export", op_model_files, flop_tables, error)) {
+  if (!pyprof::prof::load_op_models("export", op_model_files.op_models, op_model_files.flop_tables,
+                                    error)) {
     fmt::print(stderr, "pyprof export: error: {}\n", pyprof::terminal_safe(error));
     return 2;
   }
